@@ -1,0 +1,63 @@
+"""Errors a user can cause. Each message says what to change.
+
+The CLI prints a ``HudiqlError`` as one line and exits 1; anything else is a bug.
+"""
+
+
+class HudiqlError(Exception):
+    """Base class of every error caused by bad SQL, config or data."""
+
+
+class SqlError(HudiqlError):
+    """The SQL text cannot be parsed or is not supported."""
+
+
+class TableNotFoundError(HudiqlError):
+    """A statement names a table that does not exist."""
+
+
+class TableExistsError(HudiqlError):
+    """CREATE TABLE names a table that already exists."""
+
+
+class OptionError(HudiqlError):
+    """A table option is unknown, misspelt or inconsistent with the schema."""
+
+
+class ColumnError(HudiqlError):
+    """A statement names a column the table does not have, or leaves a required one out."""
+
+
+class DataError(HudiqlError):
+    """Rows cannot be written: a null record key, a value that cannot be cast, ..."""
+
+
+class FormatError(HudiqlError):
+    """Files on storage do not follow the Hudi format (corrupt, missing or unknown)."""
+
+
+class WriteConflictError(HudiqlError):
+    """The timeline changed in a way that makes this write unsafe."""
+
+
+def from_spark_error(exc: BaseException) -> HudiqlError | None:
+    """A user-facing error for a Spark failure caused by the data or the SQL, else ``None``.
+
+    Spark wraps errors raised in tasks in long Java traces; we keep the one line that says
+    what went wrong.
+    """
+    from hudiql.table.keygen import NULL_KEY_ERROR
+
+    text = str(exc)
+    if NULL_KEY_ERROR in text:
+        detail = text[text.index(NULL_KEY_ERROR) + len(NULL_KEY_ERROR) + 2:].splitlines()[0]
+        detail = detail.split(". SQLSTATE")[0].rstrip(".\"' ")
+        return DataError(f"{detail}; every row needs a record key value")
+    for marker in ("CAST_INVALID_INPUT", "CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE", "DATATYPE_MISMATCH",
+                   "INVALID_ARRAY_INDEX", "DIVIDE_BY_ZERO"):
+        if marker in text:
+            line = next((ln for ln in text.splitlines() if marker in ln), text.splitlines()[0])
+            return DataError(line.strip())
+    if type(exc).__name__ in ("AnalysisException", "ParseException"):
+        return SqlError(text.splitlines()[0].strip())
+    return None

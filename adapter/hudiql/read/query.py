@@ -1,0 +1,118 @@
+"""Queries: any Spark SQL over hudiql tables by name.
+
+Each hudiql table a query names is read as a snapshot DataFrame, registered as a temporary
+view, and the query (rewritten with sqlglot to name those views) runs on Spark. Conjuncts of
+the WHERE clause on partition columns prune the partitions read.
+
+Example:
+    >>> planner.dataframe(sqlglot.parse_one("SELECT * FROM orders WHERE dt = '2024-01-01'"))
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame
+from pyspark.sql import types as T
+from sqlglot import exp
+
+from hudiql.errors import TableNotFoundError
+from hudiql.read.snapshot import snapshot
+from hudiql.table.fsview import FileSystemView
+from hudiql.sql.parser import DIALECT
+from hudiql.sql.statements import TableName
+from hudiql.table.table import HudiTable
+
+if TYPE_CHECKING:
+    from hudiql.session import Session
+
+
+class QueryPlanner:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._views = 0
+
+    def dataframe(self, query: exp.Expression) -> DataFrame:
+        """Run a query expression; hudiql tables are replaced by snapshot views."""
+        query = query.copy()
+        ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+        for node in list(query.find_all(exp.Table)):
+            if not node.name or node.catalog or (not node.db and node.name.lower() in ctes):
+                continue
+            if isinstance(node.parent, (exp.Insert, exp.Create)):
+                continue
+            name = TableName(node.db.lower() or None, node.name.lower())
+            database, table_name = self.session.resolve(name)
+            location = self.session.catalog.location(database, table_name)
+            if location is None:
+                if not node.db and self._is_spark_relation(table_name):
+                    continue
+                if self.session.spark.catalog.tableExists(f"{name}"):
+                    continue
+                raise TableNotFoundError(f"table {database}.{table_name} does not exist; see SHOW TABLES")
+            table = HudiTable.load(location)
+            files = table.file_system_view()
+            keep = _partition_filter(self.session, table, files, node)
+            view = self._register(snapshot(self.session.spark, table, files, keep))
+            alias = node.alias or node.name
+            node.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias))))
+        return self.session.spark.sql(query.sql(dialect=DIALECT))
+
+    def _is_spark_relation(self, name: str) -> bool:
+        return any(t.name.lower() == name and t.isTemporary for t in self.session.spark.catalog.listTables())
+
+    def _register(self, df: DataFrame) -> str:
+        self._views += 1
+        view = f"__hudiql_snapshot_{id(self)}_{self._views}"
+        df.createOrReplaceTempView(view)
+        return view
+
+
+def _conjuncts(where: exp.Expression) -> list[exp.Expression]:
+    if isinstance(where, exp.And):
+        return _conjuncts(where.left) + _conjuncts(where.right)
+    if isinstance(where, exp.Paren):
+        return _conjuncts(where.this)
+    return [where]
+
+
+_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _partition_filter(session: Session, table: HudiTable, files: FileSystemView, node: exp.Table):
+    """A predicate on partition paths from the WHERE conjuncts that only read partition columns."""
+    select = node.find_ancestor(exp.Select)
+    where = select.args.get("where") if select is not None else None
+    if where is None or not table.keygen.is_partitioned:
+        return None
+    names = {f.lower(): f for f in table.config.partition_fields}
+    qualifiers = {node.name.lower(), (node.alias or "").lower(), ""}
+    single_table = len(list(select.find_all(exp.Table))) == 1
+    usable = []
+    for conjunct in _conjuncts(where.this):
+        columns = list(conjunct.find_all(exp.Column))
+        if not columns or conjunct.find(exp.Subquery, exp.Select) is not None:
+            continue
+        if all(c.name.lower() in names and (c.table.lower() in qualifiers if c.table else single_table) for c in columns):
+            stripped = conjunct.copy()
+            for c in stripped.find_all(exp.Column):
+                c.replace(exp.column(names[c.name.lower()]))
+            usable.append(stripped.sql(dialect=DIALECT))
+    if not usable:
+        return None
+    partitions = files.partitions()
+    values = {p: table.keygen.partition_values(p) for p in partitions}
+    if any(v is None for v in values.values()):
+        return None  # some path does not tell its values: read everything
+    fields = [table.schema[f] for f in table.config.partition_fields]
+    rows = [(p, *[values[p][f.name] for f in fields]) for p in partitions]
+    schema = T.StructType([T.StructField("__path", T.StringType())] + [T.StructField(f.name, T.StringType()) for f in fields])
+    if not all(_SAFE.match(f.name) for f in fields):
+        return None
+    frame = session.spark.createDataFrame(rows, schema)
+    frame = frame.select("__path", *[frame[f.name].cast(f.dataType).alias(f.name) for f in fields])
+    for predicate in usable:
+        frame = frame.where(predicate)
+    kept = {r[0] for r in frame.select("__path").collect()}
+    return lambda path: path in kept

@@ -1,0 +1,272 @@
+"""Session: one SparkSession plus a warehouse; ``sql()`` runs statements.
+
+Example:
+    >>> session = connect(warehouse="/tmp/wh")
+    >>> session.sql("CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id')")
+    >>> session.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')").first().num_inserted_rows
+    2
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hudiql.catalog import DEFAULT_DATABASE, Catalog, check_name
+from hudiql.errors import (
+    HudiqlError,
+    SqlError,
+    TableExistsError,
+    TableNotFoundError,
+    from_spark_error,
+)
+from hudiql.io.storage import Storage
+from hudiql.read.query import QueryPlanner
+from hudiql.sql import statements as S
+from hudiql.sql.options import TableDefinition, derive_table_properties
+from hudiql.sql.parser import parse
+from hudiql.sql import ddl
+from hudiql.table.config import TableConfig
+from hudiql.table.layout import PROPERTIES_FILE
+from hudiql.table.table import HudiTable
+from hudiql.write.writer import Operation, align_columns, insert_rows, write_rows
+
+INSERT_OPERATION = "hoodie.spark.sql.insert.into.operation"
+
+
+@dataclass
+class Result:
+    """What one statement produced; ``is_rows`` tells the CLI whether to print the rows."""
+
+    df: DataFrame
+    is_rows: bool
+
+
+def _local_spark(conf: dict[str, str] | None) -> SparkSession:
+    # Spark's Python workers must run the interpreter that has hudiql installed.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = (
+        SparkSession.builder.master("local[*]")
+        .appName("hudiql")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+class Session:
+    """Runs hudiql SQL against one warehouse."""
+
+    def __init__(self, warehouse: str, spark: SparkSession, conf: dict[str, str] | None = None) -> None:
+        self.spark = spark
+        self.catalog = Catalog(warehouse)
+        self.catalog.storage.makedirs("")
+        self.conf: dict[str, str] = {k: v for k, v in (conf or {}).items() if not k.startswith("spark.")}
+        self.database = DEFAULT_DATABASE
+        self.planner = QueryPlanner(self)
+
+    @property
+    def warehouse(self) -> str:
+        return self.catalog.storage.base_uri
+
+    def sql(self, text: str) -> DataFrame:
+        """Run one or several ``;``-separated statements; returns the last one's result."""
+        results = self.execute(text)
+        if not results:
+            raise SqlError("no statement to run")
+        return results[-1].df
+
+    def execute(self, text: str) -> list[Result]:
+        return [self.run(statement) for statement in parse(text)]
+
+    def run(self, statement: S.Statement) -> Result:
+        handler = getattr(self, f"_run_{type(statement).__name__}")
+        try:
+            return handler(statement)
+        except HudiqlError:
+            raise
+        except Exception as exc:
+            translated = from_spark_error(exc)
+            if translated is None:
+                raise
+            raise translated from None
+
+    # ---- names ------------------------------------------------------------------------------
+    def resolve(self, name: S.TableName) -> tuple[str, str]:
+        return (name.database or self.database, name.name)
+
+    def table(self, name: S.TableName) -> HudiTable:
+        database, table = self.resolve(name)
+        location = self.catalog.location(database, table)
+        if location is None:
+            raise TableNotFoundError(f"table {database}.{table} does not exist; see SHOW TABLES")
+        return HudiTable.load(location)
+
+    def _message(self, text: str) -> Result:
+        return Result(self.spark.createDataFrame([(text,)], "result string"), False)
+
+    # ---- DDL --------------------------------------------------------------------------------
+    def _run_CreateDatabase(self, st: S.CreateDatabase) -> Result:
+        if self.catalog.database_exists(st.name):
+            if st.if_not_exists:
+                return self._message(f"database {st.name} exists")
+            raise TableExistsError(f"database {st.name} already exists; use CREATE DATABASE IF NOT EXISTS")
+        self.catalog.create_database(st.name)
+        return self._message(f"created database {st.name}")
+
+    def _run_CreateTable(self, st: S.CreateTable) -> Result:
+        database, name = self.resolve(st.table)
+        check_name("table", name)
+        if not self.catalog.database_exists(database):
+            raise TableNotFoundError(f"database {database} does not exist; CREATE DATABASE {database} first")
+        if self.catalog.location(database, name) is not None:
+            if st.if_not_exists:
+                return self._message(f"table {database}.{name} exists")
+            raise TableExistsError(f"table {database}.{name} already exists; use IF NOT EXISTS or DROP TABLE first")
+        location = st.location or self.catalog.managed_location(database, name)
+        existing = HudiTable.load(location) if st.location and _is_table(location) else None
+        if existing is not None:
+            if st.columns is not None or st.query is not None:
+                raise TableExistsError(f"a Hudi table already exists at {location}; CREATE TABLE {name} USING hudi LOCATION '...' adopts it without columns")
+            self.catalog.register_external(database, name, existing.base_uri)
+            return self._message(f"registered table {database}.{name} at {existing.base_uri}")
+        if _has_files(location):
+            raise TableExistsError(f"{location} is not empty and holds no Hudi table; choose an empty LOCATION")
+
+        rows = None
+        columns = st.columns
+        if st.query is not None:
+            rows = self.planner.dataframe(st.query)
+            columns = rows.schema
+        if columns is None:
+            raise SqlError(f"no Hudi table at {location}: give the columns or AS SELECT")
+        props, schema = derive_table_properties(TableDefinition(
+            name=name, database=database, schema=columns, primary_key=st.primary_key,
+            partitioned_by=st.partitioned_by, options=st.options, dialect=st.dialect,
+        ))
+        table = HudiTable.create(location, TableConfig(props))
+        if st.location:
+            self.catalog.register_external(database, name, table.base_uri)
+        if rows is not None:
+            try:
+                ordered = rows.select([F.col(f"`{f.name}`") for f in schema.fields])
+                self._write(table, align_columns(ordered, schema), Operation.UPSERT if table.has_record_key else Operation.INSERT)
+            except BaseException:
+                # CTAS is all or nothing: no table is left behind a failed query.
+                self.catalog.unregister(database, name)
+                table.storage.delete_dir()
+                raise
+        return self._message(f"created table {database}.{name}")
+
+    def _run_DropTable(self, st: S.DropTable) -> Result:
+        database, name = self.resolve(st.table)
+        location = self.catalog.location(database, name)
+        if location is None:
+            if st.if_exists:
+                return self._message(f"table {database}.{name} does not exist")
+            raise TableNotFoundError(f"table {database}.{name} does not exist; use DROP TABLE IF EXISTS")
+        if self.catalog.is_external(database, name):
+            self.catalog.unregister(database, name)  # an external table's files stay, as in Spark
+        else:
+            HudiTable.load(location).storage.delete_dir()
+        return self._message(f"dropped table {database}.{name}")
+
+    def _run_Describe(self, st: S.Describe) -> Result:
+        table = self.table(st.table)
+        rows = ddl.describe(table, st.extended)
+        return Result(self.spark.createDataFrame(rows, "col_name string, data_type string, comment string"), True)
+
+    def _run_ShowTables(self, st: S.ShowTables) -> Result:
+        database = st.database or self.database
+        if not self.catalog.database_exists(database):
+            raise TableNotFoundError(f"database {database} does not exist")
+        rows = [(database, t, False) for t in self.catalog.tables(database)]
+        return Result(self.spark.createDataFrame(rows, "namespace string, tableName string, isTemporary boolean"), True)
+
+    def _run_ShowCreateTable(self, st: S.ShowCreateTable) -> Result:
+        database, name = self.resolve(st.table)
+        table = self.table(st.table)
+        text = ddl.show_create_table(table, database, name, self.catalog.is_external(database, name))
+        return Result(self.spark.createDataFrame([(text,)], "createtab_stmt string"), True)
+
+    def _run_Call(self, st: S.Call) -> Result:
+        if st.procedure == "show_table_properties":
+            if "table" not in st.args:
+                raise SqlError("CALL show_table_properties needs table => 'name'")
+            table = self.table(_name_arg(st.args["table"]))
+            rows = sorted(table.config.props.items())
+            return Result(self.spark.createDataFrame(rows, "key string, value string"), True)
+        raise SqlError(f"unknown procedure '{st.procedure}'; available: show_table_properties")
+
+    def _run_SetConf(self, st: S.SetConf) -> Result:
+        if st.key is None:
+            rows = sorted(self.conf.items())
+            return Result(self.spark.createDataFrame(rows, "key string, value string"), True)
+        if st.value is None:
+            value = self.conf.get(st.key)
+            if value is None and st.key.startswith("spark."):
+                value = self.spark.conf.get(st.key, None)
+            return Result(self.spark.createDataFrame([(st.key, value if value is not None else "<undefined>")], "key string, value string"), True)
+        if st.key.startswith("spark."):
+            self.spark.conf.set(st.key, st.value)
+        else:
+            self.conf[st.key] = st.value
+        return Result(self.spark.createDataFrame([(st.key, st.value)], "key string, value string"), False)
+
+    def _run_Use(self, st: S.Use) -> Result:
+        if not self.catalog.database_exists(st.database):
+            raise TableNotFoundError(f"database {st.database} does not exist; CREATE DATABASE {st.database} first")
+        self.database = st.database
+        return self._message(f"using database {st.database}")
+
+    # ---- DML and queries --------------------------------------------------------------------
+    def _run_Query(self, st: S.Query) -> Result:
+        return Result(self.planner.dataframe(st.expression), True)
+
+    def _run_Insert(self, st: S.Insert) -> Result:
+        table = self.table(st.table)
+        source = self.planner.dataframe(st.query)
+        rows = insert_rows(table.schema, source, st.columns, st.partition)
+        default = Operation.UPSERT if table.has_record_key else Operation.INSERT
+        raw = self.conf.get(INSERT_OPERATION) or table.config.get(INSERT_OPERATION) or default.value
+        try:
+            operation = Operation(raw.lower())
+        except ValueError:
+            raise SqlError(f"{INSERT_OPERATION}={raw} is not valid; use insert, upsert or bulk_insert") from None
+        if not table.has_record_key:
+            operation = Operation.INSERT if operation is Operation.UPSERT else operation
+        meta = self._write(table, rows, operation)
+        inserted = meta.total("num_inserts") + meta.total("num_update_writes")
+        return Result(
+            self.spark.createDataFrame([(inserted, inserted)], "num_affected_rows long, num_inserted_rows long"), True
+        )
+
+    def _write(self, table: HudiTable, rows: DataFrame, operation: Operation):
+        return write_rows(self.spark, table, rows, operation, self.conf)
+
+
+def _is_table(location: str) -> bool:
+    return Storage(location).exists(PROPERTIES_FILE)
+
+
+def _has_files(location: str) -> bool:
+    return bool(Storage(location).list(""))
+
+
+def _name_arg(text: str) -> S.TableName:
+    parts = text.lower().split(".")
+    return S.TableName(parts[0] if len(parts) == 2 else None, parts[-1])
+
+
+def connect(warehouse: str = "warehouse", spark: SparkSession | None = None, conf: dict[str, str] | None = None) -> Session:
+    """A session on ``warehouse``; builds a local SparkSession unless one is given."""
+    return Session(warehouse, spark or _local_spark(conf), conf)

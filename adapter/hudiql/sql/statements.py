@@ -1,0 +1,98 @@
+"""Typed statements: what the parser hands to the session.
+
+Example:
+    >>> parse("INSERT INTO t VALUES (1)")[0]
+    Insert(table=TableName(database=None, name='t'), ...)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import types as T
+from sqlglot import exp
+
+
+@dataclass(frozen=True)
+class TableName:
+    database: str | None
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.name}" if self.database else self.name
+
+
+@dataclass
+class Statement:
+    text: str = field(default="", kw_only=True, repr=False)
+
+
+@dataclass
+class CreateTable(Statement):
+    table: TableName
+    if_not_exists: bool
+    columns: T.StructType | None  # None: from the query (CTAS) or an existing table at LOCATION
+    primary_key: list[str]
+    partitioned_by: list[str]
+    options: dict[str, str]
+    location: str | None
+    dialect: str
+    query: exp.Expression | None = None
+
+
+@dataclass
+class CreateDatabase(Statement):
+    name: str
+    if_not_exists: bool
+
+
+@dataclass
+class DropTable(Statement):
+    table: TableName
+    if_exists: bool
+
+
+@dataclass
+class Insert(Statement):
+    table: TableName
+    query: exp.Expression
+    columns: list[str] | None = None
+    partition: dict[str, exp.Expression | None] | None = None  # static values, or None for dynamic
+
+
+@dataclass
+class Query(Statement):
+    expression: exp.Expression
+
+
+@dataclass
+class Describe(Statement):
+    table: TableName
+    extended: bool
+
+
+@dataclass
+class ShowTables(Statement):
+    database: str | None
+
+
+@dataclass
+class ShowCreateTable(Statement):
+    table: TableName
+
+
+@dataclass
+class Call(Statement):
+    procedure: str
+    args: dict[str, str]
+
+
+@dataclass
+class SetConf(Statement):
+    key: str | None  # None: list everything
+    value: str | None  # None: show the key's value
+
+
+@dataclass
+class Use(Statement):
+    database: str

@@ -1,0 +1,138 @@
+"""Commit metadata: the JSON content of a completed commit / deltacommit / replacecommit.
+
+Example:
+    >>> meta = CommitMetadata(operation_type="UPSERT", schema=avro_json)
+    >>> meta.add(WriteStat(file_id="f-0", partition_path="dt=1", path="dt=1/f-0_0-1-0_2024.parquet"))
+    >>> CommitMetadata.decode(meta.to_json()).write_stats[0].file_id
+    'f-0'
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+
+
+@dataclass
+class WriteStat:
+    """What one task wrote to one file group (Hudi's ``HoodieWriteStat``)."""
+
+    file_id: str
+    partition_path: str
+    path: str
+    prev_commit: str = "null"
+    num_writes: int = 0
+    num_deletes: int = 0
+    num_update_writes: int = 0
+    num_inserts: int = 0
+    total_write_bytes: int = 0
+    total_write_errors: int = 0
+    file_size_in_bytes: int = 0
+    base_file: str = ""
+    log_files: list[str] = field(default_factory=list)
+    log_version: int = 0
+    log_offset: int = 0
+    total_log_records: int = 0
+    total_log_files: int = 0
+    total_log_blocks: int = 0
+    total_upsert_time_ms: int = 0
+    total_create_time_ms: int = 0
+
+    _JSON_NAMES = {
+        "file_id": "fileId", "partition_path": "partitionPath", "path": "path", "prev_commit": "prevCommit",
+        "num_writes": "numWrites", "num_deletes": "numDeletes", "num_update_writes": "numUpdateWrites",
+        "num_inserts": "numInserts", "total_write_bytes": "totalWriteBytes",
+        "total_write_errors": "totalWriteErrors", "file_size_in_bytes": "fileSizeInBytes",
+        "base_file": "baseFile", "log_files": "logFiles", "log_version": "logVersion", "log_offset": "logOffset",
+        "total_log_records": "totalLogRecords", "total_log_files": "totalLogFiles",
+        "total_log_blocks": "totalLogBlocks",
+    }
+
+    def to_json_dict(self) -> dict:
+        out = {json_name: getattr(self, name) for name, json_name in self._JSON_NAMES.items()}
+        out.update({
+            "tempPath": None, "cdcStats": None, "totalLogFilesCompacted": 0, "totalLogSizeCompacted": 0,
+            "totalUpdatedRecordsCompacted": 0, "totalCorruptLogBlock": 0, "totalRollbackBlocks": 0,
+            "minEventTime": None, "maxEventTime": None,
+            "runtimeStats": {"totalScanTime": 0, "totalUpsertTime": self.total_upsert_time_ms,
+                             "totalCreateTime": self.total_create_time_ms},
+        })
+        return out
+
+    @classmethod
+    def from_json_dict(cls, data: dict) -> WriteStat:
+        kwargs = {name: data[json_name] for name, json_name in cls._JSON_NAMES.items() if data.get(json_name) is not None}
+        return cls(**kwargs)
+
+    @classmethod
+    def from_row(cls, row: dict) -> WriteStat:
+        """From a stats row a Spark task returned (column names are the dataclass field names)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in row.items() if k in names and v is not None})
+
+
+@dataclass
+class CommitMetadata:
+    """``HoodieCommitMetadata`` (and ``HoodieReplaceCommitMetadata``)."""
+
+    operation_type: str = "UPSERT"
+    schema: str | None = None
+    write_stats: list[WriteStat] = field(default_factory=list)
+    compacted: bool = False
+    extra_metadata: dict[str, str] = field(default_factory=dict)
+    partition_to_replace_file_ids: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, stat: WriteStat) -> None:
+        self.write_stats.append(stat)
+
+    def to_json(self) -> bytes:
+        by_partition: dict[str, list[dict]] = {}
+        for stat in self.write_stats:
+            by_partition.setdefault(stat.partition_path, []).append(stat.to_json_dict())
+        extra = dict(self.extra_metadata)
+        if self.schema is not None:
+            extra["schema"] = self.schema
+        doc = {
+            "partitionToWriteStats": by_partition,
+            "compacted": self.compacted,
+            "extraMetadata": extra,
+            "operationType": self.operation_type,
+        }
+        if self.partition_to_replace_file_ids:
+            doc["partitionToReplaceFileIds"] = self.partition_to_replace_file_ids
+        return json.dumps(doc, indent=2).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> CommitMetadata:
+        """Parse a completed instant's content: JSON (layout 1) or an Avro container (layout 2)."""
+        if data.startswith(b"Obj\x01"):
+            import io
+
+            import fastavro
+
+            records = list(fastavro.reader(io.BytesIO(data)))
+            return cls._from_doc(records[0] if records else {})
+        return cls._from_doc(json.loads(data.decode() or "{}"))
+
+    @classmethod
+    def _from_doc(cls, doc: dict) -> CommitMetadata:
+        extra = dict(doc.get("extraMetadata") or {})
+        stats = [
+            WriteStat.from_json_dict(s)
+            for partition_stats in (doc.get("partitionToWriteStats") or {}).values()
+            for s in partition_stats or []
+        ]
+        return cls(
+            operation_type=doc.get("operationType") or "UNKNOWN",
+            schema=extra.pop("schema", None),
+            write_stats=stats,
+            compacted=bool(doc.get("compacted")),
+            extra_metadata=extra,
+            partition_to_replace_file_ids=doc.get("partitionToReplaceFileIds") or {},
+        )
+
+    def total(self, attr: str) -> int:
+        return sum(getattr(s, attr) for s in self.write_stats)
+
+    def as_dict(self) -> dict:
+        return asdict(self)

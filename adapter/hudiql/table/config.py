@@ -1,0 +1,255 @@
+"""Table config: ``.hoodie/hoodie.properties`` (Java properties text), read and written.
+
+Example:
+    >>> config = TableConfig({"hoodie.table.name": "orders", "hoodie.table.recordkey.fields": "id"})
+    >>> config.record_key_fields
+    ['id']
+    >>> TableConfig.parse(config.to_bytes()).name
+    'orders'
+"""
+
+from __future__ import annotations
+
+import zlib
+from datetime import datetime, timezone
+
+from hudiql.io.storage import Storage
+from hudiql.table.layout import PROPERTIES_FILE
+
+COPY_ON_WRITE = "COPY_ON_WRITE"
+MERGE_ON_READ = "MERGE_ON_READ"
+
+KEYGEN_PACKAGE = "org.apache.hudi.keygen."
+SIMPLE_KEYGEN = KEYGEN_PACKAGE + "SimpleKeyGenerator"
+COMPLEX_KEYGEN = KEYGEN_PACKAGE + "ComplexKeyGenerator"
+NONPARTITIONED_KEYGEN = KEYGEN_PACKAGE + "NonpartitionedKeyGenerator"
+TIMESTAMP_KEYGEN = KEYGEN_PACKAGE + "TimestampBasedKeyGenerator"
+CUSTOM_KEYGEN = KEYGEN_PACKAGE + "CustomKeyGenerator"
+
+PAYLOAD_PACKAGE = "org.apache.hudi.common.model."
+DEFAULT_PAYLOAD = PAYLOAD_PACKAGE + "DefaultHoodieRecordPayload"
+OVERWRITE_WITH_LATEST_PAYLOAD = PAYLOAD_PACKAGE + "OverwriteWithLatestAvroPayload"
+EVENT_TIME_PAYLOAD = PAYLOAD_PACKAGE + "EventTimeAvroPayload"
+
+EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
+
+# Keys of hoodie.properties (v6), named once.
+TABLE_NAME = "hoodie.table.name"
+DATABASE_NAME = "hoodie.database.name"
+TABLE_TYPE = "hoodie.table.type"
+TABLE_VERSION = "hoodie.table.version"
+TIMELINE_LAYOUT_VERSION = "hoodie.timeline.layout.version"
+RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
+PRECOMBINE_FIELD = "hoodie.table.precombine.field"
+ORDERING_FIELDS_V8 = "hoodie.table.ordering.fields"
+PARTITION_FIELDS = "hoodie.table.partition.fields"
+KEYGEN_CLASS = "hoodie.table.keygenerator.class"
+KEYGEN_TYPE_V8 = "hoodie.table.keygenerator.type"
+HIVE_STYLE = "hoodie.datasource.write.hive_style_partitioning"
+URL_ENCODE = "hoodie.datasource.write.partitionpath.urlencode"
+DROP_PARTITION_COLUMNS = "hoodie.datasource.write.drop.partition.columns"
+BASE_FILE_FORMAT = "hoodie.table.base.file.format"
+ARCHIVELOG_FOLDER = "hoodie.archivelog.folder"
+PAYLOAD_CLASS = "hoodie.compaction.payload.class"
+MERGE_MODE = "hoodie.record.merge.mode"
+TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
+POPULATE_META_FIELDS = "hoodie.populate.meta.fields"
+CREATE_SCHEMA = "hoodie.table.create.schema"
+CHECKSUM = "hoodie.table.checksum"
+TIMESTAMP_TYPE = "hoodie.keygen.timebased.timestamp.type"
+TIMESTAMP_SCALAR_UNIT = "hoodie.keygen.timebased.timestamp.scalar.time.unit"
+TIMESTAMP_OUTPUT_FORMAT = "hoodie.keygen.timebased.output.dateformat"
+TIMESTAMP_OUTPUT_TZ = "hoodie.keygen.timebased.output.timezone"
+
+
+def _escape(text: str, is_key: bool) -> str:
+    out = []
+    for i, ch in enumerate(text):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch in ":=#!" or (ch == " " and (is_key or i == 0)):
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) > 0x7E or ord(ch) < 0x20:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _unescape(text: str) -> str:
+    out = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "u" and i + 5 < len(text):
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append({"n": "\n", "r": "\r", "t": "\t", "f": "\f"}.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        if line[i] == "\\":
+            i += 2
+            continue
+        if line[i] in "=: ":
+            key = line[:i]
+            rest = line[i:].lstrip(" ")
+            if rest[:1] in ("=", ":"):
+                rest = rest[1:].lstrip(" ")
+            return _unescape(key), _unescape(rest)
+        i += 1
+    return _unescape(line), ""
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java properties text (comments, escapes and line continuations)."""
+    props: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip()
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while line.endswith("\\") and not line.endswith("\\\\") and i < len(lines):
+            line = line[:-1] + lines[i].lstrip()
+            i += 1
+        key, value = _split_key_value(line)
+        props[key] = value
+    return props
+
+
+def format_properties(props: dict[str, str]) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    lines = [f"#Properties saved on {stamp}"]
+    lines += [f"{_escape(k, True)}={_escape(v, False)}" for k, v in sorted(props.items())]
+    return "\n".join(lines) + "\n"
+
+
+def table_checksum(database: str, table: str) -> str:
+    """CRC32 of ``<database>.<table>``, as Hudi validates it."""
+    return str(zlib.crc32(f"{database}.{table}".encode()))
+
+
+def _fields(value: str | None) -> list[str]:
+    return [f.strip() for f in (value or "").split(",") if f.strip()]
+
+
+class TableConfig:
+    """Typed view over the properties of one table."""
+
+    def __init__(self, props: dict[str, str]) -> None:
+        self.props = dict(props)
+
+    @classmethod
+    def parse(cls, data: bytes) -> TableConfig:
+        return cls(parse_properties(data.decode("utf-8", errors="replace")))
+
+    @classmethod
+    def load(cls, storage: Storage) -> TableConfig:
+        return cls.parse(storage.read(PROPERTIES_FILE))
+
+    def to_bytes(self) -> bytes:
+        props = dict(self.props)
+        props[CHECKSUM] = table_checksum(props.get(DATABASE_NAME, ""), props.get(TABLE_NAME, ""))
+        return format_properties(props).encode()
+
+    def save(self, storage: Storage) -> None:
+        storage.write_atomic(PROPERTIES_FILE, self.to_bytes())
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.props.get(key, default)
+
+    # ---- typed accessors ---------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.props.get(TABLE_NAME, "")
+
+    @property
+    def database(self) -> str:
+        return self.props.get(DATABASE_NAME, "default")
+
+    @property
+    def table_type(self) -> str:
+        return self.props.get(TABLE_TYPE, COPY_ON_WRITE).upper()
+
+    @property
+    def version(self) -> int:
+        return int(self.props.get(TABLE_VERSION, "6"))
+
+    @property
+    def record_key_fields(self) -> list[str]:
+        return _fields(self.props.get(RECORD_KEY_FIELDS))
+
+    @property
+    def partition_fields(self) -> list[str]:
+        # v8 may write "field:type" pairs (custom key generator); the field is before the colon.
+        return [f.split(":")[0] for f in _fields(self.props.get(PARTITION_FIELDS))]
+
+    @property
+    def ordering_field(self) -> str | None:
+        fields = _fields(self.props.get(PRECOMBINE_FIELD) or self.props.get(ORDERING_FIELDS_V8))
+        return fields[0] if fields else None
+
+    @property
+    def keygen_class(self) -> str:
+        explicit = self.props.get(KEYGEN_CLASS)
+        if explicit:
+            return explicit
+        kind = self.props.get(KEYGEN_TYPE_V8, "").upper()
+        known = {"SIMPLE": SIMPLE_KEYGEN, "COMPLEX": COMPLEX_KEYGEN, "NON_PARTITION": NONPARTITIONED_KEYGEN,
+                 "TIMESTAMP": TIMESTAMP_KEYGEN, "CUSTOM": CUSTOM_KEYGEN}
+        if kind in known:
+            return known[kind]
+        return SIMPLE_KEYGEN if self.partition_fields else NONPARTITIONED_KEYGEN
+
+    @property
+    def hive_style(self) -> bool:
+        return self.props.get(HIVE_STYLE, "false").lower() == "true"
+
+    @property
+    def url_encode(self) -> bool:
+        return self.props.get(URL_ENCODE, "false").lower() == "true"
+
+    @property
+    def payload_class(self) -> str:
+        return self.props.get(PAYLOAD_CLASS) or (DEFAULT_PAYLOAD if self.ordering_field else OVERWRITE_WITH_LATEST_PAYLOAD)
+
+    @property
+    def merge_mode(self) -> str:
+        """Event time or commit time ordering, as readers infer it on v6 from the payload class."""
+        explicit = self.props.get(MERGE_MODE)
+        if explicit in (EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING):
+            return explicit
+        if self.payload_class == OVERWRITE_WITH_LATEST_PAYLOAD or not self.ordering_field:
+            return COMMIT_TIME_ORDERING
+        return EVENT_TIME_ORDERING
+
+    @property
+    def populate_meta_fields(self) -> bool:
+        return self.props.get(POPULATE_META_FIELDS, "true").lower() == "true"
+
+    @property
+    def create_schema(self) -> str | None:
+        return self.props.get(CREATE_SCHEMA)
+
+    @property
+    def is_mor(self) -> bool:
+        return self.table_type == MERGE_ON_READ

@@ -1,0 +1,139 @@
+"""Key generators: the record key and partition path of a row, as Spark Column expressions.
+
+The one place that decides key encoding (``hudi-format.md`` section 4) and partition paths
+(section 3). Rows never leave Spark to get their keys.
+
+Example:
+    >>> keygen = KeyGenerator.from_config(table_config)
+    >>> df.select(keygen.record_key(), keygen.partition_path(df.schema))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import unquote_plus
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from hudiql.table import config as C
+from hudiql.table.layout import DEFAULT_PARTITION
+
+NULL_KEY = "__null__"
+EMPTY_KEY = "__empty__"
+#: Prefix of the error raised inside Spark tasks for a null record key, so the driver can spot it.
+NULL_KEY_ERROR = "HUDIQL_NULL_RECORD_KEY"
+
+
+@dataclass(frozen=True)
+class KeyGenerator:
+    """How a table derives ``_hoodie_record_key`` and ``_hoodie_partition_path``."""
+
+    record_key_fields: tuple[str, ...]
+    partition_fields: tuple[str, ...]
+    class_name: str
+    hive_style: bool
+    url_encode: bool
+    timestamp_output_format: str | None = None
+    timestamp_type: str | None = None
+    timestamp_input_format: str | None = None
+
+    @classmethod
+    def from_config(cls, config: C.TableConfig) -> KeyGenerator:
+        return cls(
+            record_key_fields=tuple(config.record_key_fields),
+            partition_fields=tuple(config.partition_fields),
+            class_name=config.keygen_class,
+            hive_style=config.hive_style,
+            url_encode=config.url_encode,
+            timestamp_output_format=config.get(C.TIMESTAMP_OUTPUT_FORMAT),
+            timestamp_type=config.get(C.TIMESTAMP_TYPE),
+            timestamp_input_format=config.get("hoodie.keygen.timebased.input.dateformat"),
+        )
+
+    @property
+    def is_timestamp_based(self) -> bool:
+        return self.class_name.endswith("TimestampBasedKeyGenerator")
+
+    @property
+    def is_partitioned(self) -> bool:
+        return bool(self.partition_fields) and not self.class_name.endswith("NonpartitionedKeyGenerator")
+
+    # ---- record key --------------------------------------------------------------------------
+    def record_key(self) -> Column:
+        """The record key; a task fails with ``NULL_KEY_ERROR`` on a null or empty key."""
+        fields = self.record_key_fields
+        if len(fields) == 1:
+            value = F.col(fields[0]).cast("string")
+            bad = value.isNull() | (value == F.lit(""))
+            message = F.lit(f"{NULL_KEY_ERROR}: record key field '{fields[0]}' is null or empty")
+            return F.when(bad, F.raise_error(message)).otherwise(value)
+        parts, all_bad = [], None
+        for name in fields:
+            value = F.col(name).cast("string")
+            encoded = F.when(value.isNull(), F.lit(NULL_KEY)).when(value == "", F.lit(EMPTY_KEY)).otherwise(value)
+            parts.append(F.concat(F.lit(f"{name}:"), encoded))
+            bad = value.isNull() | (value == "")
+            all_bad = bad if all_bad is None else all_bad & bad
+        message = F.lit(f"{NULL_KEY_ERROR}: every record key field ({', '.join(fields)}) is null or empty")
+        return F.when(all_bad, F.raise_error(message)).otherwise(F.concat_ws(",", *parts))
+
+    # ---- partition path ----------------------------------------------------------------------
+    def partition_path(self, schema: T.StructType) -> Column:
+        if not self.is_partitioned:
+            return F.lit("")
+        segments = []
+        for name in self.partition_fields:
+            value = self._partition_value(name, schema[name].dataType)
+            value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(
+                F.url_encode(value) if self.url_encode else value
+            )
+            segments.append(F.concat(F.lit(f"{name}="), value) if self.hive_style else value)
+        return F.concat_ws("/", *segments)
+
+    def _partition_value(self, name: str, dtype: T.DataType) -> Column:
+        col = F.col(name)
+        if not self.is_timestamp_based:
+            return col.cast("string")
+        fmt = _java_to_spark_pattern(self.timestamp_output_format or "yyyyMMddHH")
+        if isinstance(dtype, T.DateType):
+            return F.date_format(col, fmt)
+        if isinstance(dtype, T.TimestampType):
+            # Format the UTC wall clock whatever the session time zone is.
+            return F.date_format(F.to_utc_timestamp(col, F.current_timezone()), fmt)
+        if isinstance(dtype, T.TimestampNTZType):
+            return F.date_format(col, fmt)
+        if isinstance(dtype, T.StringType):
+            in_fmt = _java_to_spark_pattern(self.timestamp_input_format or "yyyy-MM-dd HH:mm:ss")
+            return F.date_format(F.to_utc_timestamp(F.to_timestamp(col, in_fmt), F.current_timezone()), fmt)
+        ts_type = (self.timestamp_type or "EPOCHMILLISECONDS").upper()
+        seconds = col / 1000 if ts_type == "EPOCHMILLISECONDS" else col * 86400 if ts_type == "SCALAR" else col
+        return F.date_format(F.to_utc_timestamp(F.timestamp_seconds(seconds), F.current_timezone()), fmt)
+
+    def partition_values(self, partition_path: str) -> dict[str, str | None] | None:
+        """The partition column values a path stands for, or ``None`` when the path cannot say.
+
+        Used to prune partitions; a timestamp-based path is a formatted value, not the column's.
+        """
+        if not self.is_partitioned or self.is_timestamp_based:
+            return None
+        segments = partition_path.split("/")
+        if len(segments) != len(self.partition_fields):
+            return None
+        values: dict[str, str | None] = {}
+        for name, segment in zip(self.partition_fields, segments):
+            if self.hive_style:
+                prefix = f"{name}="
+                if not segment.startswith(prefix):
+                    return None
+                segment = segment[len(prefix):]
+            if self.url_encode:
+                segment = unquote_plus(segment)
+            values[name] = None if segment == DEFAULT_PARTITION else segment
+        return values
+
+
+def _java_to_spark_pattern(pattern: str) -> str:
+    """Java SimpleDateFormat patterns as Spark datetime patterns (they differ in few letters)."""
+    return pattern.replace("Z", "XX")

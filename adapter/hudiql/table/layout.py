@@ -1,0 +1,85 @@
+"""File and path naming of the Hudi format: the one place that decides every name on storage.
+
+Example:
+    >>> name = base_file_name("d0304c53-6fd2-4b7a-a9d6-5ff632f79224-0", "0-13-60", "20240101000000000")
+    >>> name
+    'd0304c53-6fd2-4b7a-a9d6-5ff632f79224-0_0-13-60_20240101000000000.parquet'
+    >>> parse_data_file_name(name).file_id
+    'd0304c53-6fd2-4b7a-a9d6-5ff632f79224-0'
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import uuid
+from dataclasses import dataclass
+
+META_FOLDER = ".hoodie"
+PROPERTIES_FILE = f"{META_FOLDER}/hoodie.properties"
+TEMP_FOLDER = f"{META_FOLDER}/.temp"
+PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
+DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+BASE_FILE_EXTENSION = ".parquet"
+
+_BASE_FILE_RE = re.compile(r"^(?P<file_id>[^_]+)_(?P<token>[^_]+)_(?P<instant>\d+)\.parquet$")
+_LOG_FILE_RE = re.compile(
+    r"^\.(?P<file_id>[^_]+)_(?P<instant>\d+)\.log\.(?P<version>\d+)(?:_(?P<token>[\d-]+))?$"
+)
+
+
+def new_file_id() -> str:
+    """A new file group id: ``<uuid4>-0`` (no ``_``, which separates the name's fields)."""
+    return f"{uuid.uuid4()}-0"
+
+
+def write_token(task_partition_id: int, stage_id: int, attempt_id: int) -> str:
+    return f"{task_partition_id}-{stage_id}-{attempt_id}"
+
+
+def base_file_name(file_id: str, token: str, instant_time: str) -> str:
+    return f"{file_id}_{token}_{instant_time}{BASE_FILE_EXTENSION}"
+
+
+def log_file_name(file_id: str, base_instant_time: str, version: int, token: str) -> str:
+    return f".{file_id}_{base_instant_time}.log.{version}_{token}"
+
+
+@dataclass(frozen=True)
+class DataFileName:
+    """The parsed name of a base or log file."""
+
+    file_id: str
+    instant_time: str  # the base file's instant; for a log file, the base instant of its slice
+    token: str | None
+    log_version: int | None = None
+
+    @property
+    def is_log(self) -> bool:
+        return self.log_version is not None
+
+
+def parse_data_file_name(name: str) -> DataFileName | None:
+    """Parse a base or log file name; ``None`` for any other file."""
+    m = _BASE_FILE_RE.match(name)
+    if m:
+        return DataFileName(m["file_id"], m["instant"], m["token"])
+    m = _LOG_FILE_RE.match(name)
+    if m:
+        return DataFileName(m["file_id"], m["instant"], m["token"], int(m["version"]))
+    return None
+
+
+def join_partition(partition_path: str, name: str) -> str:
+    """A data file's path relative to the table root."""
+    return posixpath.join(partition_path, name) if partition_path else name
+
+
+def partition_metadata(commit_time: str, partition_path: str) -> bytes:
+    depth = 0 if not partition_path else len(partition_path.split("/"))
+    return f"#partition metadata\ncommitTime={commit_time}\npartitionDepth={depth}\n".encode()
+
+
+def marker_path(instant_time: str, partition_path: str, file_name: str, io_type: str) -> str:
+    """Marker of a file a write creates, so that a rollback can find and remove it."""
+    return posixpath.join(TEMP_FOLDER, instant_time, join_partition(partition_path, f"{file_name}.marker.{io_type}"))

@@ -1,0 +1,178 @@
+"""Table schemas: Spark types, the Avro schema Hudi stores, the Arrow schema of base files.
+
+Hudi keeps the table schema as Avro (``hoodie.table.create.schema`` and each commit's
+``extraMetadata.schema``); Spark works with ``StructType``; base files are written with Arrow.
+
+Example:
+    >>> from pyspark.sql.types import StructType, StructField, IntegerType
+    >>> avro = to_avro(StructType([StructField("id", IntegerType())]), "orders")
+    >>> avro["name"], avro["fields"][0]["type"]
+    ('orders_record', ['null', 'int'])
+    >>> from_avro(avro).simpleString()
+    'struct<id:int>'
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow as pa
+from pyspark.sql import types as T
+
+COMMIT_TIME = "_hoodie_commit_time"
+COMMIT_SEQNO = "_hoodie_commit_seqno"
+RECORD_KEY = "_hoodie_record_key"
+PARTITION_PATH = "_hoodie_partition_path"
+FILE_NAME = "_hoodie_file_name"
+#: The five meta columns that lead every base file and log record, in order.
+META_COLUMNS = [COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME]
+#: A boolean data column that, when true, turns the row into a delete.
+IS_DELETED = "_hoodie_is_deleted"
+
+
+def meta_struct() -> T.StructType:
+    return T.StructType([T.StructField(c, T.StringType(), True) for c in META_COLUMNS])
+
+
+def with_meta_columns(schema: T.StructType) -> T.StructType:
+    return T.StructType(meta_struct().fields + [f for f in schema.fields if f.name not in META_COLUMNS])
+
+
+def without_meta_columns(schema: T.StructType) -> T.StructType:
+    return T.StructType([f for f in schema.fields if f.name not in META_COLUMNS])
+
+
+def storage_type(dtype: T.DataType) -> T.DataType:
+    """The type a column is stored with: Avro has no 8 or 16 bit integers, so Hudi widens them."""
+    if isinstance(dtype, (T.ByteType, T.ShortType)):
+        return T.IntegerType()
+    if isinstance(dtype, T.StructType):
+        return T.StructType([T.StructField(f.name, storage_type(f.dataType), True) for f in dtype.fields])
+    if isinstance(dtype, T.ArrayType):
+        return T.ArrayType(storage_type(dtype.elementType), True)
+    if isinstance(dtype, T.MapType):
+        return T.MapType(dtype.keyType, storage_type(dtype.valueType), True)
+    if isinstance(dtype, T.CharType | T.VarcharType):
+        return T.StringType()
+    return dtype
+
+
+def _decimal_size(precision: int) -> int:
+    """Smallest fixed size (bytes) holding a decimal of ``precision`` digits, as Avro/Hudi size it."""
+    return math.ceil((math.log2(10**precision - 1) + 1) / 8) if precision > 0 else 1
+
+
+def _avro_type(dtype: T.DataType, name: str, namespace: str) -> object:
+    if isinstance(dtype, T.BooleanType):
+        return "boolean"
+    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType)):
+        return "int"
+    if isinstance(dtype, T.LongType):
+        return "long"
+    if isinstance(dtype, T.FloatType):
+        return "float"
+    if isinstance(dtype, T.DoubleType):
+        return "double"
+    if isinstance(dtype, (T.StringType, T.CharType, T.VarcharType)):
+        return "string"
+    if isinstance(dtype, T.BinaryType):
+        return "bytes"
+    if isinstance(dtype, T.DateType):
+        return {"type": "int", "logicalType": "date"}
+    if isinstance(dtype, T.TimestampNTZType):
+        return {"type": "long", "logicalType": "local-timestamp-micros"}
+    if isinstance(dtype, T.TimestampType):
+        return {"type": "long", "logicalType": "timestamp-micros"}
+    if isinstance(dtype, T.DecimalType):
+        return {
+            "type": "fixed",
+            "name": "fixed",
+            "namespace": f"{namespace}.{name}",
+            "size": _decimal_size(dtype.precision),
+            "logicalType": "decimal",
+            "precision": dtype.precision,
+            "scale": dtype.scale,
+        }
+    if isinstance(dtype, T.ArrayType):
+        return {"type": "array", "items": ["null", _avro_type(dtype.elementType, name, namespace)]}
+    if isinstance(dtype, T.MapType):
+        return {"type": "map", "values": ["null", _avro_type(dtype.valueType, name, namespace)]}
+    if isinstance(dtype, T.StructType):
+        return _avro_record(dtype, name, namespace)
+    raise TypeError(f"type {dtype.simpleString()} cannot be stored in a Hudi table")
+
+
+def _avro_record(schema: T.StructType, name: str, namespace: str) -> dict:
+    child_ns = f"{namespace}.{name}" if namespace else name
+    return {
+        "type": "record",
+        "name": name,
+        "namespace": namespace,
+        "fields": [
+            {"name": f.name, "type": ["null", _avro_type(f.dataType, f.name, child_ns)], "default": None}
+            for f in schema.fields
+        ],
+    }
+
+
+def to_avro(schema: T.StructType, table_name: str) -> dict:
+    """The Avro record schema Hudi stores for a table (nullable fields, ``<table>_record``)."""
+    return _avro_record(schema, f"{table_name}_record", f"hoodie.{table_name}")
+
+
+def to_avro_json(schema: T.StructType, table_name: str) -> str:
+    return json.dumps(to_avro(schema, table_name), separators=(",", ":"))
+
+
+def _spark_type(avro: object) -> T.DataType:
+    if isinstance(avro, list):
+        branches = [b for b in avro if b != "null"]
+        if len(branches) != 1:
+            raise TypeError(f"unsupported Avro union {avro}")
+        return _spark_type(branches[0])
+    if isinstance(avro, str):
+        primitive = {
+            "boolean": T.BooleanType(), "int": T.IntegerType(), "long": T.LongType(), "float": T.FloatType(),
+            "double": T.DoubleType(), "string": T.StringType(), "bytes": T.BinaryType(),
+        }
+        if avro not in primitive:
+            raise TypeError(f"unsupported Avro type {avro}")
+        return primitive[avro]
+    assert isinstance(avro, dict)
+    logical = avro.get("logicalType")
+    kind = avro["type"]
+    if logical == "decimal":
+        return T.DecimalType(avro["precision"], avro.get("scale", 0))
+    if logical == "date":
+        return T.DateType()
+    if logical in ("timestamp-micros", "timestamp-millis"):
+        return T.TimestampType()
+    if logical in ("local-timestamp-micros", "local-timestamp-millis"):
+        return T.TimestampNTZType()
+    if kind == "record":
+        return T.StructType([T.StructField(f["name"], _spark_type(f["type"]), True) for f in avro["fields"]])
+    if kind == "array":
+        return T.ArrayType(_spark_type(avro["items"]), True)
+    if kind == "map":
+        return T.MapType(T.StringType(), _spark_type(avro["values"]), True)
+    if kind == "enum":
+        return T.StringType()
+    if kind == "fixed":
+        return T.BinaryType()
+    return _spark_type(kind)
+
+
+def from_avro(avro: dict | str) -> T.StructType:
+    """The Spark schema of an Avro record schema (JSON text or parsed)."""
+    parsed = json.loads(avro) if isinstance(avro, str) else avro
+    result = _spark_type(parsed)
+    assert isinstance(result, T.StructType)
+    return result
+
+
+def to_arrow(schema: T.StructType) -> pa.Schema:
+    """The Arrow schema base files are written with (timestamps in microseconds, UTC)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")

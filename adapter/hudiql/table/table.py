@@ -1,0 +1,90 @@
+"""A Hudi table on storage: its config, timeline, schema, key generator and file system view.
+
+Example:
+    >>> table = HudiTable.load("/tmp/wh/orders")
+    >>> table.config.record_key_fields, table.schema.simpleString()
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from pyspark.sql import types as T
+
+from hudiql.errors import FormatError, TableNotFoundError
+from hudiql.io.storage import Storage
+from hudiql.table.config import TableConfig
+from hudiql.table.fsview import FileSystemView, read_commit_metadata
+from hudiql.table.keygen import KeyGenerator
+from hudiql.table.layout import PROPERTIES_FILE
+from hudiql.table.merge import MergeRule
+from hudiql.table.schema import from_avro, without_meta_columns
+from hudiql.table.timeline import Timeline
+
+
+class HudiTable:
+    """One table, as loaded at one moment; ``refresh()`` for a newer view."""
+
+    def __init__(self, storage: Storage, config: TableConfig) -> None:
+        self.storage = storage
+        self.config = config
+
+    @classmethod
+    def load(cls, base_uri: str) -> HudiTable:
+        storage = Storage(base_uri)
+        if not storage.exists(PROPERTIES_FILE):
+            raise TableNotFoundError(f"no Hudi table at {storage.base_uri} (missing {PROPERTIES_FILE})")
+        return cls(storage, TableConfig.load(storage))
+
+    @classmethod
+    def create(cls, base_uri: str, config: TableConfig) -> HudiTable:
+        storage = Storage(base_uri)
+        storage.makedirs(".hoodie/archived")
+        config.save(storage)
+        return cls(storage, config)
+
+    def refresh(self) -> HudiTable:
+        return HudiTable.load(self.storage.base_uri)
+
+    @property
+    def base_uri(self) -> str:
+        return self.storage.base_uri
+
+    @cached_property
+    def timeline(self) -> Timeline:
+        return Timeline.load(self.storage)
+
+    @cached_property
+    def keygen(self) -> KeyGenerator:
+        return KeyGenerator.from_config(self.config)
+
+    @cached_property
+    def merge_rule(self) -> MergeRule:
+        return MergeRule.from_config(self.config)
+
+    @property
+    def has_record_key(self) -> bool:
+        return bool(self.config.record_key_fields)
+
+    @cached_property
+    def schema(self) -> T.StructType:
+        """Data columns (no meta columns): from the latest commit's schema, else the create schema."""
+        for instant in reversed(self.timeline.completed()):
+            meta = read_commit_metadata(self.timeline, instant)
+            if meta.schema:
+                return without_meta_columns(from_avro(meta.schema))
+        if self.config.create_schema:
+            return without_meta_columns(from_avro(self.config.create_schema))
+        raise FormatError(f"table {self.base_uri} has no schema in hoodie.properties nor in any commit")
+
+    def file_system_view(self, partitions: list[str] | None = None) -> FileSystemView:
+        return FileSystemView.load(self.storage, self.timeline, partitions)
+
+    def average_record_size(self, default: int = 1024) -> int:
+        """Bytes per record, estimated from the latest commit that wrote records."""
+        for instant in reversed(self.timeline.completed()):
+            meta = read_commit_metadata(self.timeline, instant)
+            writes, size = meta.total("num_writes"), meta.total("total_write_bytes")
+            if writes > 0 and size > 0:
+                return max(1, size // writes)
+        return default

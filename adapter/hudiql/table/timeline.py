@@ -1,0 +1,180 @@
+"""The timeline: instants in ``.hoodie/``, their states, and the atomic completion of a write.
+
+We write timeline layout 1 (table version 6). We read layout 1 and layout 2 (table version 8,
+instants in ``.hoodie/timeline/`` with the completion time in completed file names).
+
+Example:
+    >>> timeline = Timeline.load(storage)
+    >>> instant = timeline.start(COMMIT, new_instant_time(timeline))   # requested -> inflight
+    >>> timeline.complete(instant, metadata_json_bytes)                  # visible from here on
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from enum import Enum
+
+from hudiql.io.storage import Storage
+from hudiql.table.layout import META_FOLDER
+
+COMMIT = "commit"
+DELTA_COMMIT = "deltacommit"
+REPLACE_COMMIT = "replacecommit"
+COMPACTION = "compaction"
+LOG_COMPACTION = "logcompaction"
+CLEAN = "clean"
+ROLLBACK = "rollback"
+SAVEPOINT = "savepoint"
+RESTORE = "restore"
+
+#: Actions whose completed instants make data visible to readers.
+WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+
+INSTANT_FORMAT = "%Y%m%d%H%M%S"
+_INSTANT_RE = re.compile(r"^(?P<ts>\d{14,17})(?:_(?P<completion>\d{14,17}))?\.(?P<suffix>[a-z.]+)$")
+_LAYOUT2_FOLDER = f"{META_FOLDER}/timeline"
+
+
+class State(Enum):
+    REQUESTED = "requested"
+    INFLIGHT = "inflight"
+    COMPLETED = "completed"
+
+
+@dataclass(frozen=True, order=True)
+class Instant:
+    """One action at one instant time, in one state."""
+
+    timestamp: str
+    action: str = field(compare=False)
+    state: State = field(compare=False)
+    file_name: str = field(compare=False, default="")
+    completion_time: str | None = field(compare=False, default=None)
+
+    @property
+    def is_completed(self) -> bool:
+        return self.state is State.COMPLETED
+
+
+def format_instant_time(when: datetime) -> str:
+    """``yyyyMMddHHmmssSSS`` in UTC: the one instant format of the project."""
+    when = when.astimezone(timezone.utc)
+    return when.strftime(INSTANT_FORMAT) + f"{when.microsecond // 1000:03d}"
+
+
+def parse_instant_time(ts: str) -> datetime:
+    base = datetime.strptime(ts[:14], INSTANT_FORMAT).replace(tzinfo=timezone.utc)
+    return base + timedelta(milliseconds=int(ts[14:17] or 0))
+
+
+def _layout1_name(action: str, state: State, ts: str) -> str:
+    """File name of an instant in timeline layout 1."""
+    if action == COMMIT:
+        return {State.REQUESTED: f"{ts}.commit.requested", State.INFLIGHT: f"{ts}.inflight"}.get(state, f"{ts}.commit")
+    if action in (COMPACTION, LOG_COMPACTION) and state is State.COMPLETED:
+        # A completed compaction is a commit (log compaction: a deltacommit).
+        return f"{ts}.{COMMIT if action == COMPACTION else DELTA_COMMIT}"
+    if state is State.COMPLETED:
+        return f"{ts}.{action}"
+    return f"{ts}.{action}.{state.value}"
+
+
+def _parse_suffix(suffix: str) -> tuple[str, State] | None:
+    if suffix == "inflight":
+        return COMMIT, State.INFLIGHT
+    parts = suffix.split(".")
+    if len(parts) == 1:
+        return parts[0], State.COMPLETED
+    if len(parts) == 2 and parts[1] in ("requested", "inflight"):
+        return parts[0], State(parts[1])
+    return None
+
+
+class Timeline:
+    """All instants of one table, oldest first."""
+
+    def __init__(self, storage: Storage, instants: list[Instant], layout_version: int) -> None:
+        self.storage = storage
+        self.instants = instants
+        self.layout_version = layout_version
+
+    @classmethod
+    def load(cls, storage: Storage) -> Timeline:
+        layout2 = storage.is_dir(_LAYOUT2_FOLDER)
+        folder = _LAYOUT2_FOLDER if layout2 else META_FOLDER
+        files: dict[str, list[tuple[str, State, str, str | None]]] = {}
+        for info in storage.list(folder):
+            m = None if info.is_dir else _INSTANT_RE.match(info.name)
+            parsed = m and _parse_suffix(m["suffix"])
+            if parsed:
+                files.setdefault(m["ts"], []).append((*parsed, f"{folder}/{info.name}", m["completion"]))
+        instants = []
+        order = [State.REQUESTED, State.INFLIGHT, State.COMPLETED]
+        for ts, entries in files.items():
+            # One instant per time: its furthest state; a compaction keeps its action once completed.
+            action, state, path, completion = max(entries, key=lambda e: order.index(e[1]))
+            for other_action, _, _, _ in entries:
+                if other_action in (COMPACTION, LOG_COMPACTION):
+                    action = other_action
+            instants.append(Instant(ts, action, state, path, completion))
+        return cls(storage, sorted(instants), 2 if layout2 else 1)
+
+    def reload(self) -> Timeline:
+        return Timeline.load(self.storage)
+
+    # ---- queries -------------------------------------------------------------------------
+    def completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> list[Instant]:
+        """Completed instants of the given actions (a completed compaction counts as a commit)."""
+        wanted = set(actions)
+        if COMMIT in wanted:
+            wanted.add(COMPACTION)
+        if DELTA_COMMIT in wanted:
+            wanted.add(LOG_COMPACTION)
+        return [i for i in self.instants if i.is_completed and i.action in wanted]
+
+    def completed_times(self) -> set[str]:
+        return {i.timestamp for i in self.completed()}
+
+    def pending(self, actions: tuple[str, ...] | None = None) -> list[Instant]:
+        return [i for i in self.instants if not i.is_completed and (actions is None or i.action in actions)]
+
+    def last_completed(self) -> Instant | None:
+        done = self.completed()
+        return done[-1] if done else None
+
+    def read(self, instant: Instant) -> bytes:
+        return self.storage.read(instant.file_name)
+
+    def new_instant_time(self) -> str:
+        """Now, in UTC, and later than every instant on the timeline."""
+        now = datetime.now(timezone.utc)
+        if self.instants:
+            latest = parse_instant_time(max(i.timestamp for i in self.instants))
+            now = max(now, latest + timedelta(milliseconds=1))
+        return format_instant_time(now)
+
+    # ---- transitions (layout 1) ------------------------------------------------------------
+    def _path(self, action: str, state: State, ts: str) -> str:
+        return f"{META_FOLDER}/{_layout1_name(action, state, ts)}"
+
+    def start(self, action: str, timestamp: str, plan: bytes = b"") -> Instant:
+        """Create the requested then the inflight instant of a new write."""
+        self.storage.write_atomic(self._path(action, State.REQUESTED, timestamp), plan)
+        return self.transition_to_inflight(Instant(timestamp, action, State.REQUESTED))
+
+    def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
+        self.storage.write_atomic(self._path(instant.action, State.INFLIGHT, instant.timestamp), content)
+        return Instant(instant.timestamp, instant.action, State.INFLIGHT)
+
+    def complete(self, instant: Instant, content: bytes) -> Instant:
+        """Make the instant visible: one atomic write of its completed file."""
+        path = self._path(instant.action, State.COMPLETED, instant.timestamp)
+        self.storage.write_atomic(path, content)
+        return Instant(instant.timestamp, instant.action, State.COMPLETED, path)
+
+    def remove_pending(self, instant: Instant) -> None:
+        """Delete the requested and inflight files of an instant that did not complete."""
+        for state in (State.INFLIGHT, State.REQUESTED):
+            self.storage.delete(self._path(instant.action, state, instant.timestamp))

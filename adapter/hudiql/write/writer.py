@@ -1,0 +1,241 @@
+"""The copy-on-write write path, driven from the driver, executed in Spark tasks.
+
+``write_rows`` turns a DataFrame of table rows into one commit:
+1. key columns as Spark expressions (key generator), precombine (merge rule);
+2. index: a join with the record keys of the latest base files in the touched partitions;
+3. bucket assignment of inserts (small files first, then new file groups);
+4. a shuffle by file group; each group is merged and written by one task (``MergeTask``);
+5. the tasks' write stats become the commit metadata; the instant completes atomically.
+Any failure rolls the instant back: its files are removed and nothing becomes visible.
+
+Example:
+    >>> meta = write_rows(spark, table, df, Operation.UPSERT, conf={})
+    >>> meta.total("num_inserts")
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from hudiql.errors import ColumnError, DataError, HudiqlError, from_spark_error
+from hudiql.table.commit import CommitMetadata, WriteStat
+from hudiql.table.layout import PARTITION_METADATA_FILE, join_partition, partition_metadata
+from hudiql.table.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, to_arrow, to_avro_json, with_meta_columns
+from hudiql.table.table import HudiTable
+from hudiql.table.timeline import COMMIT
+from hudiql.services.rollback import files_from_markers, rollback, rollback_failed_writes
+from hudiql.write.bucket import DEFAULT_MAX_FILE_SIZE, DEFAULT_SMALL_FILE_LIMIT, assign_inserts
+from hudiql.write.handle import BASE_FILE, FILE_ID, SEQUENCE, STATS_SCHEMA, MergeTask
+
+MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
+SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
+COMPRESSION = "hoodie.parquet.compression.codec"
+RECORD_SIZE_ESTIMATE = "hoodie.copyonwrite.record.size.estimate"
+
+
+class Operation(str, Enum):
+    UPSERT = "upsert"
+    INSERT = "insert"
+    BULK_INSERT = "bulk_insert"
+
+
+def write_rows(
+    spark: SparkSession,
+    table: HudiTable,
+    rows: DataFrame,
+    operation: Operation,
+    conf: dict[str, str],
+    extra_metadata: dict[str, str] | None = None,
+) -> CommitMetadata:
+    """Write ``rows`` (the table's data columns) as one commit; returns its metadata."""
+    if not table.config.populate_meta_fields:
+        raise HudiqlError(
+            f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
+        )
+    rollback_failed_writes(table)
+    table = table.refresh()
+    settings = {**table.config.props, **conf}
+    timeline = table.timeline
+    instant = timeline.start(COMMIT, timeline.new_instant_time())
+    incoming = None
+    try:
+        incoming = _prepare(table, rows, operation).persist(StorageLevel.MEMORY_AND_DISK)
+        stats = _write_file_groups(spark, table, incoming, operation, instant.timestamp, settings)
+        metadata = CommitMetadata(
+            operation_type=operation.value.upper(),
+            schema=to_avro_json(table.schema, table.config.name),
+            write_stats=stats,
+            extra_metadata=dict(extra_metadata or {}),
+        )
+        _reconcile_markers(table, instant.timestamp, {s.path for s in stats})
+        timeline.complete(instant, metadata.to_json())
+        table.storage.delete_dir(f".hoodie/.temp/{instant.timestamp}")
+        return metadata
+    except BaseException as exc:
+        rollback(table, instant)
+        if isinstance(exc, HudiqlError):
+            raise
+        translated = from_spark_error(exc)
+        if translated is None:
+            raise
+        raise translated from None
+    finally:
+        if incoming is not None:
+            incoming.unpersist()
+
+
+def _prepare(table: HudiTable, rows: DataFrame, operation: Operation) -> DataFrame:
+    """Data columns + key columns + input sequence, precombined for upserts."""
+    data = rows.select([c for c in rows.columns if c not in META_COLUMNS])
+    df = data.withColumn(SEQUENCE, F.monotonically_increasing_id())
+    if table.has_record_key:
+        df = df.withColumn(RECORD_KEY, table.keygen.record_key())
+    else:
+        df = df.withColumn(RECORD_KEY, F.lit(None).cast("string"))
+    df = df.withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
+    if table.has_record_key and operation is Operation.UPSERT:
+        df = table.merge_rule.precombine(df, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
+    return df
+
+
+def _write_file_groups(
+    spark: SparkSession, table: HudiTable, incoming: DataFrame, operation: Operation, instant_time: str, settings: dict
+) -> list[WriteStat]:
+    partitions = [r[0] for r in incoming.select(PARTITION_PATH).distinct().collect()]
+    view = table.file_system_view(partitions)
+    slices = view.latest_slices()
+    _write_partition_metadata(table, partitions, instant_time)
+
+    if operation is Operation.UPSERT and table.has_record_key and slices:
+        existing = (
+            spark.read.parquet(*[table.storage.uri(s.base_path) for s in slices])
+            .select(RECORD_KEY, PARTITION_PATH, F.col("_metadata.file_name").alias(BASE_FILE))
+            .withColumn(FILE_ID, F.regexp_extract(F.col(BASE_FILE), r"^([^_]+)_", 1))
+        )
+        tagged = incoming.join(existing, [RECORD_KEY, PARTITION_PATH], "left")
+    else:
+        tagged = incoming.withColumn(BASE_FILE, F.lit(None).cast("string")).withColumn(FILE_ID, F.lit(None).cast("string"))
+    updates = tagged.where(F.col(FILE_ID).isNotNull())
+    inserts = tagged.where(F.col(FILE_ID).isNull()).drop(FILE_ID, BASE_FILE)
+    if IS_DELETED in inserts.columns:  # deleting a key that is not stored is a no-op
+        inserts = inserts.where(~F.coalesce(F.col(IS_DELETED), F.lit(False)))
+
+    insert_counts = {r[0]: r[1] for r in inserts.groupBy(PARTITION_PATH).count().collect()}
+    max_file_size = int(settings.get(MAX_FILE_SIZE, DEFAULT_MAX_FILE_SIZE))
+    small_limit = int(settings.get(SMALL_FILE_LIMIT, DEFAULT_SMALL_FILE_LIMIT))
+    small_files = {}
+    if operation is not Operation.BULK_INSERT:
+        for s in slices:
+            if s.base_file and s.base_file_size < small_limit:
+                small_files.setdefault(s.partition_path, []).append(s)
+    record_size = int(settings.get(RECORD_SIZE_ESTIMATE, 0)) or table.average_record_size()
+    buckets = assign_inserts(insert_counts, small_files, record_size, max_file_size)
+    if buckets:
+        last = {b.partition_path: b.file_id for b in buckets}
+        bucket_df = spark.createDataFrame(
+            [(b.partition_path, b.file_id, b.base_file, b.low, 2.0 if last[b.partition_path] == b.file_id else b.high)
+             for b in buckets],
+            "__p string, " + f"{FILE_ID} string, {BASE_FILE} string, __lo double, __hi double",
+        )
+        spread = F.col(RECORD_KEY) if table.has_record_key else F.col(SEQUENCE).cast("string")
+        hashed = inserts.withColumn("__r", F.pmod(F.xxhash64(spread), F.lit(1_000_003)) / F.lit(1_000_003.0))
+        inserts = hashed.join(
+            F.broadcast(bucket_df),
+            (hashed[PARTITION_PATH] == bucket_df["__p"]) & (hashed["__r"] >= bucket_df["__lo"]) & (hashed["__r"] < bucket_df["__hi"]),
+        ).drop("__p", "__lo", "__hi", "__r")
+        to_write = updates.unionByName(inserts)
+    else:
+        to_write = updates
+
+    task = MergeTask(
+        base_uri=table.base_uri,
+        instant_time=instant_time,
+        arrow_schema=to_arrow(with_meta_columns(table.schema)),
+        merge_rule=table.merge_rule,
+        concat=operation is not Operation.UPSERT or not table.has_record_key,
+        generate_keys=not table.has_record_key,
+        compression=settings.get(COMPRESSION, "snappy").lower(),
+    )
+    rows = to_write.groupBy(FILE_ID).applyInArrow(task.udf(), STATS_SCHEMA).collect()
+    return [WriteStat.from_row(r.asDict()) for r in rows]
+
+
+def _write_partition_metadata(table: HudiTable, partitions: list[str], instant_time: str) -> None:
+    for partition in partitions:
+        path = join_partition(partition, PARTITION_METADATA_FILE)
+        if not table.storage.exists(path):
+            table.storage.write_atomic(path, partition_metadata(instant_time, partition))
+
+
+def _reconcile_markers(table: HudiTable, instant_time: str, committed: set[str]) -> None:
+    """Delete files of failed task attempts: marked by this instant but not in the stats."""
+    for path in files_from_markers(table, instant_time):
+        if path not in committed:
+            table.storage.delete(path)
+
+
+def align_columns(df: DataFrame, schema: T.StructType) -> DataFrame:
+    """Cast ``df``'s columns, by position, to the table's data columns."""
+    if len(df.columns) != len(schema.fields):
+        raise DataError(
+            f"the rows have {len(df.columns)} columns but the table has {len(schema.fields)}: "
+            f"{', '.join(schema.fieldNames())}"
+        )
+    return df.select([F.col(f"`{src}`").cast(f.dataType).alias(f.name) for src, f in zip(df.columns, schema.fields)])
+
+
+
+def insert_rows(
+    schema: T.StructType,
+    source: DataFrame,
+    columns: list[str] | None,
+    partition: dict | None,
+) -> DataFrame:
+    """The rows of ``INSERT INTO t [PARTITION (...)] [(cols)] <query>`` as the table's columns.
+
+    Without a column list, the query's columns fill the table's columns by position, except
+    the partition columns given static values in PARTITION (...).
+    """
+    from sqlglot import exp
+
+    names = schema.fieldNames()
+    static: dict[str, object] = {}
+    for key, value in (partition or {}).items():
+        column = _column(key, names)
+        if value is not None:
+            if not isinstance(value, exp.Literal) and not isinstance(value, exp.Null):
+                raise DataError(f"PARTITION ({key}=...) takes a literal value")
+            static[column] = None if isinstance(value, exp.Null) else value.name
+    if columns is None:
+        targets = [n for n in names if n not in static]
+    else:
+        targets = [_column(c, names) for c in columns]
+        if len(set(targets)) != len(targets):
+            raise DataError(f"a column is listed twice in INSERT INTO ({', '.join(columns)})")
+    if len(source.columns) != len(targets):
+        raise DataError(
+            f"INSERT provides {len(source.columns)} columns but expects {len(targets)}: {', '.join(targets)}"
+        )
+    by_target = dict(zip(targets, source.columns))
+    out = []
+    for f in schema.fields:
+        if f.name in static:
+            value = F.lit(static[f.name])
+        elif f.name in by_target:
+            value = F.col(f"`{by_target[f.name]}`")
+        else:
+            value = F.lit(None)
+        out.append(value.cast(f.dataType).alias(f.name))
+    return source.select(out)
+
+
+def _column(name: str, names: list[str]) -> str:
+    for candidate in names:
+        if candidate.lower() == name.lower():
+            return candidate
+    raise ColumnError(f"column '{name}' is not in the table; columns are: {', '.join(names)}")
