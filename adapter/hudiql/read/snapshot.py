@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudiql.table.fsview import FileSystemView
@@ -39,9 +38,6 @@ def snapshot(
     columns = table_columns(table)
     if not files:
         return spark.createDataFrame([], columns)
-    df = spark.read.parquet(*files)
-    present = set(df.columns)
-    return df.select([
-        (F.col(f"`{f.name}`") if f.name in present else F.lit(None)).cast(f.dataType).alias(f.name)
-        for f in columns.fields
-    ])
+    # Read by the table's schema, not by one file's footer: a column missing from a file
+    # (written before the column was added, or no meta fields) reads as null in its rows.
+    return spark.read.schema(columns).parquet(*files)

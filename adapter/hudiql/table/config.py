@@ -40,6 +40,7 @@ DATABASE_NAME = "hoodie.database.name"
 TABLE_TYPE = "hoodie.table.type"
 TABLE_VERSION = "hoodie.table.version"
 TIMELINE_LAYOUT_VERSION = "hoodie.timeline.layout.version"
+TIMELINE_PATH_V8 = "hoodie.timeline.path"
 RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
 ORDERING_FIELDS_V8 = "hoodie.table.ordering.fields"
@@ -193,6 +194,17 @@ class TableConfig:
     @property
     def version(self) -> int:
         return int(self.props.get(TABLE_VERSION, "6"))
+
+    @property
+    def timeline_layout_version(self) -> int:
+        """1: instants in ``.hoodie/`` (v6); 2: in ``.hoodie/<timeline path>/`` (v8), the default from v8 on."""
+        explicit = self.props.get(TIMELINE_LAYOUT_VERSION)
+        return int(explicit) if explicit else (2 if self.version >= 8 else 1)
+
+    @property
+    def timeline_path(self) -> str:
+        """The folder of a layout 2 timeline, relative to ``.hoodie``."""
+        return self.props.get(TIMELINE_PATH_V8) or "timeline"
 
     @property
     def record_key_fields(self) -> list[str]:

@@ -1,7 +1,8 @@
 """The timeline: instants in ``.hoodie/``, their states, and the atomic completion of a write.
 
 We write timeline layout 1 (table version 6). We read layout 1 and layout 2 (table version 8,
-instants in ``.hoodie/timeline/`` with the completion time in completed file names).
+instants in ``.hoodie/<hoodie.timeline.path>/`` with the completion time in completed file names);
+``hoodie.properties`` tells which, as it does for every Hudi reader.
 
 Example:
     >>> timeline = Timeline.load(storage)
@@ -16,7 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from enum import Enum
 
+from hudiql.errors import HudiqlError
 from hudiql.io.storage import Storage
+from hudiql.table.config import TableConfig
 from hudiql.table.layout import META_FOLDER
 
 COMMIT = "commit"
@@ -34,7 +37,6 @@ WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 
 INSTANT_FORMAT = "%Y%m%d%H%M%S"
 _INSTANT_RE = re.compile(r"^(?P<ts>\d{14,17})(?:_(?P<completion>\d{14,17}))?\.(?P<suffix>[a-z.]+)$")
-_LAYOUT2_FOLDER = f"{META_FOLDER}/timeline"
 
 
 class State(Enum):
@@ -102,13 +104,16 @@ class Timeline:
 
     @classmethod
     def load(cls, storage: Storage) -> Timeline:
-        layout2 = storage.is_dir(_LAYOUT2_FOLDER)
-        folder = _LAYOUT2_FOLDER if layout2 else META_FOLDER
+        """The instants of the table at ``storage``, in the folder its layout version names."""
+        config = TableConfig.load(storage)
+        layout = config.timeline_layout_version
+        folder = f"{META_FOLDER}/{config.timeline_path}" if layout >= 2 else META_FOLDER
         files: dict[str, list[tuple[str, State, str, str | None]]] = {}
         for info in storage.list(folder):
             m = None if info.is_dir else _INSTANT_RE.match(info.name)
             parsed = m and _parse_suffix(m["suffix"])
-            if parsed:
+            # Only a completed instant carries a completion time (``T_C.action``); anything else is no instant.
+            if parsed and (m["completion"] is None or parsed[1] is State.COMPLETED):
                 files.setdefault(m["ts"], []).append((*parsed, f"{folder}/{info.name}", m["completion"]))
         instants = []
         order = [State.REQUESTED, State.INFLIGHT, State.COMPLETED]
@@ -119,7 +124,7 @@ class Timeline:
                 if other_action in (COMPACTION, LOG_COMPACTION):
                     action = other_action
             instants.append(Instant(ts, action, state, path, completion))
-        return cls(storage, sorted(instants), 2 if layout2 else 1)
+        return cls(storage, sorted(instants), layout)
 
     def reload(self) -> Timeline:
         return Timeline.load(self.storage)
@@ -156,7 +161,16 @@ class Timeline:
         return format_instant_time(now)
 
     # ---- transitions (layout 1) ------------------------------------------------------------
+    def ensure_writable(self) -> None:
+        """Refuse to write a timeline of another layout: layout 1 instants there are invisible to every reader."""
+        if self.layout_version != 1:
+            raise HudiqlError(
+                f"table {self.storage.base_uri} uses timeline layout {self.layout_version}; hudiql can read it "
+                "but writes only timeline layout 1 (table version 6): copy its rows into a table hudiql created"
+            )
+
     def _path(self, action: str, state: State, ts: str) -> str:
+        self.ensure_writable()
         return f"{META_FOLDER}/{_layout1_name(action, state, ts)}"
 
     def start(self, action: str, timestamp: str, plan: bytes = b"") -> Instant:

@@ -1,0 +1,62 @@
+"""Shared fixtures: one real local SparkSession per test run, a fresh warehouse per test."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import hudiql
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+HUDI_TABLES = SHARED / "hudi-tables"
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("hudiql-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    yield spark
+    spark.stop()
+
+
+@pytest.fixture
+def warehouse(tmp_path) -> Path:
+    return tmp_path / "warehouse"
+
+
+@pytest.fixture
+def session(spark, warehouse) -> hudiql.Session:
+    return hudiql.connect(warehouse=str(warehouse), spark=spark)
+
+
+def official_rows(base_path, columns: list[str], read_optimized: bool = False) -> list[tuple]:
+    """Rows of a table as the official Hudi reader (PyPI ``hudi``) returns them, sorted."""
+    from hudi import HudiReadOptions, HudiTableBuilder
+
+    table = HudiTableBuilder.from_base_uri(str(Path(str(base_path).removeprefix("file://")).resolve())).build()
+    options = HudiReadOptions(hudi_options={"hoodie.read.use.read_optimized.mode": "true"}) if read_optimized else None
+    batches = table.read(options) if options else table.read()
+    if not batches:
+        return []
+    data = pa.Table.from_batches(batches).select(columns).to_pylist()
+    return sorted(tuple(r[c] for c in columns) for r in data)
+
+
+def hudiql_rows(session, sql: str) -> list[tuple]:
+    return sorted(tuple(r) for r in session.sql(sql).collect())
