@@ -222,9 +222,11 @@ class Profile:
             frame = inspect.stack()[1]
             site = f"{os.path.basename(frame.filename)}:{frame.lineno} {frame.function}"
             start = time.perf_counter()
+            df.sparkSession.sparkContext.setJobDescription(site)
             try:
                 return original_collect(df)
             finally:
+                df.sparkSession.sparkContext.setJobDescription(None)
                 if profile.current:
                     profile.collects.append((profile.current, site, time.perf_counter() - start))
 
@@ -355,7 +357,7 @@ def main(argv=None) -> int:
     finally:
         spark.stop()
         if profile:
-            report_profile(args, profile)
+            report_profile(args, profile, results)
         if own_workdir:
             shutil.rmtree(args.workdir, ignore_errors=True)
     if args.json:
@@ -471,7 +473,7 @@ def commit_stats(table_dir: str) -> dict:
             "rows_written": sum(s["numWrites"] for s in stats)}
 
 
-def report_profile(args, profile: Profile) -> None:
+def report_profile(args, profile: Profile, results: dict) -> None:
     logs = [p for p in glob.glob(os.path.join(args.workdir, "spark-events", "*")) if not p.endswith(".inprogress")]
     if not logs:
         print("no event log found")
@@ -482,8 +484,9 @@ def report_profile(args, profile: Profile) -> None:
             ev = json.loads(line)
             kind = ev.get("Event")
             if kind == "SparkListenerJobStart":
+                props = ev.get("Properties", {})
                 jobs[ev["Job ID"]] = {"submit": ev["Submission Time"], "stages": ev["Stage IDs"],
-                                      "site": ev.get("Properties", {}).get("callSite.short", "")}
+                                      "site": props.get("spark.job.description") or props.get("callSite.short", "")}
             elif kind == "SparkListenerJobEnd":
                 jobs[ev["Job ID"]]["end"] = ev["Completion Time"]
             elif kind == "SparkListenerStageCompleted":
@@ -510,6 +513,11 @@ def report_profile(args, profile: Profile) -> None:
                 print(f"   driver collect {sec:6.2f}s  at {site}")
         listing = sum(sec for lab, sec in profile.listings if lab == label)
         print(f"   file system view listings: {listing:.3f}s")
+        merge = results.get("merge_stats", {}).get(label)
+        if merge:
+            ms = merge["upsert_ms"]
+            print(f"   merge tasks (from the commit): {merge['file_groups']} file groups, {merge['rows_written']:,} rows "
+                  f"written, merge+write time per group sum {sum(ms) / 1000:.2f}s max {max(ms) / 1000:.2f}s")
         for jid, job in sorted(jobs.items()):
             if not (start <= job["submit"] <= end):
                 continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -46,10 +47,14 @@ class Result:
     is_rows: bool
 
 
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
 def _local_spark(conf: dict[str, str] | None) -> SparkSession:
     # Spark's Python workers must run the interpreter that has hudiql installed.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
         SparkSession.builder.master("local[*]")
         .appName("hudiql")
@@ -57,6 +62,8 @@ def _local_spark(conf: dict[str, str] | None) -> SparkSession:
         .config("spark.sql.shuffle.partitions", "8")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}")
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)

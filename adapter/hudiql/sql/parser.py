@@ -121,7 +121,10 @@ def _parse_with_sqlglot(text: str) -> S.Statement:
     if isinstance(tree, exp.Drop):
         if (tree.args.get("kind") or "").upper() != "TABLE":
             raise SqlError(f"DROP {tree.args.get('kind')} is not supported; use DROP TABLE")
-        return S.DropTable(table_name(tree.this), bool(tree.args.get("exists")))
+        targets = tree.args.get("tables") or [tree.this]
+        if len(targets) != 1:
+            raise SqlError("DROP TABLE takes one table")
+        return S.DropTable(table_name(targets[0]), bool(tree.args.get("exists")))
     if isinstance(tree, exp.Insert):
         return _insert(tree)
     if isinstance(tree, exp.Describe):
@@ -138,7 +141,7 @@ def table_name(node: exp.Expression) -> S.TableName:
     if isinstance(node, exp.Schema):
         node = node.this
     if not isinstance(node, exp.Table) or not node.name:
-        raise SqlError(f"expected a table name, got '{node.sql(DIALECT)}'")
+        raise SqlError(f"expected a table name, got '{node.sql(DIALECT) if node else ''}'")
     if node.catalog:
         raise SqlError(f"'{node.sql(DIALECT)}': catalogs are not supported; use [database.]table")
     return S.TableName(node.db.lower() or None, node.name.lower())
