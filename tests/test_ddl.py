@@ -509,10 +509,6 @@ def _comparable(props: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in props.items() if k not in ("hoodie.table.name", "hoodie.table.checksum")}
 
 
-def _schema_fields(props: dict[str, str]) -> list:
-    return json.loads(props["hoodie.table.create.schema"])["fields"]
-
-
 @pytest.mark.parametrize(
     "ddl",
     [
@@ -532,7 +528,9 @@ def test_show_create_table_reruns_to_an_equivalent_table(session, ddl):
     session.sql(text.replace("default.orders", "default.orders_copy", 1))
     original, copy = table_properties(session, "orders"), table_properties(session, "orders_copy")
     assert _comparable({**copy, "hoodie.table.create.schema": ""}) == _comparable({**original, "hoodie.table.create.schema": ""})
-    assert _schema_fields(copy) == _schema_fields(original)
+    # nested Avro names (decimal 'fixed' types) carry the table name; compare them under one name
+    copy_schema = copy["hoodie.table.create.schema"].replace("orders_copy", "orders")
+    assert json.loads(copy_schema) == json.loads(original["hoodie.table.create.schema"])
     assert describe_columns(session, "orders_copy") == describe_columns(session, "orders")
 
 

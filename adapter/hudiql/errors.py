@@ -53,11 +53,11 @@ def from_spark_error(exc: BaseException) -> HudiqlError | None:
         detail = text[text.index(NULL_KEY_ERROR) + len(NULL_KEY_ERROR) + 2:].splitlines()[0]
         detail = detail.split(". SQLSTATE")[0].rstrip(".\"' ")
         return DataError(f"{detail}; every row needs a record key value")
-    for marker in ("CAST_INVALID_INPUT", "CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE", "DATATYPE_MISMATCH",
+    if type(exc).__name__ in ("AnalysisException", "ParseException"):
+        return SqlError(text.splitlines()[0].strip())
+    for marker in ("CAST_INVALID_INPUT", "CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW",
                    "INVALID_ARRAY_INDEX", "DIVIDE_BY_ZERO"):
         if marker in text:
             line = next((ln for ln in text.splitlines() if marker in ln), text.splitlines()[0])
             return DataError(line.strip())
-    if type(exc).__name__ in ("AnalysisException", "ParseException"):
-        return SqlError(text.splitlines()[0].strip())
     return None

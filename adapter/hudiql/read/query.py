@@ -37,6 +37,7 @@ class QueryPlanner:
         """Run a query expression; hudiql tables are replaced by snapshot views."""
         query = query.copy()
         ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+        views: list[str] = []
         for node in list(query.find_all(exp.Table)):
             if not node.name or node.catalog or (not node.db and node.name.lower() in ctes):
                 continue
@@ -55,9 +56,15 @@ class QueryPlanner:
             files = table.file_system_view()
             keep = _partition_filter(self.session, table, files, node)
             view = self._register(snapshot(self.session.spark, table, files, keep))
+            views.append(view)
             alias = node.alias or node.name
             node.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias))))
-        return self.session.spark.sql(query.sql(dialect=DIALECT))
+        try:
+            return self.session.spark.sql(query.sql(dialect=DIALECT))
+        finally:
+            # The analysed DataFrame keeps the snapshot plans; the names are no longer needed.
+            for view in views:
+                self.session.spark.catalog.dropTempView(view)
 
     def _is_spark_relation(self, name: str) -> bool:
         return any(t.name.lower() == name and t.isTemporary for t in self.session.spark.catalog.listTables())
