@@ -155,6 +155,7 @@ def build_spark(args) -> SparkSession:
         SparkSession.builder.master("local[2]")
         .appName("hudiql-bench-upsert-cow")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", "4g")
         .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
         .config("spark.sql.session.timeZone", "UTC")

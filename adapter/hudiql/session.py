@@ -34,6 +34,8 @@ from hudiql.sql import ddl
 from hudiql.table.config import TableConfig
 from hudiql.table.layout import PROPERTIES_FILE
 from hudiql.table.table import HudiTable
+from hudiql.write.dml import RESULT_SCHEMA as DML_RESULT_SCHEMA
+from hudiql.write.dml import DmlCounts, DmlPlanner
 from hudiql.write.writer import Operation, align_columns, insert_rows, write_rows
 
 INSERT_OPERATION = "hoodie.spark.sql.insert.into.operation"
@@ -256,6 +258,18 @@ class Session:
         return Result(
             self.spark.createDataFrame([(inserted, inserted)], "num_affected_rows long, num_inserted_rows long"), True
         )
+
+    def _run_Merge(self, st: S.Merge) -> Result:
+        return self._dml_result(DmlPlanner(self).merge(st))
+
+    def _run_Update(self, st: S.Update) -> Result:
+        return self._dml_result(DmlPlanner(self).update(st))
+
+    def _run_Delete(self, st: S.Delete) -> Result:
+        return self._dml_result(DmlPlanner(self).delete(st))
+
+    def _dml_result(self, counts: DmlCounts) -> Result:
+        return Result(self.spark.createDataFrame([counts.row()], DML_RESULT_SCHEMA), True)
 
     def _write(self, table: HudiTable, rows: DataFrame, operation: Operation):
         return write_rows(self.spark, table, rows, operation, self.conf)

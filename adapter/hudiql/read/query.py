@@ -10,7 +10,7 @@ Example:
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
@@ -55,7 +55,7 @@ class QueryPlanner:
             table = HudiTable.load(location)
             files = table.file_system_view()
             keep = _partition_filter(self.session, table, files, node)
-            view = self._register(snapshot(self.session.spark, table, files, keep))
+            view = self.register(snapshot(self.session.spark, table, files, keep))
             views.append(view)
             alias = node.alias or node.name
             node.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias))))
@@ -69,42 +69,60 @@ class QueryPlanner:
     def _is_spark_relation(self, name: str) -> bool:
         return any(t.name.lower() == name and t.isTemporary for t in self.session.spark.catalog.listTables())
 
-    def _register(self, df: DataFrame) -> str:
+    def register(self, df: DataFrame) -> str:
+        """Register ``df`` under a fresh temporary view name; the caller drops it."""
         self._views += 1
         view = f"__hudiql_snapshot_{id(self)}_{self._views}"
         df.createOrReplaceTempView(view)
         return view
 
 
-def _conjuncts(where: exp.Expression) -> list[exp.Expression]:
+def conjuncts(where: exp.Expression) -> list[exp.Expression]:
+    """The AND-ed parts of a condition."""
     if isinstance(where, exp.And):
-        return _conjuncts(where.left) + _conjuncts(where.right)
+        return conjuncts(where.left) + conjuncts(where.right)
     if isinstance(where, exp.Paren):
-        return _conjuncts(where.this)
+        return conjuncts(where.this)
     return [where]
 
 
-_SAFE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
 def _partition_filter(session: Session, table: HudiTable, files: FileSystemView, node: exp.Table):
-    """A predicate on partition paths from the WHERE conjuncts that only read partition columns."""
+    """Pruning for one table of a SELECT, from its WHERE clause."""
     select = node.find_ancestor(exp.Select)
     where = select.args.get("where") if select is not None else None
-    if where is None or not table.keygen.is_partitioned:
+    if where is None:
+        return None
+    single_table = len(list(select.find_all(exp.Table))) == 1
+    return partition_filter(session, table, files, where.this, {node.name.lower(), (node.alias or "").lower()}, single_table)
+
+
+def partition_filter(
+    session: Session,
+    table: HudiTable,
+    files: FileSystemView,
+    condition: exp.Expression,
+    qualifiers: set[str],
+    unqualified_ok: bool,
+) -> Callable[[str], bool] | None:
+    """A predicate on partition paths from the conjuncts of ``condition`` that read only partition
+    columns of ``table`` (named with one of ``qualifiers``, or bare when ``unqualified_ok``).
+
+    Spark evaluates those conjuncts on a tiny frame of partition values, so the pruning follows
+    Spark's own comparison and cast rules. ``None`` means: read every partition.
+    """
+    if not table.keygen.is_partitioned:
         return None
     names = {f.lower(): f for f in table.config.partition_fields}
-    qualifiers = {node.name.lower(), (node.alias or "").lower(), ""}
-    single_table = len(list(select.find_all(exp.Table))) == 1
+    qualifiers = {q for q in qualifiers if q}
     usable = []
-    for conjunct in _conjuncts(where.this):
+    for conjunct in conjuncts(condition):
         columns = list(conjunct.find_all(exp.Column))
         if not columns or conjunct.find(exp.Subquery, exp.Select) is not None:
             continue
-        if all(c.name.lower() in names and (c.table.lower() in qualifiers if c.table else single_table) for c in columns):
+        if all(c.name.lower() in names and (c.table.lower() in qualifiers if c.table else unqualified_ok) for c in columns):
             stripped = conjunct.copy()
-            for c in stripped.find_all(exp.Column):
-                c.replace(exp.column(names[c.name.lower()]))
+            for c in list(stripped.find_all(exp.Column)):
+                c.replace(exp.column(names[c.name.lower()], quoted=True))
             usable.append(stripped.sql(dialect=DIALECT))
     if not usable:
         return None
@@ -115,10 +133,8 @@ def _partition_filter(session: Session, table: HudiTable, files: FileSystemView,
     fields = [table.schema[f] for f in table.config.partition_fields]
     rows = [(p, *[values[p][f.name] for f in fields]) for p in partitions]
     schema = T.StructType([T.StructField("__path", T.StringType())] + [T.StructField(f.name, T.StringType()) for f in fields])
-    if not all(_SAFE.match(f.name) for f in fields):
-        return None
     frame = session.spark.createDataFrame(rows, schema)
-    frame = frame.select("__path", *[frame[f.name].cast(f.dataType).alias(f.name) for f in fields])
+    frame = frame.select("__path", *[frame[f"`{f.name}`"].cast(f.dataType).alias(f.name) for f in fields])
     for predicate in usable:
         frame = frame.where(predicate)
     kept = {r[0] for r in frame.select("__path").collect()}

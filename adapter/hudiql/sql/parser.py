@@ -127,6 +127,19 @@ def _parse_with_sqlglot(text: str) -> S.Statement:
         return S.DropTable(table_name(targets[0]), bool(tree.args.get("exists")))
     if isinstance(tree, exp.Insert):
         return _insert(tree)
+    if isinstance(tree, exp.Merge):
+        return _merge(tree)
+    if isinstance(tree, exp.Update):
+        where = tree.args.get("where")
+        if tree.args.get("from_") or tree.args.get("from"):
+            raise SqlError("UPDATE ... FROM is not supported; use MERGE INTO")
+        return S.Update(table_name(tree.this), tree.this.alias or None, _assignments(tree.expressions),
+                        where.this if where else None)
+    if isinstance(tree, exp.Delete):
+        where = tree.args.get("where")
+        if tree.args.get("using"):
+            raise SqlError("DELETE ... USING is not supported; use MERGE INTO ... THEN DELETE")
+        return S.Delete(table_name(tree.this), tree.this.alias or None, where.this if where else None)
     if isinstance(tree, exp.Describe):
         style = (tree.args.get("style") or "").upper()
         return S.Describe(table_name(tree.this), style in ("EXTENDED", "FORMATTED"))
@@ -266,3 +279,51 @@ def spark_type(node: exp.DataType) -> T.DataType:
     if kind == exp.DataType.Type.STRUCT:
         return T.StructType([T.StructField(p.name, spark_type(p.args["kind"]), True) for p in params])
     raise SqlError(f"column type {node.sql(DIALECT)} is not supported")
+
+
+def _assignments(items: list[exp.Expression]) -> dict[str, exp.Expression]:
+    out: dict[str, exp.Expression] = {}
+    for item in items:
+        if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
+            raise SqlError(f"'{item.sql(DIALECT)}' is not an assignment; write SET column = expression")
+        name = item.this.name
+        if name.lower() in {k.lower() for k in out}:
+            raise SqlError(f"column '{name}' is assigned twice")
+        out[name] = item.expression
+    return out
+
+
+def _merge(tree: exp.Merge) -> S.Merge:
+    target = tree.this
+    source = tree.args["using"]
+    if isinstance(source, exp.Values):
+        raise SqlError("MERGE ... USING VALUES is not supported; use USING (SELECT ...) AS s")
+    clauses = []
+    for when in tree.args["whens"].expressions:
+        if when.args.get("source"):
+            raise SqlError("WHEN NOT MATCHED BY SOURCE is not supported")
+        then = when.args["then"]
+        condition = when.args.get("condition")
+        if isinstance(then, exp.Update):
+            star = len(then.expressions) == 1 and isinstance(then.expressions[0], exp.Star)
+            clause = S.MergeClause(True, "update", condition, None if star else _assignments(then.expressions))
+        elif isinstance(then, exp.Var) and then.name.upper() == "DELETE":
+            clause = S.MergeClause(True, "delete", condition)
+        elif isinstance(then, exp.Insert):
+            if isinstance(then.this, exp.Star):
+                clause = S.MergeClause(False, "insert", condition, None)
+            else:
+                columns = [c.name for c in then.this.expressions]
+                values = then.expression.expressions
+                if len(columns) != len(values):
+                    raise SqlError(f"INSERT ({', '.join(columns)}) has {len(values)} values; give one per column")
+                clause = S.MergeClause(False, "insert", condition, dict(zip(columns, values)))
+        else:
+            raise SqlError(f"unsupported MERGE action: {then.sql(DIALECT)}")
+        if clause.matched != bool(when.args.get("matched")):
+            kind = "WHEN MATCHED" if when.args.get("matched") else "WHEN NOT MATCHED"
+            raise SqlError(f"{kind} cannot {clause.action.upper()}")
+        clauses.append(clause)
+    return S.Merge(
+        table_name(target), target.alias or None, source, source.alias or None, tree.args["on"], clauses
+    )

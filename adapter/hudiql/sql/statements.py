@@ -96,3 +96,38 @@ class SetConf(Statement):
 @dataclass
 class Use(Statement):
     database: str
+
+
+@dataclass
+class MergeClause:
+    """One ``WHEN [NOT] MATCHED [AND cond] THEN ...`` clause."""
+
+    matched: bool
+    action: str  # "update", "delete" or "insert"
+    condition: exp.Expression | None = None
+    assignments: dict[str, exp.Expression] | None = None  # None: UPDATE SET * / INSERT *
+
+
+@dataclass
+class Merge(Statement):
+    table: TableName
+    alias: str | None
+    source: exp.Expression  # a table or a subquery
+    source_alias: str | None
+    on: exp.Expression
+    clauses: list[MergeClause]
+
+
+@dataclass
+class Update(Statement):
+    table: TableName
+    alias: str | None
+    assignments: dict[str, exp.Expression]
+    where: exp.Expression | None
+
+
+@dataclass
+class Delete(Statement):
+    table: TableName
+    alias: str | None
+    where: exp.Expression | None

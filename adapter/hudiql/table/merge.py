@@ -41,13 +41,23 @@ class MergeRule:
         return self.mode == EVENT_TIME_ORDERING and self.ordering_field is not None
 
     def precombine(self, df: DataFrame, key_columns: list[str], sequence: str) -> DataFrame:
-        """One row per key: the greatest ordering value, ties to the later input row (``sequence``)."""
+        """One row per key: the greatest ordering value, ties to the later input row (``sequence``).
+
+        As Hudi's ``preCombine``, this uses the ordering field whatever the merge mode; without
+        one, the later input row wins.
+        """
         order: list[Column] = [F.col(sequence).desc()]
-        if self.is_event_time:
+        if self.ordering_field:
             order.insert(0, F.col(self.ordering_field).desc_nulls_last())
         window = Window.partitionBy(*key_columns).orderBy(*order)
         rank = "__hudiql_rank"
         return df.withColumn(rank, F.row_number().over(window)).where(F.col(rank) == 1).drop(rank)
+
+    def incoming_wins_column(self, stored: Column, incoming: Column) -> Column:
+        """The same rule as ``incoming_wins``, as a Spark expression."""
+        if not self.is_event_time:
+            return F.lit(True)
+        return stored.isNull() | (incoming.isNotNull() & (incoming >= stored))
 
     def incoming_wins(self, stored: pa.Array | None, incoming: pa.Array | None) -> pa.Array:
         """For aligned stored / incoming ordering values: does the incoming version replace the stored one?"""

@@ -35,7 +35,7 @@ from hudiql.table.schema import (
 FILE_ID = "__hudiql_file_id"
 BASE_FILE = "__hudiql_base_file"
 SEQUENCE = "__hudiql_seq"
-HELPER_COLUMNS = [FILE_ID, BASE_FILE, SEQUENCE]
+DELETE = "__hudiql_delete"  # set by MERGE / DELETE: the row deletes its key
 
 STATS_SCHEMA = (
     "file_id string, partition_path string, path string, prev_commit string, num_writes long, "
@@ -158,9 +158,12 @@ class MergeTask:
 
 
 def _is_deleted(incoming: pa.Table) -> pa.Array:
-    if IS_DELETED in incoming.column_names:
-        return pc.fill_null(incoming.column(IS_DELETED).combine_chunks(), False)
-    return pa.array([False] * incoming.num_rows, pa.bool_())
+    """Rows that delete their key: a DML delete, or ``_hoodie_is_deleted = true``."""
+    flags = pa.array([False] * incoming.num_rows, pa.bool_())
+    for name in (DELETE, IS_DELETED):
+        if name in incoming.column_names:
+            flags = pc.or_(flags, pc.fill_null(incoming.column(name).combine_chunks(), False))
+    return flags
 
 
 def _conform(t: pa.Table, schema: pa.Schema, extra: list[str] | None = None) -> pa.Table:

@@ -24,13 +24,15 @@ from pyspark.sql import types as T
 
 from hudiql.errors import ColumnError, DataError, HudiqlError, from_spark_error
 from hudiql.table.commit import CommitMetadata, WriteStat
+from hudiql.table.config import COMMIT_TIME_ORDERING
+from hudiql.table.merge import MergeRule
 from hudiql.table.layout import PARTITION_METADATA_FILE, join_partition, partition_metadata
 from hudiql.table.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, to_arrow, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import COMMIT
 from hudiql.services.rollback import files_from_markers, rollback, rollback_failed_writes
 from hudiql.write.bucket import DEFAULT_MAX_FILE_SIZE, DEFAULT_SMALL_FILE_LIMIT, assign_inserts
-from hudiql.write.handle import BASE_FILE, FILE_ID, SEQUENCE, STATS_SCHEMA, MergeTask
+from hudiql.write.handle import BASE_FILE, DELETE, FILE_ID, SEQUENCE, STATS_SCHEMA, MergeTask
 
 MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
@@ -51,8 +53,14 @@ def write_rows(
     operation: Operation,
     conf: dict[str, str],
     extra_metadata: dict[str, str] | None = None,
+    planned: bool = False,
 ) -> CommitMetadata:
-    """Write ``rows`` (the table's data columns) as one commit; returns its metadata."""
+    """Write ``rows`` (the table's data columns) as one commit; returns its metadata.
+
+    ``planned`` rows come from MERGE / UPDATE / DELETE: they carry their key columns, input
+    sequence and delete flag, are precombined, and the merge rule was applied while planning,
+    so each replaces its stored version.
+    """
     if not table.config.populate_meta_fields:
         raise HudiqlError(
             f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
@@ -64,8 +72,8 @@ def write_rows(
     instant = timeline.start(COMMIT, timeline.new_instant_time())
     incoming = None
     try:
-        incoming = _prepare(table, rows, operation).persist(StorageLevel.MEMORY_AND_DISK)
-        stats = _write_file_groups(spark, table, incoming, operation, instant.timestamp, settings)
+        incoming = (rows if planned else _prepare(table, rows, operation)).persist(StorageLevel.MEMORY_AND_DISK)
+        stats = _write_file_groups(spark, table, incoming, operation, instant.timestamp, settings, planned)
         metadata = CommitMetadata(
             operation_type=operation.value.upper(),
             schema=to_avro_json(table.schema, table.config.name),
@@ -104,7 +112,13 @@ def _prepare(table: HudiTable, rows: DataFrame, operation: Operation) -> DataFra
 
 
 def _write_file_groups(
-    spark: SparkSession, table: HudiTable, incoming: DataFrame, operation: Operation, instant_time: str, settings: dict
+    spark: SparkSession,
+    table: HudiTable,
+    incoming: DataFrame,
+    operation: Operation,
+    instant_time: str,
+    settings: dict,
+    planned: bool,
 ) -> list[WriteStat]:
     partitions = [r[0] for r in incoming.select(PARTITION_PATH).distinct().collect()]
     view = table.file_system_view(partitions)
@@ -122,8 +136,9 @@ def _write_file_groups(
         tagged = incoming.withColumn(BASE_FILE, F.lit(None).cast("string")).withColumn(FILE_ID, F.lit(None).cast("string"))
     updates = tagged.where(F.col(FILE_ID).isNotNull())
     inserts = tagged.where(F.col(FILE_ID).isNull()).drop(FILE_ID, BASE_FILE)
-    if IS_DELETED in inserts.columns:  # deleting a key that is not stored is a no-op
-        inserts = inserts.where(~F.coalesce(F.col(IS_DELETED), F.lit(False)))
+    for flag in (IS_DELETED, DELETE):  # deleting a key that is not stored is a no-op
+        if flag in inserts.columns:
+            inserts = inserts.where(~F.coalesce(F.col(flag), F.lit(False)))
 
     insert_counts = {r[0]: r[1] for r in inserts.groupBy(PARTITION_PATH).count().collect()}
     max_file_size = int(settings.get(MAX_FILE_SIZE, DEFAULT_MAX_FILE_SIZE))
@@ -156,7 +171,7 @@ def _write_file_groups(
         base_uri=table.base_uri,
         instant_time=instant_time,
         arrow_schema=to_arrow(with_meta_columns(table.schema)),
-        merge_rule=table.merge_rule,
+        merge_rule=MergeRule(COMMIT_TIME_ORDERING, None) if planned else table.merge_rule,
         concat=operation is not Operation.UPSERT or not table.has_record_key,
         generate_keys=not table.has_record_key,
         compression=settings.get(COMPRESSION, "snappy").lower(),

@@ -1,0 +1,305 @@
+"""MERGE INTO, UPDATE and DELETE: planned as Spark SQL over the target's snapshot, written as one commit.
+
+Planning turns a statement into *actions*, one row per target row to change, with its new values:
+- MERGE: the source LEFT JOIN the target on the ON condition; clauses are tried in the order
+  written and the first whose condition holds decides the row (standard SQL);
+- UPDATE / DELETE: the target rows the WHERE selects.
+Then one path finishes every statement: precombine (several source rows for one key), the merge
+rule (an update older than the stored row is skipped and counted, unless
+``hoodie.merge.ordering.enforce=false``), partition moves (delete at the old path, insert at the
+new one), counts, and the write. Nothing is written before validation passes.
+
+Example:
+    >>> DmlPlanner(session).merge(statement)
+    DmlCounts(updated=1, deleted=0, inserted=1, skipped_older=0)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from sqlglot import exp
+
+from hudiql.errors import ColumnError, DataError, SqlError
+from hudiql.read.query import conjuncts, partition_filter
+from hudiql.read.snapshot import snapshot
+from hudiql.sql import statements as S
+from hudiql.sql.parser import DIALECT
+from hudiql.table.schema import PARTITION_PATH, RECORD_KEY
+from hudiql.table.table import HudiTable
+from hudiql.write.handle import DELETE, SEQUENCE
+from hudiql.write.writer import Operation, write_rows
+
+if TYPE_CHECKING:
+    from hudiql.session import Session
+
+ENFORCE_ORDERING = "hoodie.merge.ordering.enforce"
+
+KIND = "__hudiql_kind"
+OLD_PATH = "__hudiql_old_path"
+OLD_ORDERING = "__hudiql_old_ordering"
+MATCHED = "__hudiql_matched"
+UPDATE, DELETE_KIND, INSERT = "update", "delete", "insert"
+
+
+@dataclass(frozen=True)
+class DmlCounts:
+    updated: int = 0
+    deleted: int = 0
+    inserted: int = 0
+    skipped_older: int = 0
+
+    @property
+    def affected(self) -> int:
+        return self.updated + self.deleted + self.inserted
+
+    def row(self) -> tuple[int, int, int, int, int]:
+        return (self.affected, self.updated, self.deleted, self.inserted, self.skipped_older)
+
+    def metadata(self) -> dict[str, str]:
+        names = ("num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows", "num_skipped_older_rows")
+        return {f"hudiql.{n}": str(v) for n, v in zip(names, self.row())}
+
+
+RESULT_SCHEMA = (
+    "num_affected_rows long, num_updated_rows long, num_deleted_rows long, "
+    "num_inserted_rows long, num_skipped_older_rows long"
+)
+
+
+def _column(name: str, table: HudiTable, what: str) -> str:
+    for candidate in table.schema.fieldNames():
+        if candidate.lower() == name.lower():
+            return candidate
+    raise ColumnError(f"{what}: column '{name}' is not in table {table.config.name}; columns are: {', '.join(table.schema.fieldNames())}")
+
+
+def _col(name: str, qualifier: str | None = None) -> exp.Column:
+    return exp.column(name, table=qualifier, quoted=True)
+
+
+def _cast(value: exp.Expression, dtype) -> exp.Expression:
+    return exp.Cast(this=value, to=exp.DataType.build(dtype.simpleString(), dialect=DIALECT))
+
+
+class DmlPlanner:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.spark = session.spark
+
+    # ---- statements -------------------------------------------------------------------------
+    def merge(self, st: S.Merge) -> DmlCounts:
+        table = self._keyed_table(st.table, "MERGE INTO")
+        target = (st.alias or st.table.name).lower()
+        source = st.source_alias or (st.source.name if isinstance(st.source, exp.Table) else None)
+        if not source:
+            raise SqlError("give the MERGE source an alias: USING (SELECT ...) AS s")
+        source = source.lower()
+        if source == target:
+            raise SqlError(f"the MERGE source and target are both called '{source}'; give one of them another alias")
+        self._check_on(table, st.on, target)
+
+        query = st.source.this if isinstance(st.source, exp.Subquery) else exp.select("*").from_(
+            exp.Table(this=st.source.this, db=st.source.args.get("db"))
+        )
+        source_df = self.session.planner.dataframe(query)
+        self._check_clauses(table, st.clauses, source_df.columns)
+
+        files = table.file_system_view()
+        keep = partition_filter(self.session, table, files, st.on, {target, st.table.name}, unqualified_ok=False)
+        target_df = snapshot(self.spark, table, files, keep).withColumn(MATCHED, F.lit(True))
+        source_df = source_df.withColumn(SEQUENCE, F.monotonically_increasing_id())
+        target_view, source_view = self._register(target_df), self._register(source_df)
+
+        matched = exp.Not(this=exp.Is(this=_col(MATCHED, target), expression=exp.Null()))
+        conditions = []
+        for clause in st.clauses:
+            base = matched if clause.matched else exp.Not(this=matched.copy())
+            conditions.append(exp.and_(base.copy(), exp.Paren(this=clause.condition.copy())) if clause.condition else base.copy())
+
+        def value(clause: S.MergeClause, name: str) -> exp.Expression:
+            if clause.action == DELETE_KIND:
+                return _col(name, target)
+            assigned = {k.lower(): v for k, v in (clause.assignments or {}).items()}
+            if clause.assignments is None:
+                return _col(name, source)
+            if name.lower() in assigned:
+                return assigned[name.lower()].copy()
+            return _col(name, target) if clause.action == UPDATE else exp.Null()
+
+        projections = []
+        for field in table.schema.fields:
+            case = exp.Case()
+            for clause, cond in zip(st.clauses, conditions):
+                case = case.when(cond.copy(), value(clause, field.name))
+            projections.append(exp.alias_(_cast(case, field.dataType), field.name, quoted=True))
+        kind = exp.Case()
+        for clause, cond in zip(st.clauses, conditions):
+            kind = kind.when(cond.copy(), exp.Literal.string(clause.action))
+        projections += [
+            exp.alias_(kind, KIND),
+            exp.alias_(_col(PARTITION_PATH, target), OLD_PATH),
+            exp.alias_(self._old_ordering(table, target), OLD_ORDERING),
+            exp.alias_(_col(SEQUENCE, source), SEQUENCE),
+        ]
+        sql = (
+            exp.select(*projections)
+            .from_(exp.Table(this=exp.to_identifier(source_view), alias=exp.TableAlias(this=exp.to_identifier(source))))
+            .join(
+                exp.Table(this=exp.to_identifier(target_view), alias=exp.TableAlias(this=exp.to_identifier(target))),
+                on=st.on.copy(),
+                join_type="left",
+            )
+        )
+        actions = self._run(sql, [target_view, source_view]).where(F.col(KIND).isNotNull())
+        return self._finish(table, actions, from_source=True)
+
+    def update(self, st: S.Update) -> DmlCounts:
+        table = self._keyed_table(st.table, "UPDATE")
+        assigned = {_column(k, table, "UPDATE SET").lower(): v for k, v in st.assignments.items()}
+        self._check_keys_unassigned(table, assigned, "UPDATE")
+        projections = [
+            exp.alias_(_cast(assigned[f.name.lower()].copy(), f.dataType) if f.name.lower() in assigned else _col(f.name),
+                       f.name, quoted=True)
+            for f in table.schema.fields
+        ]
+        return self._filtered(table, st.table, st.alias, st.where, projections, UPDATE)
+
+    def delete(self, st: S.Delete) -> DmlCounts:
+        table = self._keyed_table(st.table, "DELETE FROM")
+        projections = [exp.alias_(_col(f.name), f.name, quoted=True) for f in table.schema.fields]
+        return self._filtered(table, st.table, st.alias, st.where, projections, DELETE_KIND)
+
+    # ---- shared steps -----------------------------------------------------------------------
+    def _keyed_table(self, name: S.TableName, statement: str) -> HudiTable:
+        table = self.session.table(name)
+        if not table.has_record_key:
+            raise SqlError(
+                f"{statement} {name} needs a record key; the table was created without one "
+                "(add TBLPROPERTIES (primaryKey='...') when creating it)"
+            )
+        return table
+
+    def _old_ordering(self, table: HudiTable, qualifier: str | None) -> exp.Expression:
+        field = table.config.ordering_field
+        return _col(field, qualifier) if field else exp.Null()
+
+    def _filtered(self, table, name: S.TableName, alias, where, projections, kind: str) -> DmlCounts:
+        target = (alias or name.name).lower()
+        files = table.file_system_view()
+        keep = partition_filter(self.session, table, files, where, {target, name.name}, True) if where else None
+        view = self._register(snapshot(self.spark, table, files, keep))
+        projections = projections + [
+            exp.alias_(exp.Literal.string(kind), KIND),
+            exp.alias_(_col(PARTITION_PATH), OLD_PATH),
+            exp.alias_(self._old_ordering(table, None), OLD_ORDERING),
+            exp.alias_(exp.Literal.number(0), SEQUENCE),
+        ]
+        sql = exp.select(*projections).from_(
+            exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(target)))
+        )
+        if where is not None:
+            sql = sql.where(where.copy())
+        return self._finish(table, self._run(sql, [view]), from_source=False)
+
+    def _finish(self, table: HudiTable, actions: DataFrame, from_source: bool) -> DmlCounts:
+        rule = table.merge_rule
+        keyed = actions.withColumn(RECORD_KEY, table.keygen.record_key()).withColumn(
+            PARTITION_PATH, table.keygen.partition_path(table.schema)
+        )
+        if from_source and not rule.ordering_field:
+            duplicate = keyed.groupBy(RECORD_KEY).count().where(F.col("count") > 1).limit(1).collect()
+            if duplicate:
+                raise DataError(
+                    f"several source rows match record key '{duplicate[0][0]}' and table {table.config.name} has no "
+                    "ordering field to choose between them; deduplicate the source or set preCombineField"
+                )
+        combined = rule.precombine(keyed, [RECORD_KEY], SEQUENCE) if from_source else keyed
+        enforce = self.session.conf.get(ENFORCE_ORDERING, "true").lower() != "false"
+        wins = rule.incoming_wins_column(F.col(OLD_ORDERING), F.col(rule.ordering_field)) if (
+            enforce and rule.is_event_time) else F.lit(True)
+        is_update = F.col(KIND) == UPDATE
+        decided = combined.withColumn("__hudiql_skip", is_update & ~wins).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            totals = decided.agg(
+                F.sum((is_update & ~F.col("__hudiql_skip")).cast("long")),
+                F.sum((F.col(KIND) == DELETE_KIND).cast("long")),
+                F.sum((F.col(KIND) == INSERT).cast("long")),
+                F.sum(F.col("__hudiql_skip").cast("long")),
+            ).first()
+            counts = DmlCounts(*[int(v or 0) for v in totals])
+            if counts.affected == 0:
+                return counts  # nothing changes: no commit
+            live = decided.where(~F.col("__hudiql_skip")).withColumn(DELETE, F.col(KIND) == DELETE_KIND)
+            # An update that changes the partition path deletes the row at its old path, in the same commit.
+            moved = live.where(is_update & (F.col(OLD_PATH) != F.col(PARTITION_PATH))).withColumn(
+                PARTITION_PATH, F.col(OLD_PATH)
+            ).withColumn(DELETE, F.lit(True))
+            rows = live.unionByName(moved).drop(KIND, OLD_PATH, OLD_ORDERING, "__hudiql_skip")
+            write_rows(self.spark, table, rows, Operation.UPSERT, self.session.conf, counts.metadata(), planned=True)
+            return counts
+        finally:
+            decided.unpersist()
+
+    # ---- validation ---------------------------------------------------------------------------
+    def _check_on(self, table: HudiTable, on: exp.Expression, target: str) -> None:
+        """ON must equate every record key column of the target with a source expression."""
+        bound = set()
+        for conjunct in conjuncts(on):
+            if not isinstance(conjunct, exp.EQ):
+                continue
+            for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
+                if isinstance(side, exp.Column) and side.table.lower() == target and not any(
+                    c.table.lower() == target or not c.table for c in other.find_all(exp.Column)
+                ):
+                    bound.add(side.name.lower())
+        missing = [k for k in table.config.record_key_fields if k.lower() not in bound]
+        if missing:
+            need = " AND ".join(f"{target}.{k} = <source expression>" for k in missing)
+            raise SqlError(
+                f"the MERGE ON condition must match every record key column of {table.config.name} "
+                f"({', '.join(table.config.record_key_fields)}); add {need} (qualify source columns with the source alias)"
+            )
+
+    def _check_clauses(self, table: HudiTable, clauses: list[S.MergeClause], source_columns: list[str]) -> None:
+        available = {c.lower() for c in source_columns}
+        for clause in clauses:
+            label = f"WHEN {'MATCHED' if clause.matched else 'NOT MATCHED'} THEN {clause.action.upper()}"
+            if clause.action == DELETE_KIND:
+                continue
+            if clause.assignments is None:
+                missing = [f.name for f in table.schema.fields if f.name.lower() not in available]
+                if missing:
+                    star = "UPDATE SET *" if clause.action == UPDATE else "INSERT *"
+                    raise ColumnError(
+                        f"{star} needs source columns {', '.join(missing)}; the source has {', '.join(source_columns)} "
+                        "(assign the columns explicitly instead)"
+                    )
+                continue
+            names = {_column(k, table, label).lower() for k in clause.assignments}
+            if clause.action == UPDATE:
+                self._check_keys_unassigned(table, names, label)
+            else:
+                unassigned = [k for k in table.config.record_key_fields if k.lower() not in names]
+                if unassigned:
+                    raise ColumnError(f"{label} leaves record key column {', '.join(unassigned)} unassigned; give it a value")
+
+    def _check_keys_unassigned(self, table: HudiTable, assigned, label: str) -> None:
+        keys = [k for k in table.config.record_key_fields if k.lower() in assigned]
+        if keys:
+            raise ColumnError(f"{label} cannot change record key column {', '.join(keys)}; delete and insert the row instead")
+
+    # ---- Spark plumbing -----------------------------------------------------------------------
+    def _register(self, df: DataFrame) -> str:
+        return self.session.planner.register(df)
+
+    def _run(self, sql: exp.Expression, views: list[str]) -> DataFrame:
+        try:
+            return self.spark.sql(sql.sql(dialect=DIALECT))
+        finally:
+            for view in views:
+                self.spark.catalog.dropTempView(view)
