@@ -271,3 +271,14 @@ def _same_instants(theirs, ours) -> bool:
         return sorted(out)
 
     return norm(theirs) == norm(ours)
+
+
+def test_insert_with_static_partition_and_column_list(session, warehouse):
+    session.sql(EVENTS)
+    session.sql("INSERT INTO ev PARTITION (dt='d9') VALUES (1,'a',1)")
+    session.sql("INSERT INTO ev PARTITION (dt) SELECT 2, 'b', 1, 'd8'")
+    session.sql("INSERT INTO ev (dt, id, ts) VALUES ('d7', 3, 1)")
+    assert hudiql_rows(session, "SELECT id, name, ts, dt FROM ev") == [
+        (1, "a", 1, "d9"), (2, "b", 1, "d8"), (3, None, 1, "d7"),
+    ]
+    assert official_rows(warehouse / "ev", ["id", "dt"]) == [(1, "d9"), (2, "d8"), (3, "d7")]

@@ -1,0 +1,254 @@
+"""The Hudi log file format (merge-on-read): a sequence of blocks, encoded and decoded.
+
+Block layout (all integers big-endian), as ``hudi-format.md`` section 5 describes:
+``#HUDI#`` | int64 length of the rest (to the end of the reverse pointer) | int32 format version (1)
+| int32 block type | header | int64 content length | content | footer | int64 reverse pointer
+(bytes from the magic to the end of the footer). Headers and footers are an int32 count, then
+per entry an int32 key, an int32 length and UTF-8 bytes.
+
+Example:
+    >>> data = encode_block(LogBlock(AVRO_DATA, {INSTANT_TIME: "20240101000000000", SCHEMA: schema_json},
+    ...                               avro_records_content(records, schema)))
+    >>> [b.block_type for b in read_blocks(data, "f.log.1")]
+    [3]
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from dataclasses import dataclass, field
+
+import fastavro
+
+from hudiql.errors import FormatError
+
+MAGIC = b"#HUDI#"
+LOG_FORMAT_VERSION = 1
+BLOCK_CONTENT_VERSION = 3
+
+# Block types
+COMMAND, DELETE, CORRUPT, AVRO_DATA, HFILE_DATA, PARQUET_DATA, CDC_DATA = range(7)
+BLOCK_TYPE_NAMES = {COMMAND: "COMMAND", DELETE: "DELETE", CORRUPT: "CORRUPT", AVRO_DATA: "AVRO_DATA",
+                    HFILE_DATA: "HFILE_DATA", PARQUET_DATA: "PARQUET_DATA", CDC_DATA: "CDC_DATA"}
+
+# Header keys
+INSTANT_TIME, TARGET_INSTANT_TIME, SCHEMA, COMMAND_BLOCK_TYPE, COMPACTED_BLOCK_TIMES = range(5)
+ROLLBACK_COMMAND = "0"
+
+
+@dataclass
+class LogBlock:
+    block_type: int
+    header: dict[int, str] = field(default_factory=dict)
+    content: bytes = b""
+    footer: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def instant_time(self) -> str | None:
+        return self.header.get(INSTANT_TIME)
+
+
+def _encode_map(entries: dict[int, str]) -> bytes:
+    out = [struct.pack(">i", len(entries))]
+    for key, value in entries.items():
+        raw = value.encode("utf-8")
+        out.append(struct.pack(">ii", key, len(raw)))
+        out.append(raw)
+    return b"".join(out)
+
+
+def encode_block(block: LogBlock) -> bytes:
+    body = b"".join([
+        struct.pack(">ii", LOG_FORMAT_VERSION, block.block_type),
+        _encode_map(block.header),
+        struct.pack(">q", len(block.content)),
+        block.content,
+        _encode_map(block.footer),
+    ])
+    before_pointer = len(MAGIC) + 8 + len(body)
+    return MAGIC + struct.pack(">q", len(body) + 8) + body + struct.pack(">q", before_pointer)
+
+
+class _Reader:
+    def __init__(self, data: bytes, path: str) -> None:
+        self.data, self.path, self.pos = data, path, 0
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise FormatError(f"log file {self.path} is truncated or corrupt at byte {self.pos}")
+        chunk = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return chunk
+
+    def int32(self) -> int:
+        return struct.unpack(">i", self.take(4))[0]
+
+    def int64(self) -> int:
+        return struct.unpack(">q", self.take(8))[0]
+
+    def entries(self) -> dict[int, str]:
+        out = {}
+        for _ in range(self.int32()):
+            key, length = self.int32(), self.int32()
+            out[key] = self.take(length).decode("utf-8")
+        return out
+
+
+def read_blocks(data: bytes, path: str) -> list[LogBlock]:
+    """Every block of a log file; a corrupt, truncated or unknown block is an error naming the file."""
+    reader = _Reader(data, path)
+    blocks = []
+    while reader.pos < len(data):
+        start = reader.pos
+        if reader.take(len(MAGIC)) != MAGIC:
+            raise FormatError(f"log file {path} is corrupt: no block magic at byte {start}")
+        length = reader.int64()
+        end = reader.pos + length
+        if end > len(data):
+            raise FormatError(f"log file {path} has a truncated block at byte {start} ({len(data) - reader.pos} of {length} bytes)")
+        version, block_type = reader.int32(), reader.int32()
+        if version != LOG_FORMAT_VERSION:
+            raise FormatError(f"log file {path}: unsupported log format version {version} at byte {start}")
+        if block_type not in (COMMAND, DELETE, AVRO_DATA, PARQUET_DATA):
+            name = BLOCK_TYPE_NAMES.get(block_type, f"unknown type {block_type}")
+            raise FormatError(f"log file {path}: block at byte {start} is {name}, which hudiql cannot read")
+        header = reader.entries()
+        content = reader.take(reader.int64())
+        footer = reader.entries()
+        if reader.int64() != reader.pos - 8 - start:
+            raise FormatError(f"log file {path} is corrupt: bad block length pointer at byte {start}")
+        if reader.pos != end:
+            raise FormatError(f"log file {path} is corrupt: block at byte {start} does not end where its length says")
+        blocks.append(LogBlock(block_type, header, content, footer))
+    return blocks
+
+
+# ---- AVRO_DATA content -----------------------------------------------------------------------------
+
+def avro_records_content(records: list[dict], schema: dict) -> bytes:
+    parsed = fastavro.parse_schema(schema)
+    out = [struct.pack(">ii", BLOCK_CONTENT_VERSION, len(records))]
+    buf = io.BytesIO()
+    for record in records:
+        buf.seek(0)
+        buf.truncate()
+        fastavro.schemaless_writer(buf, parsed, record)
+        raw = buf.getvalue()
+        out.append(struct.pack(">i", len(raw)))
+        out.append(raw)
+    return b"".join(out)
+
+
+def read_avro_records(block: LogBlock, path: str) -> list[dict]:
+    schema = fastavro.parse_schema(json.loads(block.header[SCHEMA]))
+    reader = _Reader(block.content, path)
+    version = reader.int32()
+    if version > BLOCK_CONTENT_VERSION:
+        raise FormatError(f"log file {path}: Avro block version {version} is not supported")
+    records = []
+    for _ in range(reader.int32()):
+        raw = reader.take(reader.int32())
+        records.append(fastavro.schemaless_reader(io.BytesIO(raw), schema, schema))
+    return records
+
+
+# ---- DELETE content ---------------------------------------------------------------------------------
+
+def _wrapper(name: str, value_type: object) -> dict:
+    return {"type": "record", "name": name, "fields": [{"name": "value", "type": value_type}]}
+
+
+#: Union branches of ``orderingVal``, in Hudi's order (the index is what the binary encodes).
+ORDERING_WRAPPERS = [
+    _wrapper("BooleanWrapper", "boolean"),
+    _wrapper("IntWrapper", "int"),
+    _wrapper("LongWrapper", "long"),
+    _wrapper("FloatWrapper", "float"),
+    _wrapper("DoubleWrapper", "double"),
+    _wrapper("BytesWrapper", "bytes"),
+    _wrapper("StringWrapper", "string"),
+    _wrapper("DateWrapper", {"type": "int", "logicalType": "date"}),
+    _wrapper("DecimalWrapper", {"type": "bytes", "logicalType": "decimal", "precision": 30, "scale": 15}),
+    _wrapper("TimeMicrosWrapper", {"type": "long", "logicalType": "time-micros"}),
+    _wrapper("TimestampMicrosWrapper", {"type": "long", "logicalType": "timestamp-micros"}),
+]
+DELETE_RECORD_LIST_SCHEMA = {
+    "type": "record",
+    "name": "HoodieDeleteRecordList",
+    "namespace": "org.apache.hudi.avro.model",
+    "fields": [{
+        "name": "deleteRecordList",
+        "type": {"type": "array", "items": {
+            "type": "record",
+            "name": "HoodieDeleteRecord",
+            "fields": [
+                {"name": "recordKey", "type": ["null", "string"], "default": None},
+                {"name": "partitionPath", "type": ["null", "string"], "default": None},
+                {"name": "orderingVal", "type": ["null", *ORDERING_WRAPPERS], "default": None},
+            ],
+        }},
+    }],
+}
+_PARSED_DELETE_SCHEMA = fastavro.parse_schema(DELETE_RECORD_LIST_SCHEMA)
+
+
+@dataclass(frozen=True)
+class DeleteRecord:
+    record_key: str
+    partition_path: str
+    ordering_value: object = None  # None: the delete applies whatever the stored ordering value
+
+
+def wrapper_for(avro_type: object) -> str:
+    """The orderingVal wrapper of an ordering column's Avro type."""
+    if isinstance(avro_type, list):
+        avro_type = next(t for t in avro_type if t != "null")
+    logical = avro_type.get("logicalType") if isinstance(avro_type, dict) else None
+    base = avro_type.get("type") if isinstance(avro_type, dict) else avro_type
+    if logical == "date":
+        return "DateWrapper"
+    if logical in ("timestamp-micros", "local-timestamp-micros"):
+        return "TimestampMicrosWrapper"
+    if logical == "decimal":
+        return "DecimalWrapper"
+    return {"boolean": "BooleanWrapper", "int": "IntWrapper", "long": "LongWrapper", "float": "FloatWrapper",
+            "double": "DoubleWrapper", "bytes": "BytesWrapper", "string": "StringWrapper"}[base]
+
+
+def delete_content(deletes: list[DeleteRecord], wrapper: str | None) -> bytes:
+    records = [
+        {
+            "recordKey": d.record_key,
+            "partitionPath": d.partition_path,
+            "orderingVal": None if d.ordering_value is None or wrapper is None
+            else ("org.apache.hudi.avro.model." + wrapper, {"value": d.ordering_value}),
+        }
+        for d in deletes
+    ]
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, _PARSED_DELETE_SCHEMA, {"deleteRecordList": records})
+    raw = buf.getvalue()
+    return struct.pack(">ii", BLOCK_CONTENT_VERSION, len(raw)) + raw
+
+
+def read_deletes(block: LogBlock, path: str) -> list[DeleteRecord]:
+    reader = _Reader(block.content, path)
+    reader.int32()  # content version
+    raw = reader.take(reader.int32())
+    doc = fastavro.schemaless_reader(io.BytesIO(raw), _PARSED_DELETE_SCHEMA, _PARSED_DELETE_SCHEMA, return_record_name=True)
+    out = []
+    for item in doc["deleteRecordList"]:
+        ordering = item.get("orderingVal")
+        if isinstance(ordering, tuple):  # (wrapper name, {"value": v})
+            ordering = ordering[1]["value"]
+        elif isinstance(ordering, dict):
+            ordering = ordering.get("value")
+        out.append(DeleteRecord(item.get("recordKey") or "", item.get("partitionPath") or "", ordering))
+    return out
+
+
+def rollback_block(instant_time: str, target_instant_time: str) -> LogBlock:
+    return LogBlock(COMMAND, {INSTANT_TIME: instant_time, TARGET_INSTANT_TIME: target_instant_time,
+                              COMMAND_BLOCK_TYPE: ROLLBACK_COMMAND})
