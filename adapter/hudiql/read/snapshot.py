@@ -1,4 +1,4 @@
-"""Snapshot queries of copy-on-write tables as Spark DataFrames.
+"""Snapshot and read-optimized queries as Spark DataFrames.
 
 The snapshot is the latest base file of every live file group, read by Spark's own parquet
 reader; a partition filter prunes file groups before any file is opened.
@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from functools import reduce
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from hudiql.table.fsview import FileSystemView
-from hudiql.table.schema import with_meta_columns
+from hudiql.errors import FormatError
+from hudiql.read.merged import SliceMerger
+from hudiql.table.fsview import FileSlice, FileSystemView
+from hudiql.table.schema import to_arrow, with_meta_columns
 from hudiql.table.table import HudiTable
 
 
@@ -29,15 +33,41 @@ def snapshot(
     table: HudiTable,
     view: FileSystemView | None = None,
     keep_partition: Callable[[str], bool] | None = None,
+    read_optimized: bool = False,
 ) -> DataFrame:
-    """The latest version of every record, as a DataFrame (meta columns first)."""
-    slices = (view or table.file_system_view()).latest_slices()
+    """The latest version of every record, as a DataFrame (meta columns first).
+
+    Slices without log files (every slice of a copy-on-write table, and every slice of a
+    read-optimized query) go through Spark's parquet reader; slices with logs are merged in
+    Spark tasks, one slice per merge.
+    """
+    slices = (view or table.file_system_view()).read_slices()
     if keep_partition is not None:
         slices = [s for s in slices if keep_partition(s.partition_path)]
-    files = [table.storage.uri(s.base_path) for s in slices if s.base_file]
     columns = table_columns(table)
-    if not files:
+    plain = [s for s in slices if s.base_file and (read_optimized or not s.log_files)]
+    merged = [] if read_optimized else [s for s in slices if s.log_files]
+    parts = []
+    if plain:
+        # Read by the table's schema, not by one file's footer: a column missing from a file
+        # (written before the column was added, or no meta fields) reads as null in its rows.
+        parts.append(spark.read.schema(columns).parquet(*[table.storage.uri(s.base_path) for s in plain]))
+    if merged:
+        parts.append(_merge_slices(spark, table, merged, columns))
+    if not parts:
         return spark.createDataFrame([], columns)
-    # Read by the table's schema, not by one file's footer: a column missing from a file
-    # (written before the column was added, or no meta fields) reads as null in its rows.
-    return spark.read.schema(columns).parquet(*files)
+    return reduce(DataFrame.unionByName, parts)
+
+
+def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice], columns: T.StructType) -> DataFrame:
+    if not table.config.populate_meta_fields:
+        raise FormatError(f"table {table.base_uri} has log files but no meta fields; hudiql cannot merge them")
+    merger = SliceMerger(
+        table.base_uri, to_arrow(columns), table.merge_rule, frozenset(table.timeline.completed_times())
+    )
+    descriptors = spark.createDataFrame(
+        [(s.partition_path, s.base_file, s.log_files) for s in slices],
+        "partition_path string, base_file string, log_files array<string>",
+    )
+    parallelism = max(1, min(len(slices), spark.sparkContext.defaultParallelism * 2))
+    return descriptors.repartition(parallelism).mapInArrow(merger.udf(), columns)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from hudiql.io.storage import Storage
 from hudiql.table.commit import CommitMetadata
 from hudiql.table.layout import META_FOLDER, join_partition, parse_data_file_name
-from hudiql.table.timeline import COMPACTION, REPLACE_COMMIT, Instant, State, Timeline
+from hudiql.table.compaction_plan import decode_plan
+from hudiql.table.timeline import COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, Timeline
 
 
 @dataclass
@@ -40,6 +41,11 @@ class FileGroup:
     partition_path: str
     file_id: str
     slices: dict[str, FileSlice] = field(default_factory=dict)  # base instant -> slice
+    # log versions on storage per base instant, visible or not: new log files must not reuse one
+    all_log_versions: dict[str, set[int]] = field(default_factory=dict)
+
+    def next_log_version(self, base_instant: str) -> int:
+        return max(self.all_log_versions.get(base_instant, {0})) + 1
 
     def latest_slice(self, as_of: str | None = None) -> FileSlice | None:
         instants = sorted(i for i in self.slices if as_of is None or i <= as_of)
@@ -49,45 +55,60 @@ class FileGroup:
 class FileSystemView:
     """Every visible file group of a table, from one listing of its storage."""
 
-    def __init__(self, groups: dict[tuple[str, str], FileGroup], replaced: set[tuple[str, str]]) -> None:
+    def __init__(
+        self, groups: dict[tuple[str, str], FileGroup], replaced: set[tuple[str, str]], pending_compactions: set[str]
+    ) -> None:
         self.groups = groups
         self.replaced = replaced
+        self.pending_compactions = pending_compactions
 
     @classmethod
     def load(cls, storage: Storage, timeline: Timeline, partitions: list[str] | None = None) -> FileSystemView:
-        """List the table (or only ``partitions``) and keep what completed instants wrote."""
+        """List the table (or only ``partitions``) and keep what completed instants wrote.
+
+        A log file is visible when a completed delta commit lists it in its write stats (layout 1),
+        or when the delta commit its name carries completed (layout 2); the files of a crashed
+        write are never opened. A pending compaction opens a new, empty slice for each file
+        group it plans: writes after it go there, and readers merge it with the slice before.
+        """
         completed = timeline.completed_times()
-        # A pending compaction opens a new slice at its instant: writes after it go to that slice.
-        pending_compactions = {i.timestamp for i in timeline.instants if i.action == COMPACTION and i.state is not State.COMPLETED}
+        pending = {i.timestamp: i for i in timeline.instants if i.action == COMPACTION and not i.is_completed}
+        committed_logs = _committed_log_files(timeline)
         groups: dict[tuple[str, str], FileGroup] = {}
+        logs: list[tuple[str, str, str, str]] = []  # partition, file id, name instant, name
         for info in _list_data_files(storage, partitions):
             parsed = parse_data_file_name(info.name)
             if parsed is None:
                 continue
             partition = posixpath.dirname(info.path)
-            if partition == ".":
-                partition = ""
-            key = (partition, parsed.file_id)
-            group = groups.setdefault(key, FileGroup(partition, parsed.file_id))
+            partition = "" if partition == "." else partition
+            group = groups.setdefault((partition, parsed.file_id), FileGroup(partition, parsed.file_id))
             if parsed.is_log:
-                # Which log blocks are visible is decided by the blocks' instants when reading.
-                slice_ = group.slices.setdefault(
-                    parsed.instant_time, FileSlice(partition, parsed.file_id, parsed.instant_time)
-                )
-                slice_.log_files.append(info.name)
+                group.all_log_versions.setdefault(parsed.instant_time, set()).add(parsed.log_version)
+                visible = info.path in committed_logs or (timeline.layout_version == 2 and parsed.instant_time in completed)
+                if visible:
+                    logs.append((partition, parsed.file_id, parsed.instant_time, info.name))
             elif parsed.instant_time in completed:
-                slice_ = group.slices.setdefault(
-                    parsed.instant_time, FileSlice(partition, parsed.file_id, parsed.instant_time)
+                group.slices[parsed.instant_time] = FileSlice(
+                    partition, parsed.file_id, parsed.instant_time, info.name, info.size
                 )
-                slice_.base_file = info.name
-                slice_.base_file_size = info.size
+        for instant in pending.values():
+            for op in decode_plan(timeline.read_requested(instant)):
+                group = groups.get((op.partition_path, op.file_id))
+                if group is not None:
+                    group.slices.setdefault(instant.timestamp, FileSlice(op.partition_path, op.file_id, instant.timestamp))
+        for partition, file_id, name_instant, name in logs:
+            group = groups[(partition, file_id)]
+            if timeline.layout_version == 2:
+                # v8 names a log by its delta commit: it belongs to the latest slice at or before it.
+                earlier = [t for t in group.slices if t <= name_instant]
+                name_instant = max(earlier) if earlier else name_instant
+            group.slices.setdefault(name_instant, FileSlice(partition, file_id, name_instant)).log_files.append(name)
         for group in groups.values():
-            for instant, slice_ in list(group.slices.items()):
-                if slice_.base_file is None and instant not in completed and instant not in pending_compactions:
-                    del group.slices[instant]  # logs over a base file whose write never completed
+            for slice_ in group.slices.values():
                 slice_.log_files.sort(key=_log_sort_key)
         replaced = _replaced_file_groups(timeline)
-        return cls({k: g for k, g in groups.items() if g.slices}, replaced)
+        return cls({k: g for k, g in groups.items() if g.slices}, replaced, set(pending))
 
     def partitions(self) -> list[str]:
         return sorted({p for p, _ in self.groups if (p, _) not in self.replaced})
@@ -99,11 +120,33 @@ class FileSystemView:
         ]
 
     def latest_slices(self, partition: str | None = None, as_of: str | None = None) -> list[FileSlice]:
+        """The latest slice of every live file group: where new log files go."""
         out = []
         for group in self.file_groups(partition):
             latest = group.latest_slice(as_of)
             if latest is not None:
                 out.append(latest)
+        return out
+
+    def log_targets(self) -> list[tuple[str, str, int]]:
+        """Per live file group: (file id, base instant of its latest slice, next log version)."""
+        return [
+            (s.file_id, s.base_instant, self.groups[(s.partition_path, s.file_id)].next_log_version(s.base_instant))
+            for s in self.latest_slices()
+        ]
+
+    def read_slices(self, partition: str | None = None) -> list[FileSlice]:
+        """What readers merge per file group: the latest slice, joined with the slice before it
+        while a compaction of that one is pending (its new base file does not exist yet)."""
+        out = []
+        for group in self.file_groups(partition):
+            ordered = [group.slices[t] for t in sorted(group.slices)]
+            latest = ordered[-1]
+            if latest.base_file is None and latest.base_instant in self.pending_compactions and len(ordered) > 1:
+                before = ordered[-2]
+                latest = FileSlice(before.partition_path, before.file_id, before.base_instant, before.base_file,
+                                   before.base_file_size, before.log_files + latest.log_files)
+            out.append(latest)
         return out
 
 
@@ -121,6 +164,17 @@ def _list_data_files(storage: Storage, partitions: list[str] | None):
     for partition in partitions:
         out.extend(i for i in storage.list(partition) if not i.is_dir)
     return out
+
+
+def _committed_log_files(timeline: Timeline) -> set[str]:
+    """Paths of the log files completed delta commits wrote."""
+    paths: set[str] = set()
+    for instant in timeline.completed((DELTA_COMMIT,)):
+        for stat in read_commit_metadata(timeline, instant).write_stats:
+            if parse_data_file_name(posixpath.basename(stat.path or "")) is not None:
+                paths.add(stat.path)
+            paths.update(join_partition(stat.partition_path, name) for name in stat.log_files)
+    return paths
 
 
 def _replaced_file_groups(timeline: Timeline) -> set[tuple[str, str]]:

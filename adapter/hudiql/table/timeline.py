@@ -97,10 +97,11 @@ def _parse_suffix(suffix: str) -> tuple[str, State] | None:
 class Timeline:
     """All instants of one table, oldest first."""
 
-    def __init__(self, storage: Storage, instants: list[Instant], layout_version: int) -> None:
+    def __init__(self, storage: Storage, instants: list[Instant], layout_version: int, folder: str = META_FOLDER) -> None:
         self.storage = storage
         self.instants = instants
         self.layout_version = layout_version
+        self.folder = folder
 
     @classmethod
     def load(cls, storage: Storage) -> Timeline:
@@ -124,7 +125,7 @@ class Timeline:
                 if other_action in (COMPACTION, LOG_COMPACTION):
                     action = other_action
             instants.append(Instant(ts, action, state, path, completion))
-        return cls(storage, sorted(instants), layout)
+        return cls(storage, sorted(instants), layout, folder)
 
     def reload(self) -> Timeline:
         return Timeline.load(self.storage)
@@ -152,6 +153,10 @@ class Timeline:
     def read(self, instant: Instant) -> bytes:
         return self.storage.read(instant.file_name)
 
+    def read_requested(self, instant: Instant) -> bytes:
+        """The content of an instant's requested file (a compaction's plan)."""
+        return self.storage.read(f"{self.folder}/{instant.timestamp}.{instant.action}.requested")
+
     def new_instant_time(self) -> str:
         """Now, in UTC, and later than every instant on the timeline."""
         now = datetime.now(timezone.utc)
@@ -173,10 +178,15 @@ class Timeline:
         self.ensure_writable()
         return f"{META_FOLDER}/{_layout1_name(action, state, ts)}"
 
+    def request(self, action: str, timestamp: str, plan: bytes = b"") -> Instant:
+        """Create the requested instant of a new action (holding its plan, if any)."""
+        path = self._path(action, State.REQUESTED, timestamp)
+        self.storage.write_atomic(path, plan)
+        return Instant(timestamp, action, State.REQUESTED, path)
+
     def start(self, action: str, timestamp: str, plan: bytes = b"") -> Instant:
         """Create the requested then the inflight instant of a new write."""
-        self.storage.write_atomic(self._path(action, State.REQUESTED, timestamp), plan)
-        return self.transition_to_inflight(Instant(timestamp, action, State.REQUESTED))
+        return self.transition_to_inflight(self.request(action, timestamp, plan))
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
         self.storage.write_atomic(self._path(instant.action, State.INFLIGHT, instant.timestamp), content)
@@ -188,7 +198,7 @@ class Timeline:
         self.storage.write_atomic(path, content)
         return Instant(instant.timestamp, instant.action, State.COMPLETED, path)
 
-    def remove_pending(self, instant: Instant) -> None:
-        """Delete the requested and inflight files of an instant that did not complete."""
-        for state in (State.INFLIGHT, State.REQUESTED):
+    def remove_pending(self, instant: Instant, keep_requested: bool = False) -> None:
+        """Delete the inflight (and requested) file of an instant that did not complete."""
+        for state in (State.INFLIGHT,) if keep_requested else (State.INFLIGHT, State.REQUESTED):
             self.storage.delete(self._path(instant.action, state, instant.timestamp))

@@ -40,7 +40,8 @@ DELETE = "__hudiql_delete"  # set by MERGE / DELETE: the row deletes its key
 STATS_SCHEMA = (
     "file_id string, partition_path string, path string, prev_commit string, num_writes long, "
     "num_deletes long, num_update_writes long, num_inserts long, num_skipped_older long, "
-    "total_write_bytes long, file_size_in_bytes long, base_file string, "
+    "total_write_bytes long, file_size_in_bytes long, base_file string, log_files array<string>, "
+    "log_version long, total_log_records long, total_log_blocks long, total_log_files long, "
     "total_upsert_time_ms long, total_create_time_ms long"
 )
 
@@ -62,7 +63,7 @@ class MergeTask:
         as pyspark inspects its signature)."""
 
         def write_group(batch: pa.Table) -> pa.Table:
-            return pa.Table.from_pylist([self.write_file_group(batch)], schema=_stats_arrow_schema())
+            return pa.Table.from_pylist([self.write_file_group(batch)], schema=stats_arrow_schema())
 
         return write_group
 
@@ -89,14 +90,14 @@ class MergeTask:
             keys = [f"{self.instant_time}_{partition_id}_{next(counter)}" for _ in range(incoming.num_rows)]
             incoming = incoming.set_column(incoming.schema.get_field_index(RECORD_KEY), RECORD_KEY, pa.array(keys, pa.string()))
         deletes = _is_deleted(incoming)
-        new_rows = _conform(incoming, data_schema, extra=[RECORD_KEY])
+        new_rows = conform(incoming, data_schema, extra=[RECORD_KEY])
         old = None
         prev_commit = "null"
         if old_base:
             prev_commit = layout.parse_data_file_name(old_base).instant_time
             with storage.open_input_file(layout.join_partition(partition_path, old_base)) as f:
                 old = pq.read_table(f)
-            old = _conform(old, self.arrow_schema)
+            old = conform(old, self.arrow_schema)
 
         counts = {"updates": 0, "deletes": 0, "skipped": 0}
         if old is None or self.concat:
@@ -157,16 +158,19 @@ class MergeTask:
         return pa.table({**meta, **data})
 
 
+def flag(rows: pa.Table, name: str) -> pa.Array:
+    """A boolean column as a non-null array (all false when the column is absent)."""
+    if name in rows.column_names:
+        return pc.fill_null(rows.column(name).combine_chunks(), False)
+    return pa.array([False] * rows.num_rows, pa.bool_())
+
+
 def _is_deleted(incoming: pa.Table) -> pa.Array:
     """Rows that delete their key: a DML delete, or ``_hoodie_is_deleted = true``."""
-    flags = pa.array([False] * incoming.num_rows, pa.bool_())
-    for name in (DELETE, IS_DELETED):
-        if name in incoming.column_names:
-            flags = pc.or_(flags, pc.fill_null(incoming.column(name).combine_chunks(), False))
-    return flags
+    return pc.or_(flag(incoming, DELETE), flag(incoming, IS_DELETED))
 
 
-def _conform(t: pa.Table, schema: pa.Schema, extra: list[str] | None = None) -> pa.Table:
+def conform(t: pa.Table, schema: pa.Schema, extra: list[str] | None = None) -> pa.Table:
     """Select and cast ``t`` to ``schema`` (plus ``extra`` columns kept as they are)."""
     columns, fields = [], []
     for f in schema:
@@ -190,6 +194,7 @@ def _key_counter(ctx) -> itertools.count:
     return _counters.setdefault(key, itertools.count())
 
 
-def _stats_arrow_schema() -> pa.Schema:
-    types = {"string": pa.string(), "long": pa.int64()}
-    return pa.schema([(n, types[t]) for n, t in (part.strip().split(" ") for part in STATS_SCHEMA.split(","))])
+def stats_arrow_schema() -> pa.Schema:
+    """``STATS_SCHEMA`` as Arrow, for the stats rows tasks return."""
+    types = {"string": pa.string(), "long": pa.int64(), "array<string>": pa.list_(pa.string())}
+    return pa.schema([(n, types[t]) for n, t in (part.strip().split(" ") for part in STATS_SCHEMA.split(", "))])

@@ -27,10 +27,13 @@ from hudiql.table.commit import CommitMetadata, WriteStat
 from hudiql.table.config import COMMIT_TIME_ORDERING
 from hudiql.table.merge import MergeRule
 from hudiql.table.layout import PARTITION_METADATA_FILE, join_partition, partition_metadata
-from hudiql.table.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, to_arrow, to_avro_json, with_meta_columns
+from hudiql.io.log_format import wrapper_for
+from hudiql.table.fsview import FileSystemView
+from hudiql.table.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, to_arrow, to_avro, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import COMMIT
+from hudiql.table.timeline import COMMIT, DELTA_COMMIT
 from hudiql.services.rollback import files_from_markers, rollback, rollback_failed_writes
+from hudiql.write.append_handle import DEFAULT_BATCH_SIZE, DEFAULT_TASK_MAX_SIZE, LOG_BASE, LOG_VERSION, AppendTask
 from hudiql.write.bucket import DEFAULT_MAX_FILE_SIZE, DEFAULT_SMALL_FILE_LIMIT, assign_inserts
 from hudiql.write.handle import BASE_FILE, DELETE, FILE_ID, SEQUENCE, STATS_SCHEMA, MergeTask
 
@@ -38,6 +41,9 @@ MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
 COMPRESSION = "hoodie.parquet.compression.codec"
 RECORD_SIZE_ESTIMATE = "hoodie.copyonwrite.record.size.estimate"
+LOG_BLOCK_FORMAT = "hoodie.logfile.data.block.format"
+WRITE_BATCH_SIZE = "write.batch.size"
+WRITE_TASK_MAX_SIZE = "write.task.max.size"
 
 
 class Operation(str, Enum):
@@ -65,11 +71,12 @@ def write_rows(
         raise HudiqlError(
             f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
         )
+    table.timeline.ensure_writable()
     rollback_failed_writes(table)
     table = table.refresh()
     settings = {**table.config.props, **conf}
     timeline = table.timeline
-    instant = timeline.start(COMMIT, timeline.new_instant_time())
+    instant = timeline.start(DELTA_COMMIT if table.config.is_mor else COMMIT, timeline.new_instant_time())
     incoming = None
     try:
         incoming = (rows if planned else _prepare(table, rows, operation)).persist(StorageLevel.MEMORY_AND_DISK)
@@ -122,9 +129,47 @@ def _write_file_groups(
 ) -> list[WriteStat]:
     partitions = [r[0] for r in incoming.select(PARTITION_PATH).distinct().collect()]
     view = table.file_system_view(partitions)
-    slices = view.latest_slices()
     _write_partition_metadata(table, partitions, instant_time)
+    updates, inserts = _tag(spark, table, incoming, view, operation)
+    mor = table.config.is_mor
+    # COW packs inserts into small file groups; MOR inserts always start new file groups.
+    small_files: dict[str, list] = {}
+    if operation is not Operation.BULK_INSERT and not mor:
+        small_limit = int(settings.get(SMALL_FILE_LIMIT, DEFAULT_SMALL_FILE_LIMIT))
+        for s in view.latest_slices():
+            if s.base_file and s.base_file_size < small_limit:
+                small_files.setdefault(s.partition_path, []).append(s)
+    inserts = _assign_buckets(spark, table, inserts, small_files, settings)
+    arrow_schema = to_arrow(with_meta_columns(table.schema))
+    merge = MergeTask(
+        base_uri=table.base_uri,
+        instant_time=instant_time,
+        arrow_schema=arrow_schema,
+        merge_rule=MergeRule(COMMIT_TIME_ORDERING, None) if planned else table.merge_rule,
+        concat=operation is not Operation.UPSERT or not table.has_record_key,
+        generate_keys=not table.has_record_key,
+        compression=settings.get(COMPRESSION, "snappy").lower(),
+    )
+    rows = []
+    if mor:
+        rows += _append_logs(spark, table, updates, view, instant_time, arrow_schema, settings)
+        to_merge = inserts
+    else:
+        to_merge = updates.unionByName(inserts) if inserts is not None else updates
+    if to_merge is not None:
+        rows += to_merge.groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA).collect()
+    return [WriteStat.from_row(r.asDict()) for r in rows]
 
+
+def _tag(
+    spark: SparkSession, table: HudiTable, incoming: DataFrame, view: FileSystemView, operation: Operation
+) -> tuple[DataFrame, DataFrame]:
+    """Split incoming rows into updates (tagged with their file group) and inserts.
+
+    The index is a join with the record keys of the latest base files in the touched partitions;
+    only the meta columns of those files are read.
+    """
+    slices = [s for s in view.read_slices() if s.base_file]
     if operation is Operation.UPSERT and table.has_record_key and slices:
         existing = (
             spark.read.parquet(*[table.storage.uri(s.base_path) for s in slices])
@@ -139,45 +184,63 @@ def _write_file_groups(
     for flag in (IS_DELETED, DELETE):  # deleting a key that is not stored is a no-op
         if flag in inserts.columns:
             inserts = inserts.where(~F.coalesce(F.col(flag), F.lit(False)))
+    return updates, inserts
 
+
+def _assign_buckets(
+    spark: SparkSession, table: HudiTable, inserts: DataFrame, small_files: dict, settings: dict
+) -> DataFrame | None:
+    """Tag inserts with the file group that receives them; ``None`` when there are none."""
     insert_counts = {r[0]: r[1] for r in inserts.groupBy(PARTITION_PATH).count().collect()}
     max_file_size = int(settings.get(MAX_FILE_SIZE, DEFAULT_MAX_FILE_SIZE))
-    small_limit = int(settings.get(SMALL_FILE_LIMIT, DEFAULT_SMALL_FILE_LIMIT))
-    small_files = {}
-    if operation is not Operation.BULK_INSERT:
-        for s in slices:
-            if s.base_file and s.base_file_size < small_limit:
-                small_files.setdefault(s.partition_path, []).append(s)
     record_size = int(settings.get(RECORD_SIZE_ESTIMATE, 0)) or table.average_record_size()
     buckets = assign_inserts(insert_counts, small_files, record_size, max_file_size)
-    if buckets:
-        last = {b.partition_path: b.file_id for b in buckets}
-        bucket_df = spark.createDataFrame(
-            [(b.partition_path, b.file_id, b.base_file, b.low, 2.0 if last[b.partition_path] == b.file_id else b.high)
-             for b in buckets],
-            "__p string, " + f"{FILE_ID} string, {BASE_FILE} string, __lo double, __hi double",
-        )
-        spread = F.col(RECORD_KEY) if table.has_record_key else F.col(SEQUENCE).cast("string")
-        hashed = inserts.withColumn("__r", F.pmod(F.xxhash64(spread), F.lit(1_000_003)) / F.lit(1_000_003.0))
-        inserts = hashed.join(
-            F.broadcast(bucket_df),
-            (hashed[PARTITION_PATH] == bucket_df["__p"]) & (hashed["__r"] >= bucket_df["__lo"]) & (hashed["__r"] < bucket_df["__hi"]),
-        ).drop("__p", "__lo", "__hi", "__r")
-        to_write = updates.unionByName(inserts)
-    else:
-        to_write = updates
+    if not buckets:
+        return None
+    last = {b.partition_path: b.file_id for b in buckets}
+    bucket_df = spark.createDataFrame(
+        [(b.partition_path, b.file_id, b.base_file, b.low, 2.0 if last[b.partition_path] == b.file_id else b.high)
+         for b in buckets],
+        f"__p string, {FILE_ID} string, {BASE_FILE} string, __lo double, __hi double",
+    )
+    spread = F.col(RECORD_KEY) if table.has_record_key else F.col(SEQUENCE).cast("string")
+    hashed = inserts.withColumn("__r", F.pmod(F.xxhash64(spread), F.lit(1_000_003)) / F.lit(1_000_003.0))
+    return hashed.join(
+        F.broadcast(bucket_df),
+        (hashed[PARTITION_PATH] == bucket_df["__p"]) & (hashed["__r"] >= bucket_df["__lo"]) & (hashed["__r"] < bucket_df["__hi"]),
+    ).drop("__p", "__lo", "__hi", "__r")
 
-    task = MergeTask(
+
+def _append_logs(
+    spark: SparkSession,
+    table: HudiTable,
+    updates: DataFrame,
+    view: FileSystemView,
+    instant_time: str,
+    arrow_schema,
+    settings: dict,
+) -> list:
+    """MOR: updates and deletes of existing file groups become a new log file per group."""
+    targets = view.log_targets()
+    if not targets:
+        return []
+    groups = spark.createDataFrame(targets, f"{FILE_ID} string, {LOG_BASE} string, {LOG_VERSION} long")
+    rows = updates.join(F.broadcast(groups), FILE_ID).repartition(F.col(FILE_ID)).sortWithinPartitions(FILE_ID, SEQUENCE)
+    schema = with_meta_columns(table.schema)
+    ordering = table.config.ordering_field
+    avro_schema = to_avro(schema, table.config.name)
+    task = AppendTask(
         base_uri=table.base_uri,
         instant_time=instant_time,
-        arrow_schema=to_arrow(with_meta_columns(table.schema)),
-        merge_rule=MergeRule(COMMIT_TIME_ORDERING, None) if planned else table.merge_rule,
-        concat=operation is not Operation.UPSERT or not table.has_record_key,
-        generate_keys=not table.has_record_key,
-        compression=settings.get(COMPRESSION, "snappy").lower(),
+        arrow_schema=arrow_schema,
+        avro_schema=avro_schema,
+        ordering_field=ordering,
+        ordering_wrapper=wrapper_for(next(f["type"] for f in avro_schema["fields"] if f["name"] == ordering)) if ordering else None,
+        block_format=settings.get(LOG_BLOCK_FORMAT, "avro").lower(),
+        batch_size=int(settings.get(WRITE_BATCH_SIZE, DEFAULT_BATCH_SIZE)),
+        task_max_size=int(settings.get(WRITE_TASK_MAX_SIZE, DEFAULT_TASK_MAX_SIZE)),
     )
-    rows = to_write.groupBy(FILE_ID).applyInArrow(task.udf(), STATS_SCHEMA).collect()
-    return [WriteStat.from_row(r.asDict()) for r in rows]
+    return rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()
 
 
 def _write_partition_metadata(table: HudiTable, partitions: list[str], instant_time: str) -> None:

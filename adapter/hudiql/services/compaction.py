@@ -1,0 +1,195 @@
+"""Compaction of merge-on-read tables (seed 000, section 6): schedule, plan, execute, commit.
+
+- schedule: a ``<t>.compaction.requested`` instant holding the plan, one operation per file
+  group whose latest slice has log files. Like Hudi, it refuses when a write earlier than ``t``
+  is still in flight or an instant at or after ``t`` exists.
+- execute: Spark tasks merge each operation's base file and logs into a new base file named
+  with the compaction instant; the instant completes as a ``commit`` with ``compacted: true``.
+  A failed run is rolled back to requested and can run again.
+- Writes that arrive while a compaction is pending go to log files of the new slice (named by
+  the compaction instant); readers merge them with the slice being compacted.
+
+Example:
+    >>> instant = schedule(table)                 # None when no file group has logs
+    >>> execute(spark, table, instant)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
+from hudiql.read.merged import SliceMerger
+from hudiql.io.storage import Storage
+from hudiql.services.rollback import files_from_markers
+from hudiql.table import layout
+from hudiql.table.commit import CommitMetadata, WriteStat
+from hudiql.table.compaction_plan import CompactionOperation, decode_plan, encode_plan
+from hudiql.table.schema import to_arrow, to_avro_json, with_meta_columns
+from hudiql.table.table import HudiTable
+from hudiql.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State, parse_instant_time
+from hudiql.write.handle import STATS_SCHEMA, stats_arrow_schema
+
+INLINE = "hoodie.compact.inline"
+TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
+MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
+MAX_DELTA_SECONDS = "hoodie.compact.inline.max.delta.seconds"
+STRATEGIES = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME")
+
+def pending_compactions(table: HudiTable) -> list[Instant]:
+    return [i for i in table.timeline.instants if i.action == COMPACTION and not i.is_completed]
+
+
+def read_plan(table: HudiTable, instant: Instant) -> list[CompactionOperation]:
+    return decode_plan(table.timeline.read_requested(instant))
+
+
+def is_due(table: HudiTable, settings: dict[str, str]) -> bool:
+    """Whether the inline trigger fires: delta commits and/or time since the last compaction."""
+    strategy = settings.get(TRIGGER_STRATEGY, "NUM_COMMITS").upper()
+    if strategy not in STRATEGIES:
+        raise HudiqlError(f"{TRIGGER_STRATEGY}={strategy} is not valid; use one of {', '.join(STRATEGIES)}")
+    timeline = table.timeline
+    compactions = [i for i in timeline.instants if i.action == COMPACTION]
+    since = compactions[-1].timestamp if compactions else ""
+    deltas = [i for i in timeline.completed((DELTA_COMMIT,)) if i.timestamp > since]
+    if not deltas:
+        return False
+    enough_commits = len(deltas) >= int(settings.get(MAX_DELTA_COMMITS, "5"))
+    start = since or deltas[0].timestamp
+    elapsed = time.time() - parse_instant_time(start).timestamp()
+    enough_time = elapsed >= float(settings.get(MAX_DELTA_SECONDS, "3600"))
+    return {
+        "NUM_COMMITS": enough_commits,
+        "TIME_ELAPSED": enough_time,
+        "NUM_AND_TIME": enough_commits and enough_time,
+        "NUM_OR_TIME": enough_commits or enough_time,
+    }[strategy]
+
+
+def schedule(table: HudiTable) -> Instant | None:
+    """Plan a compaction of every file group whose latest slice has logs; ``None`` if none has."""
+    if not table.config.is_mor:
+        raise HudiqlError(f"table {table.config.name} is copy-on-write; only merge-on-read tables are compacted")
+    timeline = table.timeline
+    timeline.ensure_writable()
+    instant_time = timeline.new_instant_time()
+    inflight = [i for i in timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)) if i.timestamp < instant_time]
+    if inflight:
+        raise WriteConflictError(
+            f"cannot schedule compaction at {instant_time}: write {inflight[0].timestamp} is still in flight"
+        )
+    later = [i for i in timeline.instants if i.timestamp >= instant_time]
+    if later:
+        raise WriteConflictError(f"cannot schedule compaction at {instant_time}: instant {later[0].timestamp} is not earlier")
+    operations = [
+        CompactionOperation(s.partition_path, s.file_id, s.base_instant, s.base_file, tuple(s.log_files))
+        for s in table.file_system_view().read_slices()
+        if s.log_files
+    ]
+    if not operations:
+        return None
+    return timeline.request(COMPACTION, instant_time, encode_plan(operations))
+
+
+@dataclass(frozen=True)
+class CompactionTask:
+    merger: SliceMerger
+    instant_time: str
+    compression: str = "snappy"
+
+    def udf(self):
+        def compact(batches):
+            for batch in batches:
+                rows = [self.compact_one(op) for op in batch.to_pylist()]
+                yield pa.RecordBatch.from_pylist(rows, schema=stats_arrow_schema())
+
+        return compact
+
+    def compact_one(self, op: dict) -> dict:
+        from pyspark import TaskContext
+
+        started = time.monotonic()
+        ctx = TaskContext.get()
+        token = layout.write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber()) if ctx else "0-0-0"
+        storage = Storage(self.merger.base_uri)
+        merged = self.merger.merge(op["partition_path"], op["base_file"], list(op["log_files"]))
+        name = layout.base_file_name(op["file_id"], token, self.instant_time)
+        path = layout.join_partition(op["partition_path"], name)
+        storage.write(layout.marker_path(self.instant_time, op["partition_path"], name, "CREATE"), b"")
+        with storage.open_output_stream(path) as sink:
+            pq.write_table(merged.cast(self.merger.arrow_schema), sink, compression=self.compression)
+        size = storage.size(path)
+        return {
+            "file_id": op["file_id"], "partition_path": op["partition_path"], "path": path,
+            "prev_commit": op["base_instant"], "num_writes": merged.num_rows, "num_deletes": 0,
+            "num_update_writes": 0, "num_inserts": 0, "num_skipped_older": 0, "total_write_bytes": size,
+            "file_size_in_bytes": size, "base_file": name, "log_files": list(op["log_files"]), "log_version": 0,
+            "total_log_records": 0, "total_log_blocks": 0, "total_log_files": len(op["log_files"]),
+            "total_upsert_time_ms": 0, "total_create_time_ms": int((time.monotonic() - started) * 1000),
+        }
+
+
+def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMetadata:
+    """Run a requested (or failed) compaction and commit it."""
+    operations = read_plan(table, instant)
+    timeline = table.timeline
+    if instant.state is State.INFLIGHT:
+        rollback_compaction(table, instant)
+    inflight = timeline.transition_to_inflight(instant)
+    try:
+        merger = SliceMerger(
+            table.base_uri, to_arrow(with_meta_columns(table.schema)), table.merge_rule,
+            frozenset(timeline.completed_times()),
+        )
+        ops = spark.createDataFrame(
+            [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],
+            "partition_path string, file_id string, base_instant string, base_file string, log_files array<string>",
+        )
+        task = CompactionTask(merger, instant.timestamp)
+        rows = ops.repartition(max(1, min(len(operations), spark.sparkContext.defaultParallelism * 2))).mapInArrow(
+            task.udf(), STATS_SCHEMA
+        ).collect()
+        stats = [WriteStat.from_row(r.asDict()) for r in rows]
+        committed = {s.path for s in stats}
+        for path in files_from_markers(table, instant.timestamp):
+            if path not in committed:
+                table.storage.delete(path)
+        metadata = CommitMetadata(
+            operation_type="COMPACT", schema=to_avro_json(table.schema, table.config.name),
+            write_stats=stats, compacted=True,
+        )
+        timeline.complete(inflight, metadata.to_json())
+        table.storage.delete_dir(f"{layout.TEMP_FOLDER}/{instant.timestamp}")
+        return metadata
+    except BaseException as exc:
+        rollback_compaction(table, inflight)
+        if isinstance(exc, HudiqlError):
+            raise
+        translated = from_spark_error(exc)
+        if translated is None:
+            raise
+        raise translated from None
+
+
+def rollback_compaction(table: HudiTable, instant: Instant) -> None:
+    """Back to requested: remove the files a failed run wrote and its inflight file."""
+    for path in files_from_markers(table, instant.timestamp):
+        table.storage.delete(path)
+    table.storage.delete_dir(f"{layout.TEMP_FOLDER}/{instant.timestamp}")
+    table.timeline.remove_pending(instant, keep_requested=True)
+
+
+def run(spark: SparkSession, table: HudiTable) -> list[CommitMetadata]:
+    """Execute every pending compaction, oldest first."""
+    return [execute(spark, table.refresh(), i) for i in pending_compactions(table)]
+
+
+def schedule_and_execute(spark: SparkSession, table: HudiTable) -> CommitMetadata | None:
+    instant = schedule(table)
+    return execute(spark, table.refresh(), instant) if instant else None
