@@ -96,7 +96,6 @@ def test_success_time_taken_per_statement(success_run):
     assert (create, select, empty, show) == (0, 2, 0, 1)
     # each statement's count is what it printed
     assert sum(success_run.fetched) == len(success_run.out_lines)
-    assert all(float(s) >= 0 for s, _ in TIME_TAKEN.findall(success_run.stderr))
 
 
 def test_success_table_is_readable_in_process(success_run, spark):
@@ -152,9 +151,9 @@ def test_failing_file_later_statements_did_not_run(failing_run, spark):
 def test_failing_file_stderr_has_no_java_stack_trace(failing_run):
     # 'Error: ...' is the whole report; Spark's own log of the failed query (a JSON record with the
     # Java stack trace) must not reach the user.
-    assert "\tat org.apache.spark" not in failing_run.stderr
-    assert "\\tat org.apache.spark" not in failing_run.stderr
-    assert "SQLQueryContextLogger" not in failing_run.stderr
+    noisy = [line[:200] for line in failing_run.stderr.splitlines()
+             if "at org.apache.spark" in line or "SQLQueryContextLogger" in line]
+    assert noisy == []
 
 
 # ---- run 3: a hudiql error (unknown table) in the middle of a -e script -----------------------------------

@@ -302,6 +302,16 @@ def test_ctas_with_partitioned_by(session, warehouse):
     ]
 
 
+def test_ctas_partitioned_by_date_uses_the_timestamp_key_generator(session, warehouse):
+    session.sql("CREATE TABLE c USING hudi PARTITIONED BY (day) TBLPROPERTIES (primaryKey='id') "
+                "AS SELECT 1 AS id, DATE'2024-01-02' AS day, 'x' AS v")
+    props = read_properties(warehouse / "c")
+    assert props["hoodie.table.keygenerator.class"] == TIMESTAMP_BASED
+    assert props["hoodie.keygen.timebased.output.dateformat"] == "yyyyMMdd"
+    assert [json.loads(props["hoodie.table.create.schema"])["fields"][i]["name"] for i in range(3)] == ["id", "v", "day"]
+    assert sorted(p.name for p in (warehouse / "c").iterdir() if not p.name.startswith(".")) == ["day=20240102"]
+
+
 def test_ctas_from_literals_without_key(session, warehouse):
     session.sql("CREATE TABLE lit USING hudi AS SELECT 1 AS id, 'x' AS v UNION ALL SELECT 2, 'y'")
     props = read_properties(warehouse / "lit")
@@ -570,7 +580,6 @@ def test_tables_survive_a_new_session(session, spark, warehouse, tmp_path):
     session.sql("CREATE TABLE db.d (id INT) USING hudi")
 
     fresh = hudiql.connect(warehouse=str(warehouse), spark=spark)
-    assert fresh is not session
     assert table_names(fresh) == ["e", "m"]
     assert table_names(fresh, "db") == ["d"]
     assert rows(fresh, "SELECT id, v FROM m") == [(1, "managed")]
@@ -630,7 +639,7 @@ def test_unknown_table_errors_name_the_table(session):
 def test_invalid_table_definition_leaves_no_table(session, warehouse, tmp_path, ddl, error, fragments):
     with pytest.raises(error) as info:
         session.sql(ddl)
-    assert issubclass(error, HudiqlError)
+    assert isinstance(info.value, HudiqlError)
     for fragment in fragments:
         assert fragment in str(info.value)
     assert table_names(session) == []

@@ -116,8 +116,8 @@ def test_partition_filter(session, tmp_path, name, where, ids, partitions):
 def test_v8_tables_are_read_only(session, tmp_path, name):
     table_dir = unzip_table(name, tmp_path)
     adopt(session, table_dir)
-    before = sorted(p for p in table_dir.rglob("*"))
+    before = sorted(table_dir.rglob("*"))
     with pytest.raises(HudiqlError, match="timeline layout 2"):
         session.sql("INSERT INTO t (id, name, isActive) VALUES (5, 'Eve', true)")
-    assert sorted(p for p in table_dir.rglob("*")) == before
+    assert sorted(table_dir.rglob("*")) == before
     assert hudiql_rows(session, "SELECT id, name, isActive FROM t") == EXPECTED[name]

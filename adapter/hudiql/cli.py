@@ -1,6 +1,7 @@
 """The ``hudiql`` command line.
 
     hudiql sql [--warehouse DIR] (-e "SQL" | -f FILE)
+    hudiql compact [--warehouse DIR] TABLE
 
 Query rows go to stdout, tab-separated (``NULL`` for nulls); ``Time taken: ...`` goes to
 stderr; the first failing statement prints one line and the exit code is 1.
@@ -26,9 +27,18 @@ def _format_rows(df) -> list[str]:
     return ["\t".join(r) for r in df.select(*cells).collect()]
 
 
+def _quiet(session) -> None:
+    """Errors reach the user as one hudiql line: silence Spark's own error records."""
+    from pyspark.logger import PySparkLogger
+
+    session.spark.sparkContext.setLogLevel("ERROR")
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).disabled = True
+
+
 def run_sql(args: argparse.Namespace) -> int:
-    from hudiql.sql.parser import split_statements
     from hudiql.session import connect
+    from hudiql.sql.parser import split_statements
 
     if args.file:
         try:
@@ -45,7 +55,7 @@ def run_sql(args: argparse.Namespace) -> int:
         print(f"Error: {e}", file=sys.stderr)
         return EXIT_FAILED
     session = connect(warehouse=args.warehouse)
-    session.spark.sparkContext.setLogLevel("ERROR")
+    _quiet(session)
     for statement in statements:
         started = time.monotonic()
         try:
@@ -65,6 +75,27 @@ def run_sql(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_compact(args: argparse.Namespace) -> int:
+    """Schedule a compaction of a merge-on-read table (if any file group has logs) and run every pending one."""
+    from hudiql.services import compaction
+    from hudiql.session import connect
+    from hudiql.sql.parser import table_name_text
+
+    session = connect(warehouse=args.warehouse)
+    _quiet(session)
+    started = time.monotonic()
+    try:
+        table = session.table(table_name_text(args.table))
+        rows = compaction.run_procedure(session.spark, table, "scheduleandexecute")
+    except HudiqlError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    for timestamp, operations, state in rows:
+        print(f"{timestamp}\t{operations}\t{state}")
+    print(f"Time taken: {time.monotonic() - started:.3f} seconds, compacted {len(rows)} instant(s)", file=sys.stderr)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hudiql", description="Hudi upsert tables from plain SQL, on Spark.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -74,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("-e", "--execute", help="SQL text to run")
     source.add_argument("-f", "--file", help="SQL file to run")
     sql.set_defaults(handler=run_sql)
+    compact = commands.add_parser("compact", help="compact a merge-on-read table")
+    compact.add_argument("--warehouse", default="warehouse", help="folder of managed tables (default: ./warehouse)")
+    compact.add_argument("table", help="[database.]table")
+    compact.set_defaults(handler=run_compact)
     return parser
 
 

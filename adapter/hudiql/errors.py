@@ -4,6 +4,9 @@ The CLI prints a ``HudiqlError`` as one line and exits 1; anything else is a bug
 """
 
 
+from typing import NoReturn
+
+
 class HudiqlError(Exception):
     """Base class of every error caused by bad SQL, config or data."""
 
@@ -61,3 +64,13 @@ def from_spark_error(exc: BaseException) -> HudiqlError | None:
             line = next((ln for ln in text.splitlines() if marker in ln), text.splitlines()[0])
             return DataError(line.strip())
     return None
+
+
+def raise_user_error(exc: BaseException) -> NoReturn:
+    """Re-raise ``exc``: as the ``HudiqlError`` it stands for when Spark failed on bad data or SQL."""
+    if isinstance(exc, HudiqlError):
+        raise exc
+    translated = from_spark_error(exc)
+    if translated is None:
+        raise exc
+    raise translated from None

@@ -11,26 +11,26 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudiql.catalog import DEFAULT_DATABASE, Catalog, check_name
 from hudiql.errors import (
-    HudiqlError,
     SqlError,
     TableExistsError,
     TableNotFoundError,
-    from_spark_error,
+    raise_user_error,
 )
 from hudiql.io.storage import Storage
 from hudiql.read.query import QueryPlanner
+from hudiql.services import compaction
+from hudiql.sql import ddl
 from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, derive_table_properties
 from hudiql.sql.parser import parse
-from hudiql.sql import ddl
 from hudiql.table.config import TableConfig
 from hudiql.table.layout import PROPERTIES_FILE
 from hudiql.table.table import HudiTable
@@ -101,13 +101,8 @@ class Session:
         handler = getattr(self, f"_run_{type(statement).__name__}")
         try:
             return handler(statement)
-        except HudiqlError:
-            raise
         except Exception as exc:
-            translated = from_spark_error(exc)
-            if translated is None:
-                raise
-            raise translated from None
+            raise_user_error(exc)
 
     # ---- names ------------------------------------------------------------------------------
     def resolve(self, name: S.TableName) -> tuple[str, str]:
@@ -208,13 +203,21 @@ class Session:
         return Result(self.spark.createDataFrame([(text,)], "createtab_stmt string"), True)
 
     def _run_Call(self, st: S.Call) -> Result:
+        procedures = ("show_table_properties", "run_compaction", "show_compaction")
+        if st.procedure not in procedures:
+            raise SqlError(f"unknown procedure '{st.procedure}'; available: {', '.join(procedures)}")
+        if "table" not in st.args:
+            raise SqlError(f"CALL {st.procedure} needs table => 'name'")
+        table = self.table(_name_arg(st.args["table"]))
         if st.procedure == "show_table_properties":
-            if "table" not in st.args:
-                raise SqlError("CALL show_table_properties needs table => 'name'")
-            table = self.table(_name_arg(st.args["table"]))
             rows = sorted(table.config.props.items())
             return Result(self.spark.createDataFrame(rows, "key string, value string"), True)
-        raise SqlError(f"unknown procedure '{st.procedure}'; available: show_table_properties")
+        if st.procedure == "show_compaction":
+            rows = compaction.describe(table)
+            return Result(self.spark.createDataFrame(rows, "timestamp string, operation_size int, state string"), True)
+        op = st.args.get("op", "scheduleandexecute").lower()
+        rows = compaction.run_procedure(self.spark, table, op)
+        return Result(self.spark.createDataFrame(rows, "timestamp string, operation_size int, state string"), True)
 
     def _run_SetConf(self, st: S.SetConf) -> Result:
         if st.key is None:

@@ -17,12 +17,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from hudiql.errors import TableNotFoundError
+from hudiql.errors import SqlError, TableNotFoundError
 from hudiql.read.snapshot import snapshot
-from hudiql.table.fsview import FileSystemView
 from hudiql.sql.parser import DIALECT
 from hudiql.sql.statements import TableName
+from hudiql.table.fsview import FileSystemView
 from hudiql.table.table import HudiTable
+
+QUERY_TYPE = "hoodie.datasource.query.type"
 
 if TYPE_CHECKING:
     from hudiql.session import Session
@@ -45,17 +47,17 @@ class QueryPlanner:
                 continue
             name = TableName(node.db.lower() or None, node.name.lower())
             database, table_name = self.session.resolve(name)
-            location = self.session.catalog.location(database, table_name)
-            if location is None:
-                if not node.db and self._is_spark_relation(table_name):
-                    continue
+            if not node.db and self._is_spark_relation(table_name):
+                continue  # a Spark temporary view shadows tables, as in Spark
+            resolved = self._resolve(database, table_name)
+            if resolved is None:
                 if self.session.spark.catalog.tableExists(f"{name}"):
                     continue
                 raise TableNotFoundError(f"table {database}.{table_name} does not exist; see SHOW TABLES")
-            table = HudiTable.load(location)
+            table, read_optimized = resolved
             files = table.file_system_view()
             keep = _partition_filter(self.session, table, files, node)
-            view = self.register(snapshot(self.session.spark, table, files, keep))
+            view = self.register(snapshot(self.session.spark, table, files, keep, read_optimized))
             views.append(view)
             alias = node.alias or node.name
             node.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias))))
@@ -65,6 +67,23 @@ class QueryPlanner:
             # The analysed DataFrame keeps the snapshot plans; the names are no longer needed.
             for view in views:
                 self.session.spark.catalog.dropTempView(view)
+
+    def _resolve(self, database: str, name: str) -> tuple[HudiTable, bool] | None:
+        """The table a name reads, and whether read-optimized: ``t_ro`` reads the base files of
+        merge-on-read table ``t`` (``t_rt`` its snapshot), as Hudi's Hive sync names them;
+        ``SET hoodie.datasource.query.type=read_optimized`` makes every query read-optimized."""
+        mode = self.session.conf.get(QUERY_TYPE, "snapshot").lower()
+        if mode not in ("snapshot", "read_optimized"):
+            raise SqlError(f"{QUERY_TYPE}={mode} is not valid; use snapshot or read_optimized")
+        location = self.session.catalog.location(database, name)
+        if location is not None:
+            return HudiTable.load(location), mode == "read_optimized"
+        for suffix, read_optimized in (("_ro", True), ("_rt", False)):
+            if name.endswith(suffix):
+                location = self.session.catalog.location(database, name[: -len(suffix)])
+                if location is not None:
+                    return HudiTable.load(location), read_optimized or mode == "read_optimized"
+        return None
 
     def _is_spark_relation(self, name: str) -> bool:
         return any(t.name.lower() == name and t.isTemporary for t in self.session.spark.catalog.listTables())

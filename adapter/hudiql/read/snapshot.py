@@ -10,7 +10,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession

@@ -23,16 +23,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
-from hudiql.read.merged import SliceMerger
+from hudiql.errors import HudiqlError, WriteConflictError, raise_user_error
 from hudiql.io.storage import Storage
+from hudiql.read.merged import SliceMerger
 from hudiql.services.rollback import files_from_markers
 from hudiql.table import layout
 from hudiql.table.commit import CommitMetadata, WriteStat
 from hudiql.table.compaction_plan import CompactionOperation, decode_plan, encode_plan
 from hudiql.table.schema import to_arrow, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, State, parse_instant_time
+from hudiql.table.timeline import (
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    Instant,
+    State,
+    parse_instant_time,
+)
 from hudiql.write.handle import STATS_SCHEMA, stats_arrow_schema
 
 INLINE = "hoodie.compact.inline"
@@ -169,12 +177,7 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMe
         return metadata
     except BaseException as exc:
         rollback_compaction(table, inflight)
-        if isinstance(exc, HudiqlError):
-            raise
-        translated = from_spark_error(exc)
-        if translated is None:
-            raise
-        raise translated from None
+        raise_user_error(exc)
 
 
 def rollback_compaction(table: HudiTable, instant: Instant) -> None:
@@ -193,3 +196,39 @@ def run(spark: SparkSession, table: HudiTable) -> list[CommitMetadata]:
 def schedule_and_execute(spark: SparkSession, table: HudiTable) -> CommitMetadata | None:
     instant = schedule(table)
     return execute(spark, table.refresh(), instant) if instant else None
+
+
+def describe(table: HudiTable) -> list[tuple[str, int, str]]:
+    """Every compaction on the active timeline: (instant, operations planned, state)."""
+    timeline = table.timeline
+    return [
+        (i.timestamp, len(decode_plan(timeline.read_requested(i))), i.state.name)
+        for i in timeline.instants
+        if i.action == COMPACTION
+    ]
+
+
+OPERATIONS = ("schedule", "run", "scheduleandexecute")
+
+
+def run_procedure(spark: SparkSession, table: HudiTable, op: str) -> list[tuple[str, int, str]]:
+    """``CALL run_compaction(op => ...)``: the compactions scheduled or run, as ``describe`` rows."""
+    if op not in OPERATIONS:
+        raise HudiqlError(f"run_compaction op '{op}' is not valid; use one of {', '.join(OPERATIONS)}")
+    if op == "schedule":
+        instant = schedule(table)
+        wanted = {instant.timestamp} if instant else set()
+    else:
+        if op == "scheduleandexecute":
+            schedule(table)
+            table = table.refresh()
+        wanted = {i.timestamp for i in pending_compactions(table)}
+        run(spark, table)
+    return [row for row in describe(table.refresh()) if row[0] in wanted]
+
+
+def compact_inline_if_due(spark: SparkSession, table: HudiTable, settings: dict[str, str]) -> CommitMetadata | None:
+    """After a delta commit: schedule and run a compaction when the inline trigger fires."""
+    if settings.get(INLINE, "false").lower() != "true" or not is_due(table, settings):
+        return None
+    return schedule_and_execute(spark, table)

@@ -7,6 +7,8 @@ Example:
 
 from __future__ import annotations
 
+from pyspark.sql import types as T
+
 from hudiql.read.snapshot import table_columns
 from hudiql.table import config as C
 from hudiql.table.table import HudiTable
@@ -62,12 +64,27 @@ def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def _ident(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _type_sql(dtype: T.DataType) -> str:
+    """A DDL type that keeps nested field names exactly (Spark's simpleString does not quote them)."""
+    if isinstance(dtype, T.StructType):
+        return "STRUCT<" + ", ".join(f"{_ident(f.name)}: {_type_sql(f.dataType)}" for f in dtype.fields) + ">"
+    if isinstance(dtype, T.ArrayType):
+        return f"ARRAY<{_type_sql(dtype.elementType)}>"
+    if isinstance(dtype, T.MapType):
+        return f"MAP<{_type_sql(dtype.keyType)}, {_type_sql(dtype.valueType)}>"
+    return dtype.simpleString().upper()
+
+
 def show_create_table(table: HudiTable, database: str, name: str, external: bool) -> str:
     config = table.config
-    columns = ",\n".join(f"  {f.name} {f.dataType.simpleString().upper()}" for f in table.schema.fields)
+    columns = ",\n".join(f"  {_ident(f.name)} {_type_sql(f.dataType)}" for f in table.schema.fields)
     lines = [f"CREATE TABLE {database}.{name} (\n{columns})", "USING hudi"]
     if config.partition_fields:
-        lines.append(f"PARTITIONED BY ({', '.join(config.partition_fields)})")
+        lines.append(f"PARTITIONED BY ({', '.join(_ident(p) for p in config.partition_fields)})")
     props = {"type": "mor" if config.is_mor else "cow"}
     if config.record_key_fields:
         props["primaryKey"] = ",".join(config.record_key_fields)

@@ -71,8 +71,10 @@ class TableDefinition:
 
 
 def closest(name: str, candidates: list[str] | set[str]) -> str | None:
-    match = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.5)
-    return match[0] if match else None
+    """The candidate most like ``name``, ignoring case (``precombinekey`` -> ``preCombineField``)."""
+    lowered = {c.lower(): c for c in candidates}
+    match = difflib.get_close_matches(name.lower(), sorted(lowered), n=1, cutoff=0.5)
+    return lowered[match[0]] if match else None
 
 
 def _first(options: dict[str, str], names: list[str]) -> str | None:
@@ -141,8 +143,13 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
         raise OptionError(f"table type '{raw_type}' is not valid; use type='cow' or type='mor'")
     table_type = _TYPE_ALIASES[raw_type]
 
-    props: dict[str, str] = {k: v for k, v in options.items() if k.startswith("hoodie.")}
+    # Write-side spellings of the key and partition fields are replaced by the table's own keys,
+    # so hoodie.properties never holds a value the DDL overrode.
+    overridden = {RECORD_KEY_OPTIONS[1], PARTITION_OPTIONS[0]}
+    props: dict[str, str] = {k: v for k, v in options.items() if k.startswith("hoodie.") and k not in overridden}
     keygen = _first(options, KEYGEN_OPTIONS) or _derive_keygen(record_key, partition_fields, schema)
+    if keygen == C.TIMESTAMP_KEYGEN and len(partition_fields) != 1:
+        raise OptionError("TimestampBasedKeyGenerator needs exactly one partition field; add PARTITIONED BY (<column>)")
     if keygen == C.TIMESTAMP_KEYGEN and C.TIMESTAMP_OUTPUT_FORMAT not in props:
         dtype = schema[partition_fields[0]].dataType
         is_date = isinstance(dtype, T.DateType)

@@ -76,7 +76,7 @@ def _parse_command(text: str) -> S.Statement | None:
     if m := _SHOW_TABLES_RE.match(stripped):
         return S.ShowTables(m["db"].lower() if m["db"] else None)
     if m := _SHOW_CREATE_RE.match(stripped):
-        return S.ShowCreateTable(_table_name_text(m["table"]))
+        return S.ShowCreateTable(table_name_text(m["table"]))
     if m := _CALL_RE.match(stripped):
         return _parse_call(m["call"])
     return None
@@ -87,7 +87,7 @@ def _strip_comments(text: str) -> str:
     return "\n".join(line.split("--")[0] if "'" not in line else line for line in text.splitlines()).strip()
 
 
-def _table_name_text(text: str) -> S.TableName:
+def table_name_text(text: str) -> S.TableName:
     parts = [p.strip("`").lower() for p in text.split(".")]
     if len(parts) > 2 or not all(parts):
         raise SqlError(f"'{text}' is not a table name; use [database.]table")

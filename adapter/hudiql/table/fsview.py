@@ -16,9 +16,15 @@ from dataclasses import dataclass, field
 
 from hudiql.io.storage import Storage
 from hudiql.table.commit import CommitMetadata
-from hudiql.table.layout import META_FOLDER, join_partition, parse_data_file_name
 from hudiql.table.compaction_plan import decode_plan
-from hudiql.table.timeline import COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Instant, Timeline
+from hudiql.table.layout import META_FOLDER, join_partition, parse_data_file_name
+from hudiql.table.timeline import (
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    Instant,
+    Timeline,
+)
 
 
 @dataclass

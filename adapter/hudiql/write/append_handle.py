@@ -25,8 +25,24 @@ import pyarrow.parquet as pq
 from hudiql.io import log_format as L
 from hudiql.io.storage import Storage
 from hudiql.table import layout
-from hudiql.table.schema import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY
-from hudiql.write.handle import BASE_FILE, DELETE, FILE_ID, SEQUENCE, conform, flag, stats_arrow_schema
+from hudiql.table.schema import (
+    COMMIT_SEQNO,
+    COMMIT_TIME,
+    FILE_NAME,
+    IS_DELETED,
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+)
+from hudiql.write.handle import (
+    BASE_FILE,
+    DELETE,
+    FILE_ID,
+    SEQUENCE,
+    conform,
+    flag,
+    stats_arrow_schema,
+)
 
 LOG_BASE = "__hudiql_log_base"  # base instant of the slice the log file belongs to
 LOG_VERSION = "__hudiql_log_version"  # version of the new log file

@@ -22,20 +22,55 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudiql.errors import ColumnError, DataError, HudiqlError, from_spark_error
+from hudiql.errors import ColumnError, DataError, HudiqlError, raise_user_error
+from hudiql.io.log_format import wrapper_for
+from hudiql.services import compaction
+from hudiql.services.rollback import (
+    files_from_markers,
+    rollback,
+    rollback_failed_writes,
+)
 from hudiql.table.commit import CommitMetadata, WriteStat
 from hudiql.table.config import COMMIT_TIME_ORDERING
-from hudiql.table.merge import MergeRule
-from hudiql.table.layout import PARTITION_METADATA_FILE, join_partition, partition_metadata
-from hudiql.io.log_format import wrapper_for
 from hudiql.table.fsview import FileSystemView
-from hudiql.table.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, to_arrow, to_avro, to_avro_json, with_meta_columns
+from hudiql.table.layout import (
+    PARTITION_METADATA_FILE,
+    join_partition,
+    partition_metadata,
+)
+from hudiql.table.merge import MergeRule
+from hudiql.table.schema import (
+    IS_DELETED,
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+    to_arrow,
+    to_avro,
+    to_avro_json,
+    with_meta_columns,
+)
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import COMMIT, DELTA_COMMIT
-from hudiql.services.rollback import files_from_markers, rollback, rollback_failed_writes
-from hudiql.write.append_handle import DEFAULT_BATCH_SIZE, DEFAULT_TASK_MAX_SIZE, LOG_BASE, LOG_VERSION, AppendTask
-from hudiql.write.bucket import DEFAULT_MAX_FILE_SIZE, DEFAULT_SMALL_FILE_LIMIT, assign_inserts
-from hudiql.write.handle import BASE_FILE, DELETE, FILE_ID, SEQUENCE, STATS_SCHEMA, MergeTask
+from hudiql.write.append_handle import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_TASK_MAX_SIZE,
+    LOG_BASE,
+    LOG_VERSION,
+    AppendTask,
+)
+from hudiql.write.bucket import (
+    DEFAULT_MAX_FILE_SIZE,
+    DEFAULT_SMALL_FILE_LIMIT,
+    assign_inserts,
+)
+from hudiql.write.handle import (
+    BASE_FILE,
+    DELETE,
+    FILE_ID,
+    SEQUENCE,
+    STATS_SCHEMA,
+    MergeTask,
+)
 
 MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
@@ -90,18 +125,15 @@ def write_rows(
         _reconcile_markers(table, instant.timestamp, {s.path for s in stats})
         timeline.complete(instant, metadata.to_json())
         table.storage.delete_dir(f".hoodie/.temp/{instant.timestamp}")
-        return metadata
     except BaseException as exc:
         rollback(table, instant)
-        if isinstance(exc, HudiqlError):
-            raise
-        translated = from_spark_error(exc)
-        if translated is None:
-            raise
-        raise translated from None
+        raise_user_error(exc)
     finally:
         if incoming is not None:
             incoming.unpersist()
+    if table.config.is_mor:
+        compaction.compact_inline_if_due(spark, table.refresh(), settings)
+    return metadata
 
 
 def _prepare(table: HudiTable, rows: DataFrame, operation: Operation) -> DataFrame:
