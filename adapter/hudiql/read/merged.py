@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -95,8 +96,6 @@ class SliceMerger:
 
     def _avro_arrow(self, block: L.LogBlock) -> pa.Schema:
         """The table's Arrow schema restricted to the block's writer columns."""
-        import json
-
         names = {f["name"] for f in json.loads(block.header[L.SCHEMA])["fields"]}
         return pa.schema([f for f in self.arrow_schema if f.name in names])
 

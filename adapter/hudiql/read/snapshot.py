@@ -1,7 +1,8 @@
 """Snapshot and read-optimized queries as Spark DataFrames.
 
-The snapshot is the latest base file of every live file group, read by Spark's own parquet
-reader; a partition filter prunes file groups before any file is opened.
+The snapshot is the latest slice of every live file group: base files alone go through Spark's
+own parquet reader, slices with log files are merged (``read.merged``); a read-optimized query
+reads base files only. A partition filter prunes file groups before any file is opened.
 
 Example:
     >>> df = snapshot(spark, table, keep_partition=lambda path: path == "dt=2024-01-01")

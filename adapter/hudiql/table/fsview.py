@@ -74,10 +74,13 @@ class FileSystemView:
 
         A log file is visible when a completed delta commit lists it in its write stats (layout 1),
         or when the delta commit its name carries completed (layout 2); the files of a crashed
-        write are never opened. A pending compaction opens a new, empty slice for each file
-        group it plans: writes after it go there, and readers merge it with the slice before.
+        write are never opened. A layout 1 log belongs to the slice its name carries; a layout 2
+        log to the slice its delta commit's completion time falls in. A pending compaction opens
+        a new, empty slice for each file group it plans: writes after it go there, and readers
+        merge it with the slice before.
         """
         completed = timeline.completed_times()
+        completion = _completion_times(timeline)
         pending = {i.timestamp: i for i in timeline.instants if i.action == COMPACTION and not i.is_completed}
         committed_logs = _committed_log_files(timeline)
         groups: dict[tuple[str, str], FileGroup] = {}
@@ -91,7 +94,7 @@ class FileSystemView:
             group = groups.setdefault((partition, parsed.file_id), FileGroup(partition, parsed.file_id))
             if parsed.is_log:
                 group.all_log_versions.setdefault(parsed.instant_time, set()).add(parsed.log_version)
-                visible = info.path in committed_logs or (timeline.layout_version == 2 and parsed.instant_time in completed)
+                visible = info.path in committed_logs or parsed.instant_time in completion
                 if visible:
                     logs.append((partition, parsed.file_id, parsed.instant_time, info.name))
             elif parsed.instant_time in completed:
@@ -105,11 +108,10 @@ class FileSystemView:
                     group.slices.setdefault(instant.timestamp, FileSlice(op.partition_path, op.file_id, instant.timestamp))
         for partition, file_id, name_instant, name in logs:
             group = groups[(partition, file_id)]
-            if timeline.layout_version == 2:
-                # v8 names a log by its delta commit: it belongs to the latest slice at or before it.
-                earlier = [t for t in group.slices if t <= name_instant]
-                name_instant = max(earlier) if earlier else name_instant
-            group.slices.setdefault(name_instant, FileSlice(partition, file_id, name_instant)).log_files.append(name)
+            base_instant = name_instant
+            if timeline.layout_version >= 2:
+                base_instant = _v8_log_slice(group, name_instant, completion.get(name_instant, name_instant))
+            group.slices.setdefault(base_instant, FileSlice(partition, file_id, base_instant)).log_files.append(name)
         for group in groups.values():
             for slice_ in group.slices.values():
                 slice_.log_files.sort(key=_log_sort_key)
@@ -156,10 +158,33 @@ class FileSystemView:
         return out
 
 
-def _log_sort_key(name: str) -> tuple[int, str]:
+def _completion_times(timeline: Timeline) -> dict[str, str]:
+    """Completion time per completed delta commit, where the timeline records it: only layout 2
+    names carry one (``T_C.deltacommit``), so this is empty for layout 1."""
+    return {i.timestamp: i.completion_time for i in timeline.completed((DELTA_COMMIT,)) if i.completion_time}
+
+
+def _v8_log_slice(group: FileGroup, delta_commit: str, completion_time: str) -> str:
+    """The base instant of the slice a v8 log file (named by its delta commit) belongs to.
+
+    As in Hudi 1.x, the latest slice begun at or before the delta commit *completed*: a delta
+    commit that started before a compaction was planned but finished after it is not in the
+    plan, so its log goes on top of the compacted slice, not into the one compaction replaced.
+    """
+    earlier = [t for t in group.slices if t <= completion_time]
+    return max(earlier) if earlier else delta_commit
+
+
+def _log_sort_key(name: str) -> tuple[str, int, str]:
+    """Hudi's log file order: by the instant in the name, then version, then write token.
+
+    v6 logs of one slice share the instant; v8 names each log by its own delta commit and
+    restarts versions at 1, so without the instant a later log whose write token happens to
+    sort first (a new Spark application restarts stage ids) would be merged too early.
+    """
     parsed = parse_data_file_name(name)
     assert parsed is not None and parsed.log_version is not None
-    return (parsed.log_version, parsed.token or "")
+    return (parsed.instant_time, parsed.log_version, parsed.token or "")
 
 
 def _list_data_files(storage: Storage, partitions: list[str] | None):
