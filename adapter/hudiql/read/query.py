@@ -37,6 +37,20 @@ class QueryPlanner:
 
     def dataframe(self, query: exp.Expression) -> DataFrame:
         """Run a query expression; hudiql tables are replaced by snapshot views."""
+        query, views = self.with_snapshots(query)
+        try:
+            return self.session.spark.sql(query.sql(dialect=DIALECT))
+        finally:
+            # The analysed DataFrame keeps the snapshot plans; the names are no longer needed.
+            self.drop(views)
+
+    def drop(self, views: list[str]) -> None:
+        for view in views:
+            self.session.spark.catalog.dropTempView(view)
+
+    def with_snapshots(self, query: exp.Expression) -> tuple[exp.Expression, list[str]]:
+        """A copy of ``query`` naming a registered snapshot view for each hudiql table it reads,
+        and those views (the caller drops them once Spark has analysed the query)."""
         query = query.copy()
         ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
         views: list[str] = []
@@ -47,7 +61,7 @@ class QueryPlanner:
                 continue
             name = TableName(node.db.lower() or None, node.name.lower())
             database, table_name = self.session.resolve(name)
-            if not node.db and self._is_spark_relation(table_name):
+            if not node.db and self._is_temp_view(table_name):
                 continue  # a Spark temporary view shadows tables, as in Spark
             resolved = self._resolve(database, table_name)
             if resolved is None:
@@ -61,12 +75,7 @@ class QueryPlanner:
             views.append(view)
             alias = node.alias or node.name
             node.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias))))
-        try:
-            return self.session.spark.sql(query.sql(dialect=DIALECT))
-        finally:
-            # The analysed DataFrame keeps the snapshot plans; the names are no longer needed.
-            for view in views:
-                self.session.spark.catalog.dropTempView(view)
+        return query, views
 
     def _resolve(self, database: str, name: str) -> tuple[HudiTable, bool] | None:
         """The table a name reads, and whether read-optimized: ``t_ro`` reads the base files of
@@ -85,8 +94,11 @@ class QueryPlanner:
                     return HudiTable.load(location), read_optimized or mode == "read_optimized"
         return None
 
-    def _is_spark_relation(self, name: str) -> bool:
-        return any(t.name.lower() == name and t.isTemporary for t in self.session.spark.catalog.listTables())
+    def _is_temp_view(self, name: str) -> bool:
+        # Asks the session catalog directly: listing every table costs a Spark job per query.
+        return bool(self.session.spark._jsparkSession.sessionState().catalog().isTempView(
+            self.session.spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(name)
+        ))
 
     def register(self, df: DataFrame) -> str:
         """Register ``df`` under a fresh temporary view name; the caller drops it."""

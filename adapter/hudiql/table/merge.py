@@ -40,15 +40,15 @@ class MergeRule:
     def is_event_time(self) -> bool:
         return self.mode == EVENT_TIME_ORDERING and self.ordering_field is not None
 
-    def precombine(self, df: DataFrame, key_columns: list[str], sequence: str) -> DataFrame:
+    def precombine(self, df: DataFrame, key_columns: list[str], sequence: str, ordering: str | None = None) -> DataFrame:
         """One row per key: the greatest ordering value, ties to the later input row (``sequence``).
 
-        As Hudi's ``preCombine``, this uses the ordering field whatever the merge mode; without
-        one, the later input row wins.
+        As Hudi's ``preCombine``, this uses the ordering field whatever the merge mode (or the
+        ``ordering`` column standing for it); without one, the later input row wins.
         """
         order: list[Column] = [F.col(sequence).desc()]
         if self.ordering_field:
-            order.insert(0, F.col(self.ordering_field).desc_nulls_last())
+            order.insert(0, F.col(ordering or self.ordering_field).desc_nulls_last())
         window = Window.partitionBy(*key_columns).orderBy(*order)
         rank = "__hudiql_rank"
         return df.withColumn(rank, F.row_number().over(window)).where(F.col(rank) == 1).drop(rank)

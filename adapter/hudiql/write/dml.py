@@ -29,7 +29,7 @@ from hudiql.read.query import conjuncts, partition_filter
 from hudiql.read.snapshot import snapshot
 from hudiql.sql import statements as S
 from hudiql.sql.parser import DIALECT
-from hudiql.table.schema import PARTITION_PATH, RECORD_KEY
+from hudiql.table.schema import IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import DELETE, SEQUENCE
 from hudiql.write.writer import Operation, write_rows
@@ -42,6 +42,7 @@ ENFORCE_ORDERING = "hoodie.merge.ordering.enforce"
 KIND = "__hudiql_kind"
 OLD_PATH = "__hudiql_old_path"
 OLD_ORDERING = "__hudiql_old_ordering"
+SOURCE_ORDERING = "__hudiql_source_ordering"  # the source row's ordering value, for precombine
 MATCHED = "__hudiql_matched"
 UPDATE, DELETE_KIND, INSERT = "update", "delete", "insert"
 
@@ -121,9 +122,11 @@ class DmlPlanner:
             base = matched if clause.matched else exp.Not(this=matched.copy())
             conditions.append(exp.and_(base.copy(), exp.Paren(this=clause.condition.copy())) if clause.condition else base.copy())
 
+        keys = {k.lower() for k in table.config.record_key_fields}
+
         def value(clause: S.MergeClause, name: str) -> exp.Expression:
-            if clause.action == DELETE_KIND:
-                return _col(name, target)
+            if clause.action == DELETE_KIND or (clause.action == UPDATE and name.lower() in keys):
+                return _col(name, target)  # an update never changes the key the ON condition matched
             assigned = {k.lower(): v for k, v in (clause.assignments or {}).items()}
             if clause.assignments is None:
                 return _col(name, source)
@@ -131,12 +134,25 @@ class DmlPlanner:
                 return assigned[name.lower()].copy()
             return _col(name, target) if clause.action == UPDATE else exp.Null()
 
-        projections = []
+        projections, checks = [], []
         for field in table.schema.fields:
             case = exp.Case()
             for clause, cond in zip(st.clauses, conditions):
                 case = case.when(cond.copy(), value(clause, field.name))
+                if clause.action != DELETE_KIND:
+                    label = f"WHEN {'MATCHED' if clause.matched else 'NOT MATCHED'} THEN {clause.action.upper()}"
+                    checks.append((f"{label}: column {field.name}", _cast(value(clause, field.name), field.dataType)))
             projections.append(exp.alias_(_cast(case, field.dataType), field.name, quoted=True))
+        ordering = table.config.ordering_field
+        if ordering:
+            # Several source rows for one key are ranked by the source's own ordering value.
+            in_source = {c.lower() for c in source_df.columns}
+            by_source = next(
+                p.this for p in projections if isinstance(p, exp.Alias) and p.alias.lower() == ordering.lower()
+            )
+            if ordering.lower() in in_source:
+                by_source = _col(ordering, source)
+            projections.append(exp.alias_(by_source.copy(), SOURCE_ORDERING))
         kind = exp.Case()
         for clause, cond in zip(st.clauses, conditions):
             kind = kind.when(cond.copy(), exp.Literal.string(clause.action))
@@ -146,16 +162,19 @@ class DmlPlanner:
             exp.alias_(self._old_ordering(table, target), OLD_ORDERING),
             exp.alias_(_col(SEQUENCE, source), SEQUENCE),
         ]
-        sql = (
-            exp.select(*projections)
-            .from_(exp.Table(this=exp.to_identifier(source_view), alias=exp.TableAlias(this=exp.to_identifier(source))))
-            .join(
-                exp.Table(this=exp.to_identifier(target_view), alias=exp.TableAlias(this=exp.to_identifier(target))),
-                on=st.on.copy(),
-                join_type="left",
+        def joined(*columns: exp.Expression) -> exp.Select:
+            return (
+                exp.select(*columns)
+                .from_(exp.Table(this=exp.to_identifier(source_view), alias=exp.TableAlias(this=exp.to_identifier(source))))
+                .join(
+                    exp.Table(this=exp.to_identifier(target_view), alias=exp.TableAlias(this=exp.to_identifier(target))),
+                    on=st.on.copy(),
+                    join_type="left",
+                )
             )
-        )
-        actions = self._run(sql, [target_view, source_view]).where(F.col(KIND).isNotNull())
+
+        checks = [(label, joined(check)) for label, check in checks]
+        actions = self._run(joined(*projections), [target_view, source_view], checks).where(F.col(KIND).isNotNull())
         return self._finish(table, actions, from_source=True)
 
     def update(self, st: S.Update) -> DmlCounts:
@@ -167,12 +186,16 @@ class DmlPlanner:
                        f.name, quoted=True)
             for f in table.schema.fields
         ]
-        return self._filtered(table, st.table, st.alias, st.where, projections, UPDATE)
+        checks = [
+            (f"UPDATE SET {f.name}", _cast(assigned[f.name.lower()].copy(), f.dataType))
+            for f in table.schema.fields if f.name.lower() in assigned
+        ]
+        return self._filtered(table, st.table, st.alias, st.where, projections, UPDATE, checks)
 
     def delete(self, st: S.Delete) -> DmlCounts:
         table = self._keyed_table(st.table, "DELETE FROM")
         projections = [exp.alias_(_col(f.name), f.name, quoted=True) for f in table.schema.fields]
-        return self._filtered(table, st.table, st.alias, st.where, projections, DELETE_KIND)
+        return self._filtered(table, st.table, st.alias, st.where, projections, DELETE_KIND, [])
 
     # ---- shared steps -----------------------------------------------------------------------
     def _keyed_table(self, name: S.TableName, statement: str) -> HudiTable:
@@ -188,7 +211,7 @@ class DmlPlanner:
         field = table.config.ordering_field
         return _col(field, qualifier) if field else exp.Null()
 
-    def _filtered(self, table, name: S.TableName, alias, where, projections, kind: str) -> DmlCounts:
+    def _filtered(self, table, name: S.TableName, alias, where, projections, kind: str, checks) -> DmlCounts:
         target = (alias or name.name).lower()
         files = table.file_system_view()
         keep = partition_filter(self.session, table, files, where, {target, name.name}, True) if where else None
@@ -199,12 +222,14 @@ class DmlPlanner:
             exp.alias_(self._old_ordering(table, None), OLD_ORDERING),
             exp.alias_(exp.Literal.number(0), SEQUENCE),
         ]
-        sql = exp.select(*projections).from_(
-            exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(target)))
-        )
-        if where is not None:
-            sql = sql.where(where.copy())
-        return self._finish(table, self._run(sql, [view]), from_source=False)
+        def selected(*columns: exp.Expression) -> exp.Select:
+            sql = exp.select(*columns).from_(
+                exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(target)))
+            )
+            return sql.where(where.copy()) if where is not None else sql
+
+        checks = [(label, selected(check)) for label, check in checks]
+        return self._finish(table, self._run(selected(*projections), [view], checks), from_source=False)
 
     def _finish(self, table: HudiTable, actions: DataFrame, from_source: bool) -> DmlCounts:
         rule = table.merge_rule
@@ -218,18 +243,23 @@ class DmlPlanner:
                     f"several source rows match record key '{duplicate[0][0]}' and table {table.config.name} has no "
                     "ordering field to choose between them; deduplicate the source or set preCombineField"
                 )
-        combined = rule.precombine(keyed, [RECORD_KEY], SEQUENCE) if from_source else keyed
+        if from_source:
+            keyed = rule.precombine(keyed, [RECORD_KEY], SEQUENCE, SOURCE_ORDERING if rule.ordering_field else None)
+        combined = keyed.drop(SOURCE_ORDERING)
         enforce = self.session.conf.get(ENFORCE_ORDERING, "true").lower() != "false"
         wins = rule.incoming_wins_column(F.col(OLD_ORDERING), F.col(rule.ordering_field)) if (
             enforce and rule.is_event_time) else F.lit(True)
         is_update = F.col(KIND) == UPDATE
+        # A row whose _hoodie_is_deleted is true deletes its key, whatever clause produced it.
+        marked = F.coalesce(F.col(IS_DELETED), F.lit(False)) if IS_DELETED in combined.columns else F.lit(False)
+        skip = F.col("__hudiql_skip")
         decided = combined.withColumn("__hudiql_skip", is_update & ~wins).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             totals = decided.agg(
-                F.sum((is_update & ~F.col("__hudiql_skip")).cast("long")),
-                F.sum((F.col(KIND) == DELETE_KIND).cast("long")),
-                F.sum((F.col(KIND) == INSERT).cast("long")),
-                F.sum(F.col("__hudiql_skip").cast("long")),
+                F.sum((is_update & ~skip & ~marked).cast("long")),
+                F.sum(((F.col(KIND) == DELETE_KIND) | (is_update & ~skip & marked)).cast("long")),
+                F.sum(((F.col(KIND) == INSERT) & ~marked).cast("long")),
+                F.sum(skip.cast("long")),
             ).first()
             counts = DmlCounts(*[int(v or 0) for v in totals])
             if counts.affected == 0:
@@ -297,9 +327,24 @@ class DmlPlanner:
     def _register(self, df: DataFrame) -> str:
         return self.session.planner.register(df)
 
-    def _run(self, sql: exp.Expression, views: list[str]) -> DataFrame:
+    def _run(self, sql: exp.Expression, views: list[str], checks: list[tuple[str, exp.Expression]]) -> DataFrame:
+        """Analyse the planned SQL (hudiql tables in subqueries read as snapshots). When a value
+        cannot be cast to its column, ``checks`` (label, one-column query) find which one."""
+        planner = self.session.planner
+        query, snapshots = planner.with_snapshots(sql)
         try:
-            return self.spark.sql(sql.sql(dialect=DIALECT))
+            return self.spark.sql(query.sql(dialect=DIALECT))
+        except Exception as exc:
+            if "DATATYPE_MISMATCH" in str(exc) or "CAST" in str(exc):
+                for label, check in checks:
+                    checked, more = planner.with_snapshots(check)
+                    try:
+                        self.spark.sql(checked.sql(dialect=DIALECT))
+                    except Exception as column_exc:
+                        reason = str(column_exc).splitlines()[0].split(" SQLSTATE")[0]
+                        raise ColumnError(f"{label}: the value cannot be stored in the column ({reason})") from None
+                    finally:
+                        planner.drop(more)
+            raise
         finally:
-            for view in views:
-                self.spark.catalog.dropTempView(view)
+            planner.drop(views + snapshots)

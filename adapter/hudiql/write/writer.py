@@ -61,6 +61,7 @@ from hudiql.write.append_handle import (
 from hudiql.write.bucket import (
     DEFAULT_MAX_FILE_SIZE,
     DEFAULT_SMALL_FILE_LIMIT,
+    Bucket,
     assign_inserts,
 )
 from hudiql.write.handle import (
@@ -162,7 +163,25 @@ def _write_file_groups(
     partitions = [r[0] for r in incoming.select(PARTITION_PATH).distinct().collect()]
     view = table.file_system_view(partitions)
     _write_partition_metadata(table, partitions, instant_time)
-    updates, inserts = _tag(spark, table, incoming, view, operation)
+    # Tagged rows feed the insert counts and the write: compute the index lookup once.
+    tagged = _tag(spark, table, incoming, view, operation).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return _write_tagged(spark, table, tagged, view, operation, instant_time, settings, planned)
+    finally:
+        tagged.unpersist()
+
+
+def _write_tagged(
+    spark: SparkSession,
+    table: HudiTable,
+    tagged: DataFrame,
+    view: FileSystemView,
+    operation: Operation,
+    instant_time: str,
+    settings: dict,
+    planned: bool,
+) -> list[WriteStat]:
+    updates, inserts = _split(tagged)
     mor = table.config.is_mor
     # COW packs inserts into small file groups; MOR inserts always start new file groups.
     small_files: dict[str, list] = {}
@@ -171,7 +190,7 @@ def _write_file_groups(
         for s in view.latest_slices():
             if s.base_file and s.base_file_size < small_limit:
                 small_files.setdefault(s.partition_path, []).append(s)
-    inserts = _assign_buckets(spark, table, inserts, small_files, settings)
+    inserts, buckets = _assign_buckets(spark, table, inserts, small_files, settings)
     arrow_schema = to_arrow(with_meta_columns(table.schema))
     merge = MergeTask(
         base_uri=table.base_uri,
@@ -189,31 +208,47 @@ def _write_file_groups(
     else:
         to_merge = updates.unionByName(inserts) if inserts is not None else updates
     if to_merge is not None:
-        rows += to_merge.groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA).collect()
+        # One shuffle partition per file group (bounded): otherwise adaptive execution may fold
+        # every file rewrite into one task on one core.
+        groups = len(view.latest_slices()) + (len(buckets) if buckets else 0)
+        parallel = max(1, min(groups, spark.sparkContext.defaultParallelism * 4))
+        rows += to_merge.repartition(parallel, FILE_ID).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA).collect()
     return [WriteStat.from_row(r.asDict()) for r in rows]
 
 
 def _tag(
     spark: SparkSession, table: HudiTable, incoming: DataFrame, view: FileSystemView, operation: Operation
-) -> tuple[DataFrame, DataFrame]:
-    """Split incoming rows into updates (tagged with their file group) and inserts.
+) -> DataFrame:
+    """Incoming rows tagged with the file group (and base file) that stores their key, if any.
 
     The index is a join with the record keys of the latest base files in the touched partitions;
     only the meta columns of those files are read.
     """
     slices = [s for s in view.read_slices() if s.base_file]
     if operation is Operation.UPSERT and table.has_record_key and slices:
+        meta = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
         existing = (
-            spark.read.parquet(*[table.storage.uri(s.base_path) for s in slices])
+            spark.read.schema(meta)
+            .parquet(*[table.storage.uri(s.base_path) for s in slices])
             .select(RECORD_KEY, PARTITION_PATH, F.col("_metadata.file_name").alias(BASE_FILE))
-            .withColumn(FILE_ID, F.regexp_extract(F.col(BASE_FILE), r"^([^_]+)_", 1))
         )
-        tagged = incoming.join(existing, [RECORD_KEY, PARTITION_PATH], "left")
+        # Inner join first: Spark may broadcast the (small) batch keys instead of shuffling every
+        # stored key; the left join of the batch with the matches is then small on both sides.
+        keys = incoming.select(RECORD_KEY, PARTITION_PATH)
+        matches = existing.join(keys, [RECORD_KEY, PARTITION_PATH]).withColumn(
+            FILE_ID, F.regexp_extract(F.col(BASE_FILE), r"^([^_]+)_", 1)
+        )
+        tagged = incoming.join(matches, [RECORD_KEY, PARTITION_PATH], "left")
     else:
         tagged = incoming.withColumn(BASE_FILE, F.lit(None).cast("string")).withColumn(FILE_ID, F.lit(None).cast("string"))
+    return tagged
+
+
+def _split(tagged: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(updates of stored records, inserts); deleting a key that is not stored is a no-op."""
     updates = tagged.where(F.col(FILE_ID).isNotNull())
     inserts = tagged.where(F.col(FILE_ID).isNull()).drop(FILE_ID, BASE_FILE)
-    for flag in (IS_DELETED, DELETE):  # deleting a key that is not stored is a no-op
+    for flag in (IS_DELETED, DELETE):
         if flag in inserts.columns:
             inserts = inserts.where(~F.coalesce(F.col(flag), F.lit(False)))
     return updates, inserts
@@ -221,14 +256,14 @@ def _tag(
 
 def _assign_buckets(
     spark: SparkSession, table: HudiTable, inserts: DataFrame, small_files: dict, settings: dict
-) -> DataFrame | None:
-    """Tag inserts with the file group that receives them; ``None`` when there are none."""
+) -> tuple[DataFrame | None, list[Bucket]]:
+    """Tag inserts with the file group that receives them (``None`` when there are none)."""
     insert_counts = {r[0]: r[1] for r in inserts.groupBy(PARTITION_PATH).count().collect()}
     max_file_size = int(settings.get(MAX_FILE_SIZE, DEFAULT_MAX_FILE_SIZE))
     record_size = int(settings.get(RECORD_SIZE_ESTIMATE, 0)) or table.average_record_size()
     buckets = assign_inserts(insert_counts, small_files, record_size, max_file_size)
     if not buckets:
-        return None
+        return None, []
     last = {b.partition_path: b.file_id for b in buckets}
     bucket_df = spark.createDataFrame(
         [(b.partition_path, b.file_id, b.base_file, b.low, 2.0 if last[b.partition_path] == b.file_id else b.high)
@@ -237,10 +272,11 @@ def _assign_buckets(
     )
     spread = F.col(RECORD_KEY) if table.has_record_key else F.col(SEQUENCE).cast("string")
     hashed = inserts.withColumn("__r", F.pmod(F.xxhash64(spread), F.lit(1_000_003)) / F.lit(1_000_003.0))
-    return hashed.join(
+    assigned = hashed.join(
         F.broadcast(bucket_df),
         (hashed[PARTITION_PATH] == bucket_df["__p"]) & (hashed["__r"] >= bucket_df["__lo"]) & (hashed["__r"] < bucket_df["__hi"]),
     ).drop("__p", "__lo", "__hi", "__r")
+    return assigned, buckets
 
 
 def _append_logs(
