@@ -4,6 +4,7 @@ The CLI prints a ``HudiqlError`` as one line and exits 1; anything else is a bug
 """
 
 
+import re
 from typing import NoReturn
 
 
@@ -52,6 +53,10 @@ def from_spark_error(exc: BaseException) -> HudiqlError | None:
     from hudiql.table.keygen import NULL_KEY_ERROR
 
     text = str(exc)
+    # A hudiql error raised inside a Spark task comes back inside the task's Python traceback.
+    raised = re.search(r"hudiql\.errors\.(\w+): (.+)", text)
+    if raised and isinstance(globals().get(raised[1]), type) and issubclass(globals()[raised[1]], HudiqlError):
+        return globals()[raised[1]](raised[2].strip())
     if NULL_KEY_ERROR in text:
         detail = text[text.index(NULL_KEY_ERROR) + len(NULL_KEY_ERROR) + 2:].splitlines()[0]
         detail = detail.split(". SQLSTATE")[0].rstrip(".\"' ")

@@ -30,7 +30,7 @@ from hudiql.services.rollback import files_from_markers
 from hudiql.table import layout
 from hudiql.table.commit import CommitMetadata, WriteStat
 from hudiql.table.compaction_plan import CompactionOperation, decode_plan, encode_plan
-from hudiql.table.schema import to_arrow, to_avro_json, with_meta_columns
+from hudiql.table.schema import FILE_NAME, to_arrow, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import (
     COMMIT,
@@ -57,11 +57,23 @@ def read_plan(table: HudiTable, instant: Instant) -> list[CompactionOperation]:
     return decode_plan(table.timeline.read_requested(instant))
 
 
-def is_due(table: HudiTable, settings: dict[str, str]) -> bool:
-    """Whether the inline trigger fires: delta commits and/or time since the last compaction."""
+def check_settings(settings: dict[str, str]) -> None:
+    """Refuse a bad trigger setting before a write starts, not after it committed."""
     strategy = settings.get(TRIGGER_STRATEGY, "NUM_COMMITS").upper()
     if strategy not in STRATEGIES:
         raise HudiqlError(f"{TRIGGER_STRATEGY}={strategy} is not valid; use one of {', '.join(STRATEGIES)}")
+    for key in (MAX_DELTA_COMMITS, MAX_DELTA_SECONDS):
+        try:
+            if float(settings.get(key, "0")) < 0:
+                raise ValueError
+        except ValueError:
+            raise HudiqlError(f"{key}={settings[key]} is not valid; give a number of 0 or more") from None
+
+
+def is_due(table: HudiTable, settings: dict[str, str]) -> bool:
+    """Whether the inline trigger fires: delta commits and/or time since the last compaction."""
+    check_settings(settings)
+    strategy = settings.get(TRIGGER_STRATEGY, "NUM_COMMITS").upper()
     timeline = table.timeline
     compactions = [i for i in timeline.instants if i.action == COMPACTION]
     since = compactions[-1].timestamp if compactions else ""
@@ -95,10 +107,12 @@ def schedule(table: HudiTable) -> Instant | None:
     later = [i for i in timeline.instants if i.timestamp >= instant_time]
     if later:
         raise WriteConflictError(f"cannot schedule compaction at {instant_time}: instant {later[0].timestamp} is not earlier")
+    view = table.file_system_view()
+    # A file group whose compaction is still pending waits for it, as in Hudi.
     operations = [
         CompactionOperation(s.partition_path, s.file_id, s.base_instant, s.base_file, tuple(s.log_files))
-        for s in table.file_system_view().read_slices()
-        if s.log_files
+        for s in view.latest_slices()
+        if s.log_files and s.base_instant not in view.pending_compactions
     ]
     if not operations:
         return None
@@ -130,6 +144,10 @@ class CompactionTask:
         name = layout.base_file_name(op["file_id"], token, self.instant_time)
         path = layout.join_partition(op["partition_path"], name)
         storage.write(layout.marker_path(self.instant_time, op["partition_path"], name, "CREATE"), b"")
+        # Like any base file, the new one names itself in every row's _hoodie_file_name.
+        merged = merged.set_column(
+            merged.schema.get_field_index(FILE_NAME), FILE_NAME, pa.array([name] * merged.num_rows, pa.string())
+        )
         with storage.open_output_stream(path) as sink:
             pq.write_table(merged.cast(self.merger.arrow_schema), sink, compression=self.compression)
         size = storage.size(path)

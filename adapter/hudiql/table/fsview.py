@@ -144,17 +144,17 @@ class FileSystemView:
         ]
 
     def read_slices(self, partition: str | None = None) -> list[FileSlice]:
-        """What readers merge per file group: the latest slice, joined with the slice before it
-        while a compaction of that one is pending (its new base file does not exist yet)."""
+        """What readers merge per file group: the latest slice, joined with the slices before it
+        while their compactions are pending (the new base files do not exist yet)."""
         out = []
         for group in self.file_groups(partition):
             ordered = [group.slices[t] for t in sorted(group.slices)]
-            latest = ordered[-1]
-            if latest.base_file is None and latest.base_instant in self.pending_compactions and len(ordered) > 1:
-                before = ordered[-2]
-                latest = FileSlice(before.partition_path, before.file_id, before.base_instant, before.base_file,
-                                   before.base_file_size, before.log_files + latest.log_files)
-            out.append(latest)
+            merged = ordered.pop()
+            while merged.base_file is None and merged.base_instant in self.pending_compactions and ordered:
+                before = ordered.pop()
+                merged = FileSlice(before.partition_path, before.file_id, before.base_instant, before.base_file,
+                                   before.base_file_size, before.log_files + merged.log_files)
+            out.append(merged)
         return out
 
 

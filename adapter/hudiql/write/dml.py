@@ -247,6 +247,12 @@ class DmlPlanner:
             keyed = rule.precombine(keyed, [RECORD_KEY], SEQUENCE, SOURCE_ORDERING if rule.ordering_field else None)
         combined = keyed.drop(SOURCE_ORDERING)
         enforce = self.session.conf.get(ENFORCE_ORDERING, "true").lower() != "false"
+        if not enforce and rule.is_event_time and table.config.is_mor:
+            raise SqlError(
+                f"{ENFORCE_ORDERING}=false cannot apply to merge-on-read table {table.config.name}: every reader "
+                "merges its log records by the ordering field, so an older update would still lose; "
+                f"SET {ENFORCE_ORDERING}=true, or use a copy-on-write table"
+            )
         wins = rule.incoming_wins_column(F.col(OLD_ORDERING), F.col(rule.ordering_field)) if (
             enforce and rule.is_event_time) else F.lit(True)
         is_update = F.col(KIND) == UPDATE

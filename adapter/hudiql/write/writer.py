@@ -111,6 +111,10 @@ def write_rows(
     rollback_failed_writes(table)
     table = table.refresh()
     settings = {**table.config.props, **conf}
+    if table.config.is_mor:
+        compaction.check_settings(settings)
+        for key, default in ((WRITE_BATCH_SIZE, DEFAULT_BATCH_SIZE), (WRITE_TASK_MAX_SIZE, DEFAULT_TASK_MAX_SIZE)):
+            megabytes(settings, key, default)
     timeline = table.timeline
     instant = timeline.start(DELTA_COMMIT if table.config.is_mor else COMMIT, timeline.new_instant_time())
     incoming = None
@@ -305,10 +309,23 @@ def _append_logs(
         ordering_field=ordering,
         ordering_wrapper=wrapper_for(next(f["type"] for f in avro_schema["fields"] if f["name"] == ordering)) if ordering else None,
         block_format=settings.get(LOG_BLOCK_FORMAT, "avro").lower(),
-        batch_size=int(settings.get(WRITE_BATCH_SIZE, DEFAULT_BATCH_SIZE)),
-        task_max_size=int(settings.get(WRITE_TASK_MAX_SIZE, DEFAULT_TASK_MAX_SIZE)),
+        batch_size=megabytes(settings, WRITE_BATCH_SIZE, DEFAULT_BATCH_SIZE),
+        task_max_size=megabytes(settings, WRITE_TASK_MAX_SIZE, DEFAULT_TASK_MAX_SIZE),
     )
     return rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()
+
+
+def megabytes(settings: dict[str, str], key: str, default: int) -> int:
+    """A buffer size given in MB, as Hudi's Flink options give it (decimals allowed), in bytes."""
+    if key not in settings:
+        return default
+    try:
+        value = float(settings[key])
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise HudiqlError(f"{key}={settings[key]} is not valid; give a size in MB greater than 0 (e.g. 256)")
+    return max(1, int(value * 1024 * 1024))
 
 
 def _write_partition_metadata(table: HudiTable, partitions: list[str], instant_time: str) -> None:
