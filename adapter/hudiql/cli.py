@@ -1,7 +1,8 @@
 """The ``hudiql`` command line.
 
-    hudiql sql [--warehouse DIR] (-e "SQL" | -f FILE)
+    hudiql sql [--warehouse DIR] [-e "SQL" | -f FILE | -i INIT]   (no -e/-f: an interactive shell)
     hudiql compact [--warehouse DIR] TABLE
+    hudiql run|build|test|seed|compile|ls|debug [--project-dir DIR] ...   (dbt-style projects)
 
 Query rows go to stdout, tab-separated (``NULL`` for nulls); ``Time taken: ...`` goes to
 stderr; the first failing statement prints one line and the exit code is 1.
@@ -15,6 +16,7 @@ import time
 from collections.abc import Sequence
 
 from hudiql.errors import HudiqlError
+from hudiql.project.cli import add_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -40,6 +42,10 @@ def run_sql(args: argparse.Namespace) -> int:
     from hudiql.session import connect
     from hudiql.sql.parser import split_statements
 
+    if args.execute is None and args.file is None:
+        from hudiql.shell import run_shell  # imported here: hudiql.shell imports this module
+
+        return run_shell(args)
     if args.file:
         try:
             with open(args.file, encoding="utf-8") as f:
@@ -99,16 +105,18 @@ def run_compact(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hudiql", description="Hudi upsert tables from plain SQL, on Spark.")
     commands = parser.add_subparsers(dest="command", required=True)
-    sql = commands.add_parser("sql", help="run SQL statements")
+    sql = commands.add_parser("sql", help="run SQL statements (an interactive shell without -e or -f)")
     sql.add_argument("--warehouse", default="warehouse", help="folder of managed tables (default: ./warehouse)")
-    source = sql.add_mutually_exclusive_group(required=True)
+    source = sql.add_mutually_exclusive_group()
     source.add_argument("-e", "--execute", help="SQL text to run")
     source.add_argument("-f", "--file", help="SQL file to run")
+    sql.add_argument("-i", "--init", help="SQL file the interactive shell runs before its first prompt")
     sql.set_defaults(handler=run_sql)
     compact = commands.add_parser("compact", help="compact a merge-on-read table")
     compact.add_argument("--warehouse", default="warehouse", help="folder of managed tables (default: ./warehouse)")
     compact.add_argument("table", help="[database.]table")
     compact.set_defaults(handler=run_compact)
+    add_commands(commands)
     return parser
 
 

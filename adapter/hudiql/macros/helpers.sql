@@ -1,0 +1,69 @@
+{#- Building blocks of the materializations. A project macro with the same name replaces one. -#}
+
+{#- A Spark SQL string literal. -#}
+{% macro sql_string(value) -%}
+'{{ value | string | replace("\\", "\\\\") | replace("'", "\\'") }}'
+{%- endmacro %}
+
+{#- Where a model's table goes: the target's database, or `<target database>_<schema>` with `schema` set. -#}
+{% macro generate_schema_name(custom_schema_name, node) -%}
+{%- if custom_schema_name is none -%}
+{{ target.schema }}
+{%- else -%}
+{{ target.schema }}_{{ custom_schema_name | trim }}
+{%- endif -%}
+{%- endmacro %}
+
+{#- The Hudi clauses of CREATE TABLE from the model's configs; a composite key is one comma-separated string. -#}
+{% macro hudi_table_clauses() -%}
+{%- set partition_by = config.get('partition_by') or [] -%}
+{%- if partition_by %}
+PARTITIONED BY ({% for column in partition_by %}{{ adapter.quote(column) }}{{ ", " if not loop.last }}{% endfor %})
+{%- endif %}
+TBLPROPERTIES (
+  type = {{ sql_string(config.get('table_type')) }}
+  {%- if config.get('unique_key') %},
+  primaryKey = {{ sql_string(config.get('unique_key') | join(',')) }}
+  {%- endif %}
+  {%- if config.get('precombine_field') %},
+  preCombineField = {{ sql_string(config.get('precombine_field')) }}
+  {%- endif %}
+  {%- for key, value in (config.get('options') or {}).items() %},
+  {{ sql_string(key) }} = {{ sql_string(value) }}
+  {%- endfor %}
+)
+{%- endmacro %}
+
+{% macro create_table_as(relation, sql, location=none) -%}
+CREATE TABLE {{ relation }} USING hudi
+{{- hudi_table_clauses() }}
+{%- if location %}
+LOCATION {{ sql_string(location) }}
+{%- endif %}
+AS
+{{ sql }}
+{%- endmacro %}
+
+{#- Create the table, or replace it atomically: the new table is built aside and the catalog entry
+    switches to it in one write, so readers see the old table until the new one is complete. -#}
+{% macro replace_table(relation, sql) -%}
+{%- if adapter.table_exists(relation) -%}
+  {%- set build = adapter.prepare_build(relation) -%}
+  {%- do run_query(create_table_as(build.relation, sql, build.location)) -%}
+  {%- do adapter.switch_build(build, relation) -%}
+{%- else -%}
+  {%- do run_query(create_table_as(relation, sql)) -%}
+{%- endif -%}
+{%- endmacro %}
+
+{#- Rows of `source_sql` shaped like a table of `columns`: a column the source lacks is a typed NULL. -#}
+{% macro select_columns(source_sql, columns) -%}
+{%- set present = adapter.get_query_columns(source_sql) | map(attribute='name') | map('lower') | list -%}
+SELECT {% for column in columns -%}
+{%- if column.name | lower in present -%}{{ adapter.quote(column.name) }}{%- else -%}CAST(NULL AS {{ column.data_type }}) AS {{ adapter.quote(column.name) }}{%- endif -%}
+{{ ", " if not loop.last }}
+{%- endfor %}
+FROM (
+{{ source_sql }}
+) AS DBT_INTERNAL_SOURCE
+{%- endmacro %}

@@ -1,0 +1,106 @@
+{#- Incremental models: the first run (and --full-refresh) builds the table like `table`; later runs
+    write only the model's new rows, by incremental_strategy:
+    - merge (default with unique_key): MERGE INTO on the key columns, an upsert by the table's ordering field;
+    - append: INSERT with the Hudi insert operation (no lookup of existing keys);
+    - insert_overwrite: the partitions the new rows touch are replaced, the others kept (an atomic rebuild).
+    on_schema_change: ignore (write the columns both have), fail, append_new_columns (new columns are added by
+    an atomic rebuild; older rows read NULL in them). -#}
+{% macro materialization_incremental() %}
+  {%- if not adapter.table_exists(this) or should_full_refresh() -%}
+    {%- do replace_table(this, sql) -%}
+    {{ return(none) }}
+  {%- endif -%}
+  {%- set problem = adapter.check_table_config(this, model.config) -%}
+  {%- if problem -%}{{ exceptions.raise_compiler_error(problem) }}{%- endif -%}
+
+  {%- set on_schema_change = config.get('on_schema_change') -%}
+  {%- set change = adapter.schema_change(this, sql) -%}
+  {%- if change.changed and on_schema_change == 'fail' -%}
+    {{ exceptions.raise_compiler_error(
+        "the columns of " ~ this ~ " changed (new: " ~ (change.added | map(attribute='name') | join(', ') or 'none')
+        ~ "; gone: " ~ (change.removed | map(attribute='name') | join(', ') or 'none')
+        ~ ") and on_schema_change is 'fail'; run with --full-refresh or set on_schema_change") }}
+  {%- endif -%}
+
+  {%- set columns = adapter.get_columns(this) -%}
+  {%- if change.added and on_schema_change == 'append_new_columns' -%}
+    {%- set columns = columns + change.added -%}
+    {%- set build = adapter.prepare_build(this) -%}
+    {%- do run_query(create_table_as(build.relation, select_columns("SELECT * FROM " ~ this, columns), build.location)) -%}
+    {%- do write_increment(build.relation, columns, change) -%}
+    {%- do adapter.switch_build(build, this) -%}
+  {%- else -%}
+    {%- do write_increment(this, columns, change) -%}
+  {%- endif -%}
+{% endmacro %}
+
+{#- Write the model's rows (`sql`) into `relation`, a table of `columns`; only the columns the model
+    returns are written (an updated row keeps its other values, a new row has NULL in them). -#}
+{% macro write_increment(relation, columns, change) -%}
+  {%- set written = [] -%}
+  {%- for column in columns if column.name | lower in (change.common + change.added | map(attribute='name') | list) | map('lower') | list -%}
+    {%- do written.append(column.name) -%}
+  {%- endfor -%}
+  {%- set strategy = config.get('incremental_strategy') -%}
+  {%- if strategy == 'merge' -%}
+    {%- do run_query(get_merge_sql(relation, sql, config.get('unique_key'), written)) -%}
+  {%- elif strategy == 'append' -%}
+    {%- do run_query("SET hoodie.spark.sql.insert.into.operation=insert") -%}
+    {%- do run_query(get_insert_sql(relation, sql, written)) -%}
+  {%- else -%}
+    {%- do replace_partitions(relation, select_columns(sql, columns), columns) -%}
+  {%- endif -%}
+{%- endmacro %}
+
+{#- MERGE on the key columns: matched rows take the new values of the other `columns`, new keys are inserted. -#}
+{% macro get_merge_sql(target, source_sql, unique_key, columns) -%}
+{%- set keys = unique_key | map('lower') | list -%}
+{%- set non_keys = [] -%}
+{%- for column in columns if column | lower not in keys -%}{%- do non_keys.append(column) -%}{%- endfor -%}
+MERGE INTO {{ target }} AS DBT_INTERNAL_DEST
+USING (
+{{ source_sql }}
+) AS DBT_INTERNAL_SOURCE
+ON {% for key in unique_key -%}
+{{ "AND " if not loop.first }}DBT_INTERNAL_DEST.{{ adapter.quote(key) }} = DBT_INTERNAL_SOURCE.{{ adapter.quote(key) }}
+{% endfor -%}
+{%- if non_keys %}
+WHEN MATCHED THEN UPDATE SET
+  {% for column in non_keys -%}
+  {{ adapter.quote(column) }} = DBT_INTERNAL_SOURCE.{{ adapter.quote(column) }}{{ "," if not loop.last }}
+  {% endfor -%}
+{%- endif %}
+WHEN NOT MATCHED THEN INSERT ({% for column in columns %}{{ adapter.quote(column) }}{{ ", " if not loop.last }}{% endfor %})
+  VALUES ({% for column in columns %}DBT_INTERNAL_SOURCE.{{ adapter.quote(column) }}{{ ", " if not loop.last }}{% endfor %})
+{%- endmacro %}
+
+{% macro get_insert_sql(target, source_sql, columns) -%}
+{%- set column_list -%}{% for column in columns %}{{ adapter.quote(column) }}{{ ", " if not loop.last }}{% endfor %}{%- endset -%}
+INSERT INTO {{ target }} ({{ column_list }})
+SELECT {{ column_list }} FROM (
+{{ source_sql }}
+) AS DBT_INTERNAL_SOURCE
+{%- endmacro %}
+
+{#- insert_overwrite: the table rebuilt from the new rows plus the stored rows of every partition
+    the new rows do not touch, then switched in atomically. -#}
+{% macro replace_partitions(relation, rows, columns) -%}
+  {%- set partition_by = config.get('partition_by') -%}
+  {%- set column_list -%}{% for column in columns %}{{ adapter.quote(column.name) }}{{ ", " if not loop.last }}{% endfor %}{%- endset -%}
+  {%- set rebuilt -%}
+SELECT {{ column_list }} FROM (
+{{ rows }}
+) AS DBT_INTERNAL_NEW
+UNION ALL
+SELECT {{ column_list }} FROM {{ relation }} AS DBT_INTERNAL_OLD
+LEFT ANTI JOIN (
+  SELECT DISTINCT {% for p in partition_by %}{{ adapter.quote(p) }}{{ ", " if not loop.last }}{% endfor %} FROM (
+{{ rows }}
+  ) AS DBT_INTERNAL_TOUCHED_ROWS
+) AS DBT_INTERNAL_TOUCHED
+ON {% for p in partition_by %}{{ "AND " if not loop.first }}DBT_INTERNAL_OLD.{{ adapter.quote(p) }} <=> DBT_INTERNAL_TOUCHED.{{ adapter.quote(p) }} {% endfor %}
+  {%- endset -%}
+  {%- set build = adapter.prepare_build(relation) -%}
+  {%- do run_query(create_table_as(build.relation, rebuilt, build.location)) -%}
+  {%- do adapter.switch_build(build, relation) -%}
+{%- endmacro %}

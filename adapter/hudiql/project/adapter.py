@@ -1,0 +1,239 @@
+"""The warehouse as materialization macros see it (``adapter`` and ``run_query`` in Jinja).
+
+Statements run on a hudiql ``Session``; each node gets a fresh one (sharing the one SparkSession),
+so a ``SET`` in one materialization never leaks into the next node, and nodes on several
+threads do not share planner state. Spark starts on first use: ``compile`` and ``ls`` of a
+project that never runs a query need no JVM.
+
+Example (in a macro):
+    {% if adapter.table_exists(this) %}
+      {% do run_query("MERGE INTO " ~ this ~ " ...") %}
+    {% endif %}
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Row, SparkSession
+
+from hudiql.catalog import Catalog
+from hudiql.errors import HudiqlError, SqlError
+from hudiql.project import swap
+from hudiql.project.errors import ProjectError
+from hudiql.project.nodes import Column, Relation
+from hudiql.project.profiles import Target
+from hudiql.project.relations import table_exists, table_location
+from hudiql.project.seeds import read_seed
+from hudiql.session import Session, connect
+from hudiql.sql import statements as S
+from hudiql.sql.parser import parse_statement, split_statements
+from hudiql.table.table import HudiTable
+
+
+@dataclass
+class NodeScope:
+    """What one node's materialization did: its statements and the last statement's counts."""
+
+    new_session: Callable[[], Session]
+    statements: list[str] = field(default_factory=list)
+    response: dict[str, Any] = field(default_factory=dict)
+    builds: list[swap.Build] = field(default_factory=list)  # prepared, not yet switched in
+    _session: Session | None = None
+
+    @property
+    def session(self) -> Session:
+        """The node's session, made on first use: compiling a node that runs no query needs no Spark."""
+        if self._session is None:
+            self._session = self.new_session()
+        return self._session
+
+
+@dataclass
+class SchemaChange:
+    added: list[Column]
+    removed: list[Column]
+    common: list[str]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.removed)
+
+
+class Adapter:
+    def __init__(self, target: Target, project_root: Path, spark: SparkSession | None = None, quiet: bool = False) -> None:
+        self.target = target
+        self.project_root = project_root
+        self.catalog = Catalog(target.warehouse)
+        self._spark = spark
+        self._quiet = quiet  # CLI runs: Spark's own log lines would break the console format
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self._databases: set[str] = set()
+        self.views_ready: set[str] = set()  # unique ids of view models created in this run
+
+    # ---- sessions -------------------------------------------------------------------------------
+    @property
+    def spark(self) -> SparkSession:
+        return self.start()
+
+    def start(self) -> SparkSession:
+        """The SparkSession, started now if it was not (with the target's ``spark_conf``)."""
+        with self._lock:
+            if self._spark is None:
+                session = connect(warehouse=self.target.warehouse, conf=self.target.spark_settings())
+                if self._quiet:
+                    from hudiql.cli import (
+                        _quiet,  # here, not at the top: hudiql.cli imports this package
+                    )
+
+                    _quiet(session)
+                self._spark = session.spark
+            return self._spark
+
+    def new_session(self) -> Session:
+        session = Session(self.target.warehouse, self.spark, self.target.spark_conf)
+        session.database = self.target.database
+        return session
+
+    @contextmanager
+    def node_scope(self) -> Iterator[NodeScope]:
+        """Run a node's statements in a fresh session; builds it prepared and did not switch in are
+        removed when it ends (a failed materialization leaves nothing behind)."""
+        scope = NodeScope(self.new_session)
+        outer = getattr(self._local, "scope", None)  # a view created for a node runs inside its scope
+        self._local.scope = scope
+        try:
+            yield scope
+        finally:
+            self._local.scope = outer
+            for build in scope.builds:
+                swap.discard(self.catalog, build)
+
+    @property
+    def scope(self) -> NodeScope:
+        scope = getattr(self._local, "scope", None)
+        if scope is None:
+            raise ProjectError("statements run only while a node runs (run_query in a model needs `{% if execute %}`)")
+        return scope
+
+    def ensure_database(self, name: str) -> None:
+        with self._lock:
+            if name in self._databases:
+                return
+        if not self.catalog.database_exists(name):
+            self.catalog.create_database(name)
+        with self._lock:
+            self._databases.add(name)
+
+    # ---- statements -----------------------------------------------------------------------------
+    def run_query(self, sql: str) -> list[Row]:
+        """Run ``sql`` (one or more statements); the last one's rows. Recorded for ``target/run``."""
+        scope = self.scope
+        rows: list[Row] = []
+        for statement in split_statements(str(sql)):
+            scope.statements.append(statement)
+            rows = scope.session.sql(statement).collect()
+            if len(rows) == 1 and "num_affected_rows" in rows[0].asDict():
+                scope.response = {"rows_affected": rows[0]["num_affected_rows"], **rows[0].asDict()}
+        return rows
+
+    @staticmethod
+    def quote(name: str) -> str:
+        """A column name as a Spark SQL identifier (backticks): ``adapter.quote('order id')``."""
+        return "`" + str(name).replace("`", "``") + "`"
+
+    # ---- relations ------------------------------------------------------------------------------
+    def table_exists(self, relation: Relation) -> bool:
+        return table_exists(self.catalog, relation)
+
+    def get_columns(self, relation: Relation) -> list[Column]:
+        table = HudiTable.load(table_location(self.catalog, relation)[0])
+        return [Column(f.name, f.dataType.simpleString()) for f in table.schema.fields]
+
+    def get_query_columns(self, sql: str) -> list[Column]:
+        """The columns ``sql`` returns; Spark analyses the query without running it."""
+        df = self._query(sql)
+        return [Column(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+
+    def _query(self, sql: str):
+        statement = parse_statement(str(sql))
+        if not isinstance(statement, S.Query):
+            raise SqlError("a model must be one SELECT statement")
+        return self.scope.session.planner.dataframe(statement.expression)
+
+    def create_view(self, relation: Relation, sql: str) -> None:
+        """A Spark temporary view: reads what its tables hold now, lives as long as this run."""
+        self.scope.statements.append(f"CREATE OR REPLACE TEMPORARY VIEW {relation} AS\n{sql}")
+        self._query(sql).createOrReplaceTempView(relation.identifier)
+
+    def schema_change(self, relation: Relation, sql: str) -> SchemaChange:
+        """How the columns of ``sql`` differ from the table's (names compared case-insensitively)."""
+        stored, incoming = self.get_columns(relation), self.get_query_columns(sql)
+        stored_names = {c.name.lower() for c in stored}
+        incoming_names = {c.name.lower() for c in incoming}
+        return SchemaChange(
+            added=[c for c in incoming if c.name.lower() not in stored_names],
+            removed=[c for c in stored if c.name.lower() not in incoming_names],
+            common=[c.name for c in stored if c.name.lower() in incoming_names],
+        )
+
+    def check_table_config(self, relation: Relation, config: dict[str, Any]) -> str:
+        """Refuse to write into a table whose keys, partitions or type differ from the model's
+        configs (the model was changed): an empty string, else the reason."""
+        table = HudiTable.load(table_location(self.catalog, relation)[0])
+        found = {
+            "unique_key": [k.lower() for k in table.config.record_key_fields],
+            "partition_by": [p.lower() for p in table.config.partition_fields],
+            "table_type": "mor" if table.config.is_mor else "cow",
+        }
+        wanted = {
+            "unique_key": [k.lower() for k in config["unique_key"]],
+            "partition_by": [p.lower() for p in config["partition_by"]],
+            "table_type": config["table_type"],
+        }
+        for key, value in found.items():
+            if key == "unique_key" and not wanted[key] and config.get("incremental_strategy") != "merge":
+                continue  # append and insert_overwrite write keyed tables too
+            if value != wanted[key]:
+                return f"table {relation} has {key} {value} but the model says {wanted[key]}; run with --full-refresh to rebuild it"
+        return ""
+
+    # ---- atomic replacement -------------------------------------------------------------------------
+    def prepare_build(self, relation: Relation) -> swap.Build:
+        build = swap.prepare_build(self.catalog, relation)
+        self.scope.builds.append(build)
+        return build
+
+    def switch_build(self, build: swap.Build, relation: Relation) -> str:
+        swap.switch(self.catalog, build, relation)
+        self.scope.builds.remove(build)
+        self.scope.statements.append(f"-- {relation} now reads the table built at {build.location}")
+        return ""
+
+    # ---- seeds --------------------------------------------------------------------------------------
+    def load_seed(self, model: dict[str, Any]) -> str:
+        """Register the seed's CSV rows as a temporary view; the SELECT that types them.
+
+        ``model`` is the seed node as Jinja sees it (``model`` in the context)."""
+        config = model["config"]
+        seed = read_seed(self.project_root / model["original_file_path"], config["delimiter"], config["column_types"])
+        view = f"__hudiql_seed_{model['name']}"
+        schema = ", ".join(f"`{name}` string" for name, _ in seed.columns)
+        self.spark.createDataFrame(seed.rows, schema).createOrReplaceTempView(view)
+        self.scope.response = {"rows_affected": len(seed.rows)}
+        casts = ", ".join(f"CAST(`{name}` AS {dtype}) AS `{name}`" for name, dtype in seed.columns)
+        return f"SELECT {casts} FROM {view}"
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for the console: a ``HudiqlError``'s message, else the exception's first line."""
+    if isinstance(exc, HudiqlError):
+        return str(exc)
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"

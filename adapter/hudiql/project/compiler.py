@@ -1,0 +1,159 @@
+"""A node's SQL: its Jinja rendered with real relations, ephemeral models injected as CTEs.
+
+``ref('m')`` of an ephemeral model renders ``__dbt__cte__m`` and the model's SQL becomes a CTE
+of the query (ephemeral models that ref other ephemeral models are flattened, parents first).
+A generic test's SQL comes from its ``test_<name>`` macro. Compiled SQL is written to
+``target/compiled/<project>/<path>``.
+
+Example:
+    >>> compiler.compile(manifest.nodes["model.shop.fct_orders"])
+    'SELECT ... FROM default.orders ...'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlglot.dialects.spark import Spark
+from sqlglot.tokens import TokenType
+
+from hudiql.errors import HudiqlError
+from hudiql.project.adapter import Adapter
+from hudiql.project.context import Invocation
+from hudiql.project.errors import CompilationError
+from hudiql.project.nodes import Node, Relation
+from hudiql.project.parser import Manifest, is_relation_argument
+from hudiql.sql import statements as S
+from hudiql.sql.parser import parse_statement, split_statements
+
+
+class _Lookup:
+    """``ref``/``source`` at compile time; remembers the ephemeral models a node uses."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest = manifest
+        self.ephemerals: list[str] = []
+
+    def ref(self, node: Node, name: str) -> Relation:
+        target = self.manifest.named(name)
+        if target is None:  # the graph checked every ref; only a ref computed at run time gets here
+            raise CompilationError(f"Compilation Error in {node.label}: ref('{name}') is not a model or seed of this project")
+        if target.is_ephemeral and target.unique_id not in self.ephemerals:
+            self.ephemerals.append(target.unique_id)
+        assert target.relation is not None
+        return target.relation
+
+    def source(self, node: Node, source_name: str, table_name: str) -> Relation:
+        for source in self.manifest.sources.values():
+            if (source.source_name, source.name) == (source_name, table_name):
+                return source.relation
+        raise CompilationError(f"Compilation Error in {node.label}: source('{source_name}', '{table_name}') is not declared")
+
+
+class Compiler:
+    def __init__(self, manifest: Manifest, adapter: Adapter) -> None:
+        self.manifest = manifest
+        self.invocation: Invocation = manifest.invocation
+        self.adapter = adapter
+
+    def full_refresh(self, node: Node) -> bool:
+        """``--full-refresh``, unless the node's ``full_refresh`` config says otherwise."""
+        configured = node.config.get("full_refresh")
+        return self.invocation.full_refresh if configured is None else bool(configured)
+
+    def is_incremental(self, node: Node) -> bool:
+        return node.materialized == "incremental" and not self.full_refresh(node) and self.adapter.table_exists(node.relation)
+
+    def context(self, node: Node, lookup: _Lookup | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The execution context of ``node`` (``execute`` true)."""
+        base: dict[str, Any] = {
+            "adapter": self.adapter,
+            "run_query": self.adapter.run_query,
+            "is_incremental": _once(lambda: self.is_incremental(node)),
+            "should_full_refresh": lambda: self.full_refresh(node),
+        }
+        return self.invocation.context(node, lookup or _Lookup(self.manifest), execute=True, extra={**base, **(extra or {})})
+
+    def compile(self, node: Node) -> str:
+        sql, ctes = self._render(node)
+        sql = inject_ctes(sql, [(self.manifest.nodes[u].relation.identifier, text) for u, text in ctes])
+        if node.resource_type in ("model", "test"):
+            _check_one_select(sql, node)
+        path = self.invocation.project.target_dir / "compiled" / self.invocation.project.name / compiled_path(node)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(sql, encoding="utf-8")
+        return sql
+
+    def _render(self, node: Node) -> tuple[str, list[tuple[str, str]]]:
+        """The node's SQL and the (ephemeral id, SQL) CTEs it needs, parents first."""
+        lookup = _Lookup(self.manifest)
+        ctx = self.context(node, lookup)
+        if node.test_metadata is not None:
+            sql = self._generic_test_sql(node, ctx)
+        else:
+            sql = self.invocation.library.render(node.raw_code, ctx, node.label)
+        ctes: list[tuple[str, str]] = []
+        for uid in lookup.ephemerals:
+            parent_sql, parent_ctes = self._render(self.manifest.nodes[uid])
+            for cte in [*parent_ctes, (uid, parent_sql)]:
+                if cte[0] not in [c[0] for c in ctes]:
+                    ctes.append(cte)
+        return sql.strip(), ctes
+
+    def _generic_test_sql(self, node: Node, ctx: dict[str, Any]) -> str:
+        meta = node.test_metadata
+        assert meta is not None and meta.attached_node is not None
+        attached = self.manifest.nodes.get(meta.attached_node) or self.manifest.sources[meta.attached_node]
+        model = str(ctx["ref"](attached.name) if isinstance(attached, Node) else attached.relation)
+        if node.config.get("where"):
+            model = f"(SELECT * FROM {model} WHERE {node.config['where']}) AS dbt_subquery"
+        kwargs = {}
+        for key, value in meta.kwargs.items():
+            if is_relation_argument(value):
+                value = self.invocation.library.render("{{ " + value + " }}", ctx, node.label)
+            kwargs[key] = value
+        return str(self.invocation.library.call(f"test_{meta.name}", ctx, node.label, model=model, **kwargs))
+
+
+def _once(fn: Callable[[], bool]) -> Callable[[], bool]:
+    """``is_incremental()`` looks at storage once per node, however often the model calls it."""
+    cache: list[bool] = []
+
+    def call() -> bool:
+        if not cache:
+            cache.append(fn())
+        return cache[0]
+
+    return call
+
+
+def inject_ctes(sql: str, ctes: list[tuple[str, str]]) -> str:
+    """``sql`` with ``ctes`` (name, SQL) prepended to its WITH clause, the query's text kept as written."""
+    if not ctes:
+        return sql
+    definitions = ",\n".join(f"{name} AS (\n{body}\n)" for name, body in ctes)
+    tokens = Spark().tokenize(sql)
+    if tokens and tokens[0].token_type == TokenType.WITH:
+        at = tokens[0].end + 1
+        return f"{sql[:at]} {definitions},\n{sql[at:].lstrip()}"
+    return f"WITH {definitions}\n{sql}"
+
+
+def _check_one_select(sql: str, node: Node) -> None:
+    try:
+        statements = split_statements(sql)
+        statement = parse_statement(statements[0]) if len(statements) == 1 else None
+    except HudiqlError as e:
+        raise CompilationError(f"{node.label}: {e}") from None
+    if statement is None:
+        raise CompilationError(f"{node.label} must be one SELECT statement; it compiles to {len(statements)} statements")
+    if not isinstance(statement, S.Query):
+        raise CompilationError(f"{node.label} must be one SELECT statement; it compiles to a {type(statement).__name__}")
+
+
+def compiled_path(node: Node) -> str:
+    """dbt's layout: a generic test is a file below its ``.yml`` (``models/x.yml/not_null_m_id.sql``)."""
+    if node.test_metadata is not None:
+        return f"{node.original_file_path}/{node.name}.sql"
+    return node.original_file_path

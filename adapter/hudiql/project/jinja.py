@@ -1,0 +1,148 @@
+"""The Jinja side: one environment, the macro library, and macro calls with dbt's ``return()``.
+
+Macros come from the built-in folder ``hudiql/macros`` (materializations, generic tests, helpers)
+and then from the project's macro folders, so a project macro of the same name overrides a
+built-in one. Every macro is bound to the context it is called from, so a macro sees ``ref``,
+``this``, ``adapter`` and every other macro by name, as in dbt. Each macro is compiled as a
+template of its own: Jinja binds calls between macros of one template when the file is loaded,
+so an override would not reach a built-in macro calling another of its own file.
+
+Example:
+    >>> library = MacroLibrary.load([Path("macros")], "shop")
+    >>> context = {"this": relation}
+    >>> library.bind(context)
+    >>> context["hudi_table_clauses"](config)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2 import nodes as jnodes
+
+from hudiql.project.errors import CompilationError
+
+BUILTIN_MACROS = Path(__file__).resolve().parent.parent / "macros"
+BUILTIN_PACKAGE = "hudiql"
+
+
+class MacroReturn(Exception):
+    """Raised by ``return(value)``; the macro call it leaves returns ``value``."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__()
+        self.value = value
+
+
+def do_return(value: Any = None) -> None:
+    raise MacroReturn(value)
+
+
+class MacroFunction:
+    """A Jinja macro as a callable: returns its ``return()`` value, else its rendered text."""
+
+    def __init__(self, name: str, macro: Any) -> None:
+        self.name = name
+        self._macro = macro
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._macro(*args, **kwargs)
+        except MacroReturn as r:
+            return r.value
+
+
+def make_environment() -> jinja2.Environment:
+    # StrictUndefined: a misspelt name is an error, not an empty string in the SQL.
+    return jinja2.Environment(
+        undefined=jinja2.StrictUndefined,
+        extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"],
+        keep_trailing_newline=True,
+    )
+
+
+# One ``{% macro %} ... {% endmacro %}`` block (macros in macro files do not nest).
+_MACRO_BLOCK = re.compile(r"{%-?\s*macro\s.*?{%-?\s*endmacro\s*-?%}", re.DOTALL)
+
+
+@dataclass
+class MacroFile:
+    path: Path
+    package: str
+    templates: dict[str, jinja2.Template]  # macro name -> a template defining only that macro
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.templates)
+
+
+def _sql_files(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("*.sql")) if folder.is_dir() else []
+
+
+class MacroLibrary:
+    def __init__(self, env: jinja2.Environment, files: list[MacroFile]) -> None:
+        self.env = env
+        self.files = files
+        # name -> the file that defines it; project files come last, so they win.
+        self.origin: dict[str, MacroFile] = {name: f for f in files for name in f.names}
+
+    @classmethod
+    def load(cls, project_macro_dirs: list[Path], project_name: str, root: Path | None = None) -> MacroLibrary:
+        env = make_environment()
+        files = [cls._read(env, p, BUILTIN_PACKAGE, p.relative_to(BUILTIN_MACROS.parent)) for p in _sql_files(BUILTIN_MACROS)]
+        for folder in project_macro_dirs:
+            files += [cls._read(env, p, project_name, p.relative_to(root) if root else p) for p in _sql_files(folder)]
+        return cls(env, files)
+
+    @staticmethod
+    def _read(env: jinja2.Environment, path: Path, package: str, shown: Path) -> MacroFile:
+        source = path.read_text(encoding="utf-8")
+        templates: dict[str, jinja2.Template] = {}
+        try:
+            env.parse(source, name=str(shown))  # syntax errors, with the file's line numbers
+            for block in _MACRO_BLOCK.finditer(source):
+                text = "\n" * source.count("\n", 0, block.start()) + block.group(0)  # keeps line numbers
+                name = next(env.parse(text).find_all(jnodes.Macro)).name
+                templates[name] = env.from_string(text)
+        except jinja2.TemplateSyntaxError as e:
+            raise CompilationError(f"macro file {shown}, line {e.lineno}: {e.message}") from None
+        return MacroFile(shown, package, templates)
+
+    def has(self, name: str) -> bool:
+        return name in self.origin
+
+    def bind(self, context: dict[str, Any]) -> None:
+        """Add every macro to ``context``, each resolving names in ``context`` when called."""
+        for file in self.files:
+            for name, template in file.templates.items():
+                # shared=True: the module's globals *are* ``context``, so macros see names added later.
+                module = template.make_module(vars=context, shared=True)
+                context[name] = MacroFunction(name, getattr(module, name))
+
+    def render(self, text: str, context: Mapping[str, Any], label: str) -> str:
+        """Render a model or test body with ``context``; Jinja errors name ``label``."""
+        try:
+            return self.env.from_string(text).render(context)
+        except jinja2.TemplateSyntaxError as e:
+            raise CompilationError(f"Compilation Error in {label}, line {e.lineno}: {e.message}") from None
+        except jinja2.UndefinedError as e:
+            raise CompilationError(f"Compilation Error in {label}: {e.message}") from None
+        except MacroReturn:
+            raise CompilationError(f"Compilation Error in {label}: return() is for macros, not models") from None
+        except jinja2.TemplateError as e:
+            raise CompilationError(f"Compilation Error in {label}: {e}") from None
+
+    def call(self, name: str, context: Mapping[str, Any], label: str, *args: Any, **kwargs: Any) -> Any:
+        """Call macro ``name`` as bound in ``context``; Jinja errors name ``label``."""
+        try:
+            return context[name](*args, **kwargs)
+        except jinja2.UndefinedError as e:
+            raise CompilationError(f"Compilation Error in {label} (macro {name}): {e.message}") from None
+        except jinja2.TemplateError as e:
+            raise CompilationError(f"Compilation Error in {label} (macro {name}): {e}") from None

@@ -1,0 +1,98 @@
+"""What a project is made of: nodes (models, seeds, tests), sources and the relations they name.
+
+Example:
+    >>> node = Node("model.shop.orders", "model", "orders", "models/orders.sql", ["shop", "orders"], "select 1")
+    >>> str(Relation("analytics", "orders", "table"))
+    'analytics.orders'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+EPHEMERAL_PREFIX = "__dbt__cte__"
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A table, view or CTE as SQL names it. Temporary views and CTEs have no database."""
+
+    schema: str | None
+    identifier: str
+    kind: str  # "table", "view" or "cte"
+
+    def __str__(self) -> str:
+        return f"{self.schema}.{self.identifier}" if self.schema else self.identifier
+
+    @property
+    def name(self) -> str:
+        return self.identifier
+
+    @property
+    def database(self) -> str | None:
+        return self.schema
+
+
+@dataclass
+class Column:
+    name: str
+    data_type: str
+
+
+@dataclass
+class Source:
+    """A table declared under ``sources:`` in a ``.yml`` file; ``source('name', 'table')``."""
+
+    unique_id: str
+    source_name: str
+    name: str
+    original_file_path: str
+    relation: Relation
+    description: str = ""
+    columns: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tests: list[Any] = field(default_factory=list)  # table-level tests from the .yml
+
+    @property
+    def fqn(self) -> list[str]:
+        return [self.unique_id.split(".")[1], self.source_name, self.name]
+
+
+@dataclass
+class TestMetadata:
+    """A generic test: the ``test_<name>`` macro and its arguments."""
+
+    name: str
+    kwargs: dict[str, Any]
+    attached_node: str | None  # the model, seed or source the test is about
+
+
+@dataclass
+class Node:
+    unique_id: str
+    resource_type: str  # "model", "seed" or "test"
+    name: str
+    original_file_path: str  # relative to the project root
+    fqn: list[str]
+    raw_code: str
+    config: dict[str, Any] = field(default_factory=dict)
+    refs: list[str] = field(default_factory=list)
+    sources: list[tuple[str, str]] = field(default_factory=list)
+    depends_on: list[str] = field(default_factory=list)  # unique ids, filled by the graph
+    description: str = ""
+    columns: dict[str, dict[str, Any]] = field(default_factory=dict)
+    relation: Relation | None = None  # None for tests
+    test_metadata: TestMetadata | None = None
+
+    @property
+    def materialized(self) -> str:
+        return self.config.get("materialized", "")
+
+    @property
+    def is_ephemeral(self) -> bool:
+        return self.materialized == "ephemeral"
+
+    @property
+    def label(self) -> str:
+        """How error messages name the node: ``model orders (models/orders.sql)``."""
+        return f"{self.resource_type} {self.name} ({self.original_file_path})"

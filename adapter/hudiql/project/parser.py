@@ -1,0 +1,297 @@
+"""Files -> manifest: the models, seeds, tests and sources of a project, configs resolved.
+
+- ``models/**.sql`` are models, ``seeds/**.csv`` seeds, ``tests/**.sql`` singular tests;
+- ``.yml`` files in the model and seed folders describe models and seeds (``description``,
+  ``config``, ``columns`` with their tests) and declare ``sources``;
+- each model is rendered once with ``execute`` false, recording its ``ref``, ``source`` and
+  ``config()`` calls; then configs are merged (project tree, ``.yml``, ``config()``) and validated.
+
+Example:
+    >>> manifest = parse_project(invocation)
+    >>> sorted(n.name for n in manifest.nodes.values() if n.resource_type == "model")
+    ['customer_revenue', 'fct_orders', 'stg_customers', 'stg_orders']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hudiql.catalog import check_name
+from hudiql.project import configs
+from hudiql.project.context import Invocation
+from hudiql.project.errors import ConfigError, ProjectError
+from hudiql.project.nodes import EPHEMERAL_PREFIX, Node, Relation, Source, TestMetadata
+from hudiql.project.yaml_render import read_yaml
+from hudiql.sql.options import closest
+
+ENTRY_KEYS = {"name", "description", "config", "columns", "tests", "data_tests", "meta", "docs"}
+COLUMN_KEYS = {"name", "description", "tests", "data_tests", "meta", "data_type", "quote"}
+SOURCE_KEYS = {"name", "description", "schema", "database", "tables", "meta", "tags", "config"}
+SOURCE_TABLE_KEYS = {"name", "description", "identifier", "columns", "tests", "data_tests", "meta", "tags"}
+PROPERTY_FILE_KEYS = {"version", "models", "seeds", "sources"}
+
+
+@dataclass
+class Manifest:
+    invocation: Invocation
+    nodes: dict[str, Node] = field(default_factory=dict)
+    sources: dict[str, Source] = field(default_factory=dict)
+    disabled: dict[str, Node] = field(default_factory=dict)
+
+    def named(self, name: str) -> Node | None:
+        """The enabled model or seed called ``name``."""
+        return next((n for n in self.nodes.values() if n.name == name and n.resource_type in ("model", "seed")), None)
+
+
+class _Recorder:
+    """``ref``/``source`` while parsing: remember the names, hand back placeholder relations."""
+
+    def __init__(self) -> None:
+        self.refs: list[str] = []
+        self.sources: list[tuple[str, str]] = []
+
+    def ref(self, node: Node, name: str) -> Relation:
+        if name not in self.refs:
+            self.refs.append(name)
+        return Relation(None, name, "table")
+
+    def source(self, node: Node, source_name: str, table_name: str) -> Relation:
+        if (source_name, table_name) not in self.sources:
+            self.sources.append((source_name, table_name))
+        return Relation(source_name, table_name, "table")
+
+
+def _check_keys(entry: dict[str, Any], allowed: set[str], where: str) -> None:
+    for key in entry:
+        if key not in allowed:
+            guess = closest(str(key), allowed)
+            raise ProjectError(f"{where}: unknown key '{key}'" + (f"; did you mean '{guess}'?" if guess else ""))
+
+
+def _files(root: Path, folders: list[str], suffixes: tuple[str, ...]) -> list[tuple[Path, Path]]:
+    """(path, folder) pairs of the files below ``folders`` ending with ``suffixes``."""
+    out = []
+    for folder in folders:
+        base = root / folder
+        if base.is_dir():
+            out += [(p, base) for p in sorted(base.rglob("*")) if p.is_file() and p.name.endswith(suffixes)]
+    return out
+
+
+class ProjectParser:
+    def __init__(self, invocation: Invocation) -> None:
+        self.invocation = invocation
+        self.project = invocation.project
+        self.manifest = Manifest(invocation)
+        self.properties: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}  # (type, name) -> entry, yml path
+
+    def parse(self) -> Manifest:
+        root = self.project.root
+        self._read_property_files()
+        found: dict[str, Node] = {}
+        for path, folder in _files(root, self.project.model_paths, (".sql",)):
+            self._add(found, self._model(path, folder))
+        for path, folder in _files(root, self.project.seed_paths, (".csv",)):
+            self._add(found, self._seed(path, folder))
+        for path, folder in _files(root, self.project.test_paths, (".sql",)):
+            self._add(found, self._singular_test(path, folder))
+        for (resource_type, name), (_, yml) in self.properties.items():
+            if not any(n.name == name and n.resource_type == resource_type for n in found.values()):
+                raise ProjectError(f"{yml} describes {resource_type} '{name}', but there is no such {resource_type} file")
+        for node in found.values():
+            (self.manifest.nodes if node.config["enabled"] else self.manifest.disabled)[node.unique_id] = node
+        for node in list(self.manifest.nodes.values()):
+            entry, yml = self.properties.get((node.resource_type, node.name), ({}, ""))
+            self._generic_tests(node, entry.get("tests") or entry.get("data_tests") or [], yml)
+        for source in self.manifest.sources.values():
+            self._generic_tests(source, source.tests, source.original_file_path)
+        return self.manifest
+
+    def _add(self, found: dict[str, Node], node: Node) -> None:
+        clash = next((n for n in found.values() if n.name == node.name and n.resource_type != "test" and node.resource_type != "test"), None)
+        if clash or node.unique_id in found:
+            other = clash or found[node.unique_id]
+            raise ProjectError(f"two nodes are named '{node.name}': {other.original_file_path} and {node.original_file_path}; rename one")
+        found[node.unique_id] = node
+
+    # ---- property (.yml) files ----------------------------------------------------------------
+    def _read_property_files(self) -> None:
+        folders = self.project.model_paths + self.project.seed_paths
+        for path, _ in _files(self.project.root, folders, (".yml", ".yaml")):
+            rel = str(path.relative_to(self.project.root))
+            data = read_yaml(path) or {}
+            if not isinstance(data, dict):
+                raise ProjectError(f"{rel} must be a mapping with models:, seeds: or sources:")
+            _check_keys(data, PROPERTY_FILE_KEYS, rel)
+            for resource_type, key in (("model", "models"), ("seed", "seeds")):
+                for entry in data.get(key) or []:
+                    if not isinstance(entry, dict) or "name" not in entry:
+                        raise ProjectError(f"{rel}: each entry under {key}: needs a name")
+                    _check_keys(entry, ENTRY_KEYS, f"{rel} {resource_type} {entry['name']}")
+                    for column in entry.get("columns") or []:
+                        _check_keys(column, COLUMN_KEYS, f"{rel} {resource_type} {entry['name']} column {column.get('name')}")
+                    if (resource_type, entry["name"]) in self.properties:
+                        raise ProjectError(f"{rel}: {resource_type} {entry['name']} is described twice")
+                    self.properties[(resource_type, entry["name"])] = (entry, rel)
+            for source in data.get("sources") or []:
+                self._source(source, rel)
+
+    def _source(self, entry: dict[str, Any], rel: str) -> None:
+        _check_keys(entry, SOURCE_KEYS, f"{rel} source {entry.get('name')}")
+        name = entry["name"]
+        schema = check_name("database", str(entry.get("schema") or name))
+        for table in entry.get("tables") or []:
+            _check_keys(table, SOURCE_TABLE_KEYS, f"{rel} source {name} table {table.get('name')}")
+            unique_id = f"source.{self.project.name}.{name}.{table['name']}"
+            identifier = check_name("table", str(table.get("identifier") or table["name"]))
+            self.manifest.sources[unique_id] = Source(
+                unique_id, name, table["name"], rel, Relation(schema, identifier, "table"),
+                table.get("description", ""), _columns(table), table.get("tests") or table.get("data_tests") or [],
+            )
+
+    # ---- models, seeds, singular tests --------------------------------------------------------
+    def _node(self, resource_type: str, path: Path, folder: Path, raw: str) -> Node:
+        name = path.stem
+        parts = list(path.relative_to(folder).parent.parts)
+        node = Node(
+            unique_id=f"{resource_type}.{self.project.name}.{name}",
+            resource_type=resource_type,
+            name=name,
+            original_file_path=str(path.relative_to(self.project.root)),
+            fqn=[self.project.name, *parts, name],
+            raw_code=raw,
+        )
+        entry, _ = self.properties.get((resource_type, name), ({}, ""))
+        node.description = entry.get("description", "")
+        node.columns = _columns(entry)
+        tree = configs.tree_configs(self.project.trees[resource_type], node.fqn, resource_type, f"dbt_project.yml {resource_type}s")
+        node.config = configs.merge(tree, entry.get("config") or {})
+        return node
+
+    def _model(self, path: Path, folder: Path) -> Node:
+        node = self._node("model", path, folder, path.read_text(encoding="utf-8"))
+        check_name("model", node.name)
+        recorder, recorded = _Recorder(), {}
+        node.relation = Relation(self.invocation.target.database, node.name, "table")  # provisional ``this``
+        ctx = self.invocation.context(node, recorder, execute=False, recorded_config=recorded)
+        self.invocation.library.render(node.raw_code, ctx, node.label)
+        node.refs, node.sources = recorder.refs, recorder.sources
+        # Each ``materialization_<name>`` macro makes ``<name>`` valid; ephemeral models are CTEs, no macro.
+        materializations = {n.removeprefix("materialization_") for n in self.invocation.library.origin
+                            if n.startswith("materialization_") and n != "materialization_seed"} | {"ephemeral"}
+        node.config = configs.validate("model", configs.merge(node.config, {configs.normalize_key(k): v for k, v in recorded.items()}),
+                                       node.label, materializations)
+        node.relation = self._relation(node)
+        return node
+
+    def _seed(self, path: Path, folder: Path) -> Node:
+        node = self._node("seed", path, folder, "")
+        check_name("seed", node.name)
+        node.config = configs.validate("seed", node.config, node.label)
+        node.relation = self._relation(node)
+        return node
+
+    def _singular_test(self, path: Path, folder: Path) -> Node:
+        node = self._node("test", path, folder, path.read_text(encoding="utf-8"))
+        recorder, recorded = _Recorder(), {}
+        ctx = self.invocation.context(node, recorder, execute=False, recorded_config=recorded)
+        self.invocation.library.render(node.raw_code, ctx, node.label)
+        node.refs, node.sources = recorder.refs, recorder.sources
+        node.config = configs.validate("test", configs.merge(node.config, recorded), node.label)
+        return node
+
+    def _relation(self, node: Node) -> Relation:
+        identifier = check_name("alias", str(node.config.get("alias") or node.name))
+        if node.materialized == "view":
+            return Relation(None, identifier, "view")  # a Spark temporary view: no database
+        if node.materialized == "ephemeral":
+            return Relation(None, EPHEMERAL_PREFIX + node.name, "cte")
+        ctx = self.invocation.context(node, _Recorder(), execute=False)
+        schema = str(self.invocation.library.call("generate_schema_name", ctx, node.label, node.config.get("schema"), ctx["model"])).strip()
+        return Relation(check_name("database", schema.lower()), identifier, "table")
+
+    # ---- generic tests from .yml ----------------------------------------------------------------
+    def _generic_tests(self, parent: Node | Source, table_tests: list[Any], yml: str) -> None:
+        """Test nodes for the tests a ``.yml`` file lists on ``parent`` and on its columns."""
+        specs: list[tuple[str | None, Any]] = [(None, t) for t in table_tests]
+        for column_name, column in parent.columns.items():
+            specs += [(column_name, t) for t in (column.get("tests") or column.get("data_tests") or [])]
+        for column_name, spec in specs:
+            self._add_test(parent, column_name, spec, yml)
+
+    def _add_test(self, parent: Node | Source, column_name: str | None, spec: Any, yml: str) -> None:
+        if isinstance(spec, str):
+            test_name, kwargs = spec, {}
+        elif isinstance(spec, dict) and len(spec) == 1 and isinstance(next(iter(spec.values())), (dict, type(None))):
+            test_name, kwargs = next(iter(spec.items()))
+            kwargs = dict(kwargs or {})
+        else:
+            raise ProjectError(f"{yml}: test {spec!r} must be a name or a mapping {{test_name: {{arguments}}}}")
+        where = f"{yml}: test '{test_name}' on {parent.name}" + (f".{column_name}" if column_name else "")
+        if not self.invocation.library.has(f"test_{test_name}"):
+            known = [n.removeprefix("test_") for n in self.invocation.library.origin if n.startswith("test_")]
+            guess = closest(test_name, known)
+            raise ConfigError(f"{where}: unknown test" + (f"; did you mean '{guess}'?" if guess else f"; tests are {', '.join(sorted(known))}"))
+        test_config = kwargs.pop("config", None) or {}
+        custom_name = kwargs.pop("name", None)
+        kwargs.update(kwargs.pop("arguments", None) or {})
+        if column_name:
+            kwargs["column_name"] = column_name
+        name = custom_name or _test_name(test_name, parent.name, kwargs)
+        digest = hashlib.md5(f"{parent.unique_id}{name}{sorted(kwargs.items())}".encode()).hexdigest()[:10]
+        folder = Path(yml).parent.parts[1:] if len(Path(yml).parts) > 1 else ()
+        node = Node(
+            unique_id=f"test.{self.project.name}.{name}.{digest}", resource_type="test", name=name,
+            original_file_path=yml, fqn=[self.project.name, *folder, name],
+            raw_code=f"{{{{ test_{test_name}(**_dbt_generic_test_kwargs) }}}}",
+            test_metadata=TestMetadata(test_name, kwargs, parent.unique_id),
+        )
+        recorder = _Recorder()
+        if isinstance(parent, Source):
+            recorder.sources.append((parent.source_name, parent.name))
+        else:
+            recorder.refs.append(parent.name)
+        for value in kwargs.values():
+            if is_relation_argument(value):
+                self.invocation.library.render("{{ " + value + " }}", self.invocation.context(node, recorder, execute=False), node.label)
+        node.refs, node.sources = recorder.refs, recorder.sources
+        tree = configs.tree_configs(self.project.trees["test"], node.fqn, "test", "dbt_project.yml tests")
+        node.config = configs.validate("test", configs.merge(tree, test_config), where)
+        if node.config["enabled"]:
+            if node.unique_id in self.manifest.nodes:
+                raise ProjectError(f"{where}: the same test is declared twice")
+            self.manifest.nodes[node.unique_id] = node
+
+
+def is_relation_argument(value: Any) -> bool:
+    """A test argument such as ``to: ref('customers')``: Jinja to render into a relation."""
+    return isinstance(value, str) and re.match(r"^\s*(ref|source)\s*\(", value) is not None
+
+
+def _columns(entry: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(c["name"]): dict(c) for c in entry.get("columns") or [] if isinstance(c, dict) and "name" in c}
+
+
+def _test_name(test_name: str, parent_name: str, kwargs: dict[str, Any]) -> str:
+    """dbt's naming: ``not_null_orders_order_id``, ``accepted_values_orders_status__placed__shipped``."""
+    parts = [test_name, parent_name]
+    if "column_name" in kwargs:
+        parts.append(str(kwargs["column_name"]))
+    name = "_".join(parts)
+    extra = [v for k, v in sorted(kwargs.items()) if k != "column_name"]
+    if extra:
+        flat = [str(x) for v in extra for x in (v if isinstance(v, list) else [v])]
+        name += "__" + "__".join(flat)
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", name)
+    if len(name) > 80:
+        name = name[:60] + "_" + hashlib.md5(name.encode()).hexdigest()[:10]
+    return name
+
+
+def parse_project(invocation: Invocation) -> Manifest:
+    """The manifest of ``invocation.project``; every Jinja or config problem raises a ``HudiqlError``."""
+    return ProjectParser(invocation).parse()

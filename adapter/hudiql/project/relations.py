@@ -1,0 +1,53 @@
+"""Whether a model's table exists, decided from storage and failing closed.
+
+A table exists when its ``.hoodie`` folder does, at its registered location (an external or
+swapped table) or its managed one. Anything that prevents a sure answer (a failed listing, a
+registered location without ``.hoodie``, a ``.hoodie`` without ``hoodie.properties``) raises
+``RelationStateError``: the model fails, and a table it could not see is never recreated.
+
+Example:
+    >>> table_exists(Catalog("/tmp/wh"), Relation("default", "orders", "table"))
+    False
+"""
+
+from __future__ import annotations
+
+from hudiql.catalog import Catalog
+from hudiql.io.storage import Storage
+from hudiql.project.errors import RelationStateError
+from hudiql.project.nodes import Relation
+from hudiql.table.layout import META_FOLDER, PROPERTIES_FILE
+
+
+def table_location(catalog: Catalog, relation: Relation) -> tuple[str, bool]:
+    """Where ``relation``'s table is or would be, and whether the catalog registers it there."""
+    database, name = relation.schema or "default", relation.identifier
+    if catalog.is_external(database, name):
+        location = catalog.location(database, name)
+        if location:
+            return location, True
+    return catalog.managed_location(database, name), False
+
+
+def table_exists(catalog: Catalog, relation: Relation) -> bool:
+    location = "?"
+    try:
+        location, registered = table_location(catalog, relation)
+        storage = Storage(location)
+        if storage.is_dir(META_FOLDER):
+            if not storage.exists(PROPERTIES_FILE):
+                raise RelationStateError(
+                    f"{relation}: {location}/{META_FOLDER} exists but has no hoodie.properties; the table is damaged, "
+                    "so it is neither written nor recreated (restore the file, or DROP TABLE and run again)"
+                )
+            return True
+        if registered:
+            raise RelationStateError(
+                f"{relation} is registered at {location}, which has no {META_FOLDER} folder; refusing to recreate it "
+                f"(restore the table, or DROP TABLE {relation} and run again)"
+            )
+        return False
+    except OSError as e:
+        raise RelationStateError(
+            f"cannot tell whether {relation} exists: reading {location} failed ({e}); the model fails instead of recreating the table"
+        ) from None

@@ -1,0 +1,121 @@
+"""``--select`` / ``--exclude``: dbt's node selection syntax.
+
+A selector is words separated by spaces (union); a word is atoms separated by commas
+(intersection). An atom is ``[@][N+]criterion[+N]``:
+
+- ``name`` (shell-style wildcards allowed) or a dotted path of folders ``staging`` / ``shop.staging``;
+- ``path:models/staging``, ``tag:nightly``, ``config.materialized:incremental``,
+  ``resource_type:seed``, ``source:raw`` / ``source:raw.orders``;
+- ``+x`` adds x's ancestors, ``x+`` its descendants (``2+x``: two levels); ``@x`` adds x's
+  descendants and all their ancestors.
+
+Tests come along with the nodes they test ("eager": any tested node selected), unless excluded.
+
+Example:
+    >>> select(manifest, graph, ["+fct_orders", "tag:daily,config.materialized:view"], ["stg_customers"])
+    {'model.shop.fct_orders', 'model.shop.stg_orders', 'seed.shop.orders', ...}
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from hudiql.project.errors import ProjectError
+from hudiql.project.graph import Graph
+from hudiql.project.nodes import Node, Source
+from hudiql.project.parser import Manifest
+from hudiql.sql.options import closest
+
+METHODS = ("tag", "path", "config", "resource_type", "source", "fqn")
+_ATOM = re.compile(r"^(?P<at>@)?(?:(?P<up>\d*)\+)?(?P<criterion>[^+]+?)(?:\+(?P<down>\d*))?$")
+
+
+@dataclass
+class Selection:
+    nodes: set[str]
+    unmatched: list[str]  # criteria that matched nothing, for a warning
+
+
+def select(manifest: Manifest, graph: Graph, include: Iterable[str] | None, exclude: Iterable[str] | None) -> Selection:
+    """Unique ids of the selected nodes and sources (callers keep the resource types they run)."""
+    unmatched: list[str] = []
+    everything = set(manifest.nodes) | set(manifest.sources)
+    include = _words(include)
+    chosen = _union(manifest, graph, include, unmatched) if include else everything
+    dropped = _union(manifest, graph, _words(exclude), unmatched)
+    chosen -= dropped
+    for uid, node in manifest.nodes.items():  # eager indirect selection of tests
+        if node.resource_type == "test" and uid not in dropped and set(node.depends_on) & chosen:
+            chosen.add(uid)
+    return Selection(chosen, unmatched)
+
+
+def _words(selectors: Iterable[str] | None) -> list[str]:
+    return [w for s in (selectors or []) for w in s.split()]
+
+
+def _union(manifest: Manifest, graph: Graph, words: list[str], unmatched: list[str]) -> set[str]:
+    out: set[str] = set()
+    for word in words:
+        parts = [_atom(manifest, graph, atom, unmatched) for atom in word.split(",") if atom]
+        out |= set.intersection(*parts) if parts else set()
+    return out
+
+
+def _atom(manifest: Manifest, graph: Graph, atom: str, unmatched: list[str]) -> set[str]:
+    m = _ATOM.match(atom)
+    if not m:
+        raise ProjectError(f"'{atom}' is not a valid selector; e.g. name, +name, name+, tag:x, path:models/x, config.materialized:view")
+    matched = _criterion(manifest, m["criterion"])
+    if not matched:
+        unmatched.append(atom)
+    out = set(matched)
+    for uid in matched:
+        if m["at"]:
+            below = graph.descendants(uid)
+            out |= below | {a for d in below | {uid} for a in graph.ancestors(d)}
+            continue
+        if m["up"] is not None:
+            out |= graph.ancestors(uid, int(m["up"]) if m["up"] else None)
+        if m["down"] is not None:
+            out |= graph.descendants(uid, int(m["down"]) if m["down"] else None)
+    return out
+
+
+def _criterion(manifest: Manifest, criterion: str) -> set[str]:
+    method, _, value = criterion.partition(":") if ":" in criterion else ("", "", criterion)
+    key = None
+    if method.startswith("config."):
+        method, key = "config", method.removeprefix("config.")
+    if method and method not in METHODS:
+        guess = closest(method, METHODS)
+        raise ProjectError(f"unknown selector method '{method}:'" + (f"; did you mean '{guess}:'?" if guess else f"; methods: {', '.join(METHODS)}"))
+    if not method and ("/" in value or value.endswith((".sql", ".csv"))):
+        method = "path"
+    candidates: list[Node | Source] = [*manifest.nodes.values(), *manifest.sources.values()]
+    return {c.unique_id for c in candidates if _matches(c, method or "fqn", key, value)}
+
+
+def _matches(item: Node | Source, method: str, key: str | None, value: str) -> bool:
+    if isinstance(item, Source):
+        if method == "source":
+            return fnmatch.fnmatch(f"{item.source_name}.{item.name}", value) or fnmatch.fnmatch(item.source_name, value)
+        return method == "resource_type" and value == "source"
+    if method == "fqn":
+        dotted = value.split(".")
+        return fnmatch.fnmatch(item.name, value) or item.fqn[: len(dotted)] == dotted or item.fqn[1: len(dotted) + 1] == dotted
+    if method == "path":
+        path = value.rstrip("/")
+        return item.original_file_path == path or item.original_file_path.startswith(path + "/") or fnmatch.fnmatch(item.original_file_path, path)
+    if method == "tag":
+        return any(fnmatch.fnmatch(t, value) for t in item.config.get("tags", []))
+    if method == "resource_type":
+        return item.resource_type == value
+    if method == "config":
+        setting = item.config.get(key or "")
+        values = setting if isinstance(setting, list) else [setting]
+        return any(str(v).lower() == value.lower() for v in values if v is not None)
+    return False

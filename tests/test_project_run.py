@@ -1,0 +1,264 @@
+"""The project layer on the shared SparkSession: materializations, atomic replacement, failing
+closed, skips and artifacts. Each test runs a few commands in-process (``run_task``)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+
+import hudiql
+import pytest
+from hudiql.catalog import Catalog
+from hudiql.io.storage import Storage
+from hudiql.project import swap
+from hudiql.project.console import Console
+from hudiql.project.debug import run_debug
+from hudiql.project.tasks import Flags
+from hudiql.sql.statements import TableName
+from test_project_helpers import run, run_results, write_project
+
+
+@pytest.fixture(autouse=True)
+def no_user_profiles(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HUDIQL_PROFILES_DIR", raising=False)
+
+
+def rows(spark, root, sql: str) -> list[tuple]:
+    session = hudiql.connect(warehouse=str(root / "warehouse"), spark=spark)
+    return sorted(tuple(r) for r in session.sql(sql).collect())
+
+
+def location(root, name: str) -> str:
+    return Catalog(str(root / "warehouse")).location("default", name)
+
+
+def test_table_model_is_replaced_atomically(spark, tmp_path, monkeypatch):
+    root = write_project(tmp_path / "p", {
+        "models/t.sql": "{{ config(materialized='table', unique_key='id') }} SELECT 1 AS id, 'v{{ var(\"version\") }}' AS v",
+    }, "name: p\n")
+    code, out = run(root, "run", spark, vars={"version": 1})
+    assert code == 0, out
+    first = location(root, "t")
+    assert Storage(first).full_path() == str(root / "warehouse" / "t")
+
+    seen_before_switch = []
+    real_switch = swap.switch
+
+    def observing_switch(catalog, build, target):
+        # The new table is complete at its own location, and readers of `t` still get the old one.
+        seen_before_switch.append((rows(spark, root, "SELECT v FROM t"), Storage(build.location).is_dir(".hoodie")))
+        real_switch(catalog, build, target)
+
+    monkeypatch.setattr(swap, "switch", observing_switch)
+    code, out = run(root, "run", spark, vars={"version": 2})
+    assert code == 0, out
+    assert seen_before_switch == [([("v1",)], True)]
+    assert rows(spark, root, "SELECT v FROM t") == [("v2",)]
+    second = location(root, "t")
+    assert "/.hudiql_builds/t/" in second
+    assert not (root / "warehouse" / "t").exists()  # the old table's files went after the switch
+    assert "now reads the table built at" in (root / "target/run/p/models/t.sql").read_text()
+
+    # A rebuild that fails leaves the current table as it was, and no build behind.
+    (root / "models/t.sql").write_text("{{ config(materialized='table', unique_key='id') }} SELECT 1 AS id, CAST(raise_error('boom') AS STRING) AS v")
+    code, out = run(root, "run", spark)
+    assert code == 1 and "boom" in out
+    assert rows(spark, root, "SELECT v FROM t") == [("v2",)]
+    assert location(root, "t") == second
+    assert Catalog(str(root / "warehouse")).tables("default") == ["t"]
+    assert sorted(p.name for p in (root / "warehouse/.hudiql_builds/t").iterdir()) == [second.rsplit("/", 1)[1]]
+
+
+INCREMENTAL = """
+{{ config(materialized='incremental', unique_key=var('key', ['k1', 'k2']), precombine_field='ts',
+          partition_by='day', table_type='mor') }}
+SELECT * FROM VALUES
+{% if var('batch') == 1 %}
+  (1, 'a', 'first', 10, DATE'2024-05-01'), (1, 'b', 'first', 10, DATE'2024-05-01'), (2, 'a', 'first', 10, DATE'2024-05-02')
+{% else %}
+  (1, 'a', 'second', 20, DATE'2024-05-01'), (2, 'a', 'late', 5, DATE'2024-05-02'), (3, 'a', 'new', 20, DATE'2024-05-03')
+{% endif %}
+AS src(k1, k2, v, ts, day)
+{% if is_incremental() %}WHERE ts > 0 -- incremental{% endif %}
+"""
+
+
+def test_incremental_merge_on_composite_key_then_full_refresh(spark, tmp_path):
+    root = write_project(tmp_path / "p", {"models/inc.sql": INCREMENTAL}, "name: p\n")
+    code, out = run(root, "run", spark, vars={"batch": 1})
+    assert code == 0, out
+    assert "CREATE TABLE default.inc USING hudi" in (root / "target/run/p/models/inc.sql").read_text()
+    assert "primaryKey = 'k1,k2'" in (root / "target/run/p/models/inc.sql").read_text()
+
+    code, out = run(root, "run", spark, vars={"batch": 2})
+    assert code == 0, out
+    merge = (root / "target/run/p/models/inc.sql").read_text()
+    assert "MERGE INTO default.inc AS DBT_INTERNAL_DEST" in merge
+    assert "ON DBT_INTERNAL_DEST.`k1` = DBT_INTERNAL_SOURCE.`k1`\nAND DBT_INTERNAL_DEST.`k2` = DBT_INTERNAL_SOURCE.`k2`" in merge
+    assert "[" not in merge  # a composite key is never rendered as a Python list
+    assert "-- incremental" in (root / "target/compiled/p/models/inc.sql").read_text()
+    response = run_results(root)["model.p.inc"]["adapter_response"]
+    assert (response["num_updated_rows"], response["num_inserted_rows"], response["num_skipped_older_rows"]) == (1, 1, 1)
+    assert rows(spark, root, "SELECT k1, k2, v FROM inc") == [(1, "a", "second"), (1, "b", "first"), (2, "a", "first"), (3, "a", "new")]
+
+    code, out = run(root, "run", spark, vars={"batch": 2, "key": "k1"})
+    assert code == 1 and "has unique_key ['k1', 'k2'] but the model says ['k1']; run with --full-refresh" in out
+
+    code, out = run(root, "run", spark, vars={"batch": 2}, full_refresh=True)
+    assert code == 0, out
+    assert "LOCATION '" in (root / "target/run/p/models/inc.sql").read_text()
+    assert "-- incremental" not in (root / "target/compiled/p/models/inc.sql").read_text()
+    assert rows(spark, root, "SELECT k1, k2, v FROM inc") == [(1, "a", "second"), (2, "a", "late"), (3, "a", "new")]
+
+
+def test_append_and_insert_overwrite(spark, tmp_path):
+    values = "{% if var('batch') == 1 %}(1, 'd1'), (2, 'd2'){% else %}(3, 'd2'), (4, 'd3'){% endif %}"
+    root = write_project(tmp_path / "p", {
+        "models/app.sql": f"{{{{ config(materialized='incremental') }}}} SELECT * FROM VALUES {values} AS s(id, day)",
+        "models/ovw.sql": f"{{{{ config(materialized='incremental', incremental_strategy='insert_overwrite', partition_by='day') }}}} SELECT * FROM VALUES {values} AS s(id, day)",
+    }, "name: p\n")
+    assert run(root, "run", spark, vars={"batch": 1})[0] == 0
+    code, out = run(root, "run", spark, vars={"batch": 2})
+    assert code == 0, out
+    assert rows(spark, root, "SELECT id, day FROM app") == [(1, "d1"), (2, "d2"), (3, "d2"), (4, "d3")]
+    assert "hoodie.spark.sql.insert.into.operation=insert" in (root / "target/run/p/models/app.sql").read_text()
+    # d2 is replaced by the new rows of d2, d1 is kept, d3 is new
+    assert rows(spark, root, "SELECT id, day FROM ovw") == [(1, "d1"), (3, "d2"), (4, "d3")]
+
+
+def test_on_schema_change(spark, tmp_path):
+    body = "SELECT 1 AS id, 'x' AS a{% if var('wide') %}, 'y' AS b{% endif %}"
+    root = write_project(tmp_path / "p", {
+        f"models/{name}.sql": f"{{{{ config(materialized='incremental', unique_key='id', on_schema_change='{mode}') }}}} {body}"
+        for name, mode in (("fails", "fail"), ("appends", "append_new_columns"), ("ignores", "ignore"))
+    }, "name: p\n")
+    assert run(root, "run", spark, vars={"wide": False})[0] == 0
+    code, out = run(root, "run", spark, vars={"wide": True})
+    assert code == 1
+    assert "the columns of default.fails changed (new: b; gone: none) and on_schema_change is 'fail'" in out
+    assert rows(spark, root, "SELECT id, a, b FROM appends") == [(1, "x", "y")]
+    assert rows(spark, root, "SELECT id, a FROM ignores") == [(1, "x")]
+    ignores = hudiql.connect(warehouse=str(root / "warehouse"), spark=spark).table(TableName(None, "ignores"))
+    assert ignores.schema.fieldNames() == ["id", "a"]
+
+
+BUILD_PROJECT = {
+    "seeds/people.csv": "id,name,joined,score\n1,ann,2024-01-02,1.5\n2,bo,2024-02-03,\n",
+    "seeds/people.yml": "seeds:\n  - name: people\n    config: {column_types: {score: 'decimal(4,1)'}}\n",
+    "models/stg_people.sql": "SELECT id, upper(name) AS name, score FROM {{ ref('people') }}",
+    "models/eph.sql": "{{ config(materialized='ephemeral') }} SELECT id, name FROM {{ ref('stg_people') }}",
+    "models/good.sql": "{{ config(materialized='table') }} SELECT * FROM {{ ref('eph') }}",
+    "models/bad.sql": "{{ config(materialized='table') }} SELECT * FROM no_such_table",
+    "models/after_bad.sql": "{{ config(materialized='table') }} SELECT * FROM {{ ref('bad') }}",
+    "models/schema.yml": """
+        models:
+          - name: stg_people
+            columns:
+              - name: id
+                tests: [not_null]
+          - name: good
+            columns:
+              - name: id
+                tests: [unique, positive]
+              - name: name
+                tests:
+                  - accepted_values: {values: [ANN], config: {severity: warn}}
+    """,
+    "macros/positive.sql": "{% macro test_positive(model, column_name) %}SELECT * FROM {{ model }} WHERE {{ column_name }} <= 0{% endmacro %}",
+}
+
+
+def test_build_skips_what_depends_on_a_failure(spark, tmp_path):
+    root = write_project(tmp_path / "p", BUILD_PROJECT, "name: p\n")
+    code, out = run(root, "build", spark, threads=2)
+    assert code == 1
+    lines = out.splitlines()
+    assert any("START seed file default.people " in line and line.endswith("[RUN]") for line in lines)
+    assert any("OK loaded seed file default.people " in line and "[INSERT 2 in " in line for line in lines)
+    assert any("OK created sql view model stg_people " in line for line in lines)
+    assert any("OK created sql table model default.good " in line and "[OK in " in line for line in lines)
+    assert any("ERROR creating sql table model default.bad " in line and "[ERROR in " in line for line in lines)
+    assert any("SKIP relation default.after_bad " in line and line.endswith("[SKIP]") for line in lines)
+    assert any("WARN 1 accepted_values_good_name__ANN " in line and "[WARN 1 in " in line for line in lines)
+    assert any("PASS positive_good_id " in line for line in lines)
+    assert "Concurrency: 2 threads (target='dev')" in out
+    assert "Runtime Error in model bad (models/bad.sql)" in out and "no_such_table" in out
+    assert "Done. PASS=6 WARN=1 ERROR=1 SKIP=1 TOTAL=9" in out
+    assert rows(spark, root, "SELECT id, name FROM good") == [(1, "ANN"), (2, "BO")]
+    people = hudiql.connect(warehouse=str(root / "warehouse"), spark=spark).table(TableName(None, "people"))
+    schema = {f.name: f.dataType.simpleString() for f in people.schema.fields}
+    assert schema == {"id": "bigint", "name": "string", "joined": "date", "score": "decimal(4,1)"}
+
+    results = run_results(root)
+    assert {u: r["status"] for u, r in results.items() if not u.startswith("test.")} == {
+        "seed.p.people": "success", "model.p.stg_people": "success", "model.p.good": "success",
+        "model.p.bad": "error", "model.p.after_bad": "skipped",
+    }
+    warn = next(r for u, r in results.items() if "accepted_values" in u)
+    assert (warn["status"], warn["failures"], warn["message"]) == ("warn", 1, "Got 1 result, configured to warn if != 0")
+    assert results["seed.p.people"]["adapter_response"]["rows_affected"] == 2
+    assert results["model.p.good"]["compiled_code"].startswith("WITH __dbt__cte__eph AS (")
+    manifest = json.loads((root / "target/manifest.json").read_text())
+    assert manifest["parent_map"]["model.p.after_bad"] == ["model.p.bad"]
+    assert manifest["nodes"]["model.p.eph"]["config"]["materialized"] == "ephemeral"
+
+    # Later commands create the views they read again (views live as long as the run that made them).
+    spark.catalog.dropTempView("stg_people")
+    code, out = run(root, "run", spark, select=["good"])
+    assert code == 0, out
+    assert "1 of 1 OK created sql table model default.good" in out
+    spark.catalog.dropTempView("stg_people")
+    code, out = run(root, "test", spark, select=["stg_people"])
+    assert code == 0, out
+    assert "PASS not_null_stg_people_id" in out and "Done. PASS=1 WARN=0 ERROR=0 SKIP=0 TOTAL=1" in out
+
+
+def test_debug(spark, tmp_path):
+    root = write_project(tmp_path / "p", {"profiles.yml": "p:\n  outputs:\n    dev: {database: checks}\n"}, "name: p\n")
+    out = io.StringIO()
+    assert run_debug(Flags("debug", project_dir=str(root)), spark=spark, console=Console(out)) == 0
+    text = out.getvalue()
+    assert f"Using profiles.yml file at {root / 'profiles.yml'}" in text and "database: checks" in text
+    assert "Connection test: [OK connection ok]" in text and text.rstrip().endswith("All checks passed!")
+    (root / "profiles.yml").write_text("p:\n  outputs:\n    dev: {databse: x}\n")
+    out = io.StringIO()
+    assert run_debug(Flags("debug", project_dir=str(root)), spark=spark, console=Console(out)) == 1
+    assert "did you mean 'database'" in out.getvalue()
+
+
+def test_fail_closed(spark, tmp_path, monkeypatch):
+    root = write_project(tmp_path / "p", {
+        "models/kept.sql": "{{ config(materialized='incremental', unique_key='id') }} SELECT 1 AS id",
+    }, "name: p\n")
+    assert run(root, "run", spark)[0] == 0
+    table = root / "warehouse" / "kept"
+    files_before = sorted(p.name for p in table.iterdir())
+
+    real_is_dir = Storage.is_dir
+
+    def failing_listing(self, rel=""):
+        if rel == ".hoodie":
+            raise PermissionError(13, "Permission denied")
+        return real_is_dir(self, rel)
+
+    monkeypatch.setattr(Storage, "is_dir", failing_listing)
+    code, out = run(root, "run", spark)
+    assert code == 1 and "cannot tell whether default.kept exists" in out and "instead of recreating" in out
+    monkeypatch.undo()
+
+    properties = table / ".hoodie" / "hoodie.properties"
+    saved = properties.read_bytes()
+    properties.unlink()
+    code, out = run(root, "run", spark, full_refresh=True)
+    assert code == 1 and "exists but has no hoodie.properties" in out
+    assert sorted(p.name for p in table.iterdir()) == files_before  # nothing was recreated
+    properties.write_bytes(saved)
+
+    moved = tmp_path / "moved"
+    Catalog(str(root / "warehouse")).register_external("default", "kept", str(moved))
+    code, out = run(root, "run", spark)
+    assert code == 1 and f"registered at {moved}" in out and "refusing to recreate" in out
+    assert not moved.exists()
+    shutil.rmtree(table)
