@@ -43,7 +43,9 @@ def run_sql(args: argparse.Namespace) -> int:
     from hudiql.sql.parser import split_statements
 
     if args.execute is None and args.file is None:
-        from hudiql.shell import run_shell  # imported here: hudiql.shell imports this module
+        from hudiql.shell import (
+            run_shell,  # imported here: hudiql.shell imports this module
+        )
 
         return run_shell(args)
     if args.file:
