@@ -297,7 +297,9 @@ def _append_logs(
     if not targets:
         return []
     groups = spark.createDataFrame(targets, f"{FILE_ID} string, {LOG_BASE} string, {LOG_VERSION} long")
-    rows = updates.join(F.broadcast(groups), FILE_ID).repartition(F.col(FILE_ID)).sortWithinPartitions(FILE_ID, SEQUENCE)
+    # An explicit partition count: adaptive execution would otherwise fold every append into one task.
+    parallel = max(1, min(len(targets), spark.sparkContext.defaultParallelism * 4))
+    rows = updates.join(F.broadcast(groups), FILE_ID).repartition(parallel, FILE_ID).sortWithinPartitions(FILE_ID, SEQUENCE)
     schema = with_meta_columns(table.schema)
     ordering = table.config.ordering_field
     avro_schema = to_avro(schema, table.config.name)
