@@ -51,7 +51,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -61,6 +60,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 import deltalake  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from upsert_cow import copy_tree, fmt, part_of, ratio, timed  # noqa: E402  (shared with the upsert benchmark)
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
@@ -81,10 +82,6 @@ DELTA_PREDICATE = "t.id = s.id AND t.part = s.part"
 # ---------------------------------------------------------------------------------------------
 # data
 # ---------------------------------------------------------------------------------------------
-def part_of(id_col, partitions: int):
-    return F.format_string("p%03d", (id_col % F.lit(partitions)).cast("int"))
-
-
 def base_rows(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
     """The base table: ids 0..rows-1, ``part`` = id mod partitions, ts = 1, value = 1.5 * id."""
     r = spark.range(rows)
@@ -172,18 +169,6 @@ def build_spark() -> SparkSession:
     return spark
 
 
-def timed(fn):
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
-
-
-def copy_tree(src: str, dst: str) -> None:
-    if os.path.exists(dst):
-        shutil.rmtree(dst)
-    shutil.copytree(src, dst)
-
-
 def snapshot_hudiql(workdir: str, ref: str | None) -> str:
     """Copy the hudiql package (working tree, or git ``ref``) into ``workdir`` and import it from there
     (the driver and Spark's Python workers both get the snapshot first on their path)."""
@@ -211,14 +196,6 @@ def snapshot_hudiql(workdir: str, ref: str | None) -> str:
     dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "adapter/hudiql"],
                            capture_output=True, text=True).stdout
     return f"working tree at {head}" + (" with uncommitted changes" if dirty.strip() else "")
-
-
-def fmt(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds:7.2f}s"
-
-
-def ratio(a: float | None, b: float | None) -> str:
-    return "-" if a is None or b is None or b == 0 else f"{a / b:5.2f}x"
 
 
 def commit_file_groups(table_dir: str) -> tuple[int, int] | None:
