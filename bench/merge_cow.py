@@ -61,7 +61,7 @@ import pyarrow.compute as pc  # noqa: E402
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 import deltalake  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from upsert_cow import copy_tree, fmt, part_of, ratio, timed  # noqa: E402  (shared with the upsert benchmark)
+from upsert_cow import base_rows, copy_tree, fmt, part_of, ratio, timed  # noqa: E402  (shared with the upsert benchmark)
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
@@ -82,18 +82,6 @@ DELTA_PREDICATE = "t.id = s.id AND t.part = s.part"
 # ---------------------------------------------------------------------------------------------
 # data
 # ---------------------------------------------------------------------------------------------
-def base_rows(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
-    """The base table: ids 0..rows-1, ``part`` = id mod partitions, ts = 1, value = 1.5 * id."""
-    r = spark.range(rows)
-    return r.select(
-        F.col("id").cast("bigint").alias("id"),
-        F.concat(F.lit("name_"), F.col("id").cast("string")).alias("name"),
-        (F.col("id").cast("double") * F.lit(1.5)).alias("value"),
-        F.lit(1).cast("bigint").alias("ts"),
-        part_of(F.col("id"), partitions).alias("part"),
-    )
-
-
 class Batch:
     """A MERGE batch of 1% of the table: ``n_upd`` existing ids, ``n_new`` new ids.
 
