@@ -21,8 +21,11 @@ import struct
 from dataclasses import dataclass, field
 
 import fastavro
+import numpy as np
+import pyarrow as pa
 
 from hudiql.errors import FormatError
+from hudiql.io import avro_columnar
 
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1
@@ -141,17 +144,75 @@ def avro_records_content(records: list[dict], schema: dict) -> bytes:
     return b"".join(out)
 
 
-def read_avro_records(block: LogBlock, path: str) -> list[dict]:
-    schema = fastavro.parse_schema(json.loads(block.header[SCHEMA]))
+def avro_table_content(table: pa.Table, schema: dict) -> bytes:
+    """An Avro data block's content for the rows of ``table`` (columnar when the schema allows)."""
+    encoded = avro_columnar.encode(table, schema)
+    if encoded is None:
+        return avro_records_content(avro_values(table), schema)
+    data, lengths = encoded
+    n = len(lengths)
+    out = np.empty(8 + 4 * n + len(data), np.uint8)
+    out[:8] = np.frombuffer(struct.pack(">ii", BLOCK_CONTENT_VERSION, n), np.uint8)
+    starts = 8 + 4 * np.arange(1, n + 1) + np.cumsum(lengths) - lengths  # each record's first byte
+    out[(starts - 4)[:, None] + np.arange(4)] = lengths.astype(">i4").view(np.uint8).reshape(n, 4)
+    out[np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(data))] = data
+    return out.tobytes()
+
+
+def _avro_records(block: LogBlock, path: str) -> tuple[dict, int]:
+    """The block's writer schema and record count, after checking its content version."""
     reader = _Reader(block.content, path)
     version = reader.int32()
     if version > BLOCK_CONTENT_VERSION:
         raise FormatError(f"log file {path}: Avro block version {version} is not supported")
+    return json.loads(block.header[SCHEMA]), reader.int32()
+
+
+def read_avro_records(block: LogBlock, path: str) -> list[dict]:
+    schema, count = _avro_records(block, path)
+    parsed = fastavro.parse_schema(schema)
+    reader = _Reader(block.content, path)
+    reader.pos = 8
     records = []
-    for _ in range(reader.int32()):
+    for _ in range(count):
         raw = reader.take(reader.int32())
-        records.append(fastavro.schemaless_reader(io.BytesIO(raw), schema, schema))
+        records.append(fastavro.schemaless_reader(io.BytesIO(raw), parsed, parsed))
     return records
+
+
+def read_avro_table(block: LogBlock, path: str, arrow_schema: pa.Schema) -> pa.Table:
+    """The block's records as Arrow: the columns of its writer schema, typed as in ``arrow_schema``
+    (decoded columnar when the schema allows, else with fastavro row by row)."""
+    schema, count = _avro_records(block, path)
+    starts, ends = avro_columnar.record_bounds(block.content, 8, count, path)
+    table = avro_columnar.decode(block.content, starts, ends, schema, path)
+    if table is not None:
+        return table
+    names = {f["name"] for f in schema["fields"]}
+    return pa.Table.from_pylist(read_avro_records(block, path), schema=pa.schema([f for f in arrow_schema if f.name in names]))
+
+
+def avro_values(records: pa.Table) -> list[dict]:
+    """Rows as Avro datums: Arrow gives maps as lists of (key, value) pairs, Avro wants dicts."""
+    converters = {f.name: _to_avro_value(f.type) for f in records.schema}
+    return [
+        {name: converters[name](value) for name, value in row.items()}
+        for row in records.to_pylist()
+    ]
+
+
+def _to_avro_value(dtype: pa.DataType):
+    if pa.types.is_map(dtype):
+        item = _to_avro_value(dtype.item_type)
+        return lambda v: None if v is None else {k: item(x) for k, x in v}
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        item = _to_avro_value(dtype.value_type)
+        return lambda v: None if v is None else [item(x) for x in v]
+    if pa.types.is_struct(dtype):
+        fields = {f.name: _to_avro_value(f.type) for f in dtype}
+        return lambda v: None if v is None else {k: fields[k](x) for k, x in v.items()}
+    return lambda v: v
+
 
 
 # ---- DELETE content ---------------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 """Merging a file slice: its base file and the blocks of its log files, by the table's merge rule.
 
-Used by snapshot queries of merge-on-read tables (in Spark tasks, one slice per call) and by
-compaction. Blocks of instants that did not complete, and blocks a rollback command block
-targets, are skipped.
+The fold of a slice's log items onto its base file gives a ``SliceOutcome``: which base rows
+the logs replace or delete (by row position), and the log records that win. Compaction applies
+it to the whole base file in a task (``SliceMerger.merge``); snapshot queries read only the
+base file's key and ordering columns in Python and leave the base rows to Spark's parquet
+reader, which drops the replaced positions with a join (``read.snapshot``). Blocks of instants
+that did not complete, and blocks a rollback command block targets, are skipped.
 
 Per record key, log items are folded in log order onto the stored record:
 - a data record replaces the current one when the merge rule says the incoming version wins;
@@ -17,9 +20,9 @@ Example:
 from __future__ import annotations
 
 import io
-import json
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -31,7 +34,20 @@ from hudiql.table.merge import MergeRule
 from hudiql.table.schema import RECORD_KEY
 from hudiql.write.handle import conform
 
+# Extra columns of the snapshot merge output: a row with these set (and no record) says
+# "drop row ROW_INDEX of base file BASE_FILE_NAME".
+BASE_FILE_NAME = "__hudiql_base_file"
+ROW_INDEX = "__hudiql_row_index"
+
 _DELETED = object()
+
+
+@dataclass(frozen=True)
+class SliceOutcome:
+    """What a slice's logs do to its base file."""
+
+    replaced: pa.Array  # int64 positions of base rows that a log record or delete supersedes
+    records: pa.Table  # the log records that win, in the merger's schema
 
 
 @dataclass(frozen=True)
@@ -42,25 +58,50 @@ class SliceMerger:
     completed: frozenset[str]
 
     def udf(self):
-        """The function ``mapInArrow`` calls: slice descriptors in, merged rows out."""
+        """The function ``mapInArrow`` calls for snapshot queries: slice descriptors in; the
+        winning log records and the replaced base positions out (see ``output_schema``)."""
+        schema = self.output_schema()
 
         def merge_slices(batches):
             for batch in batches:
                 for d in batch.to_pylist():
-                    merged = self.merge(d["partition_path"], d["base_file"], list(d["log_files"] or []))
-                    yield from merged.cast(self.arrow_schema).to_batches()
+                    yield from self._snapshot_batches(d["partition_path"], d["base_file"], list(d["log_files"] or []), schema)
 
         return merge_slices
 
-    def read_base(self, partition_path: str, base_file: str | None) -> pa.Table:
+    def output_schema(self) -> pa.Schema:
+        return self.arrow_schema.append(pa.field(BASE_FILE_NAME, pa.string())).append(pa.field(ROW_INDEX, pa.int64()))
+
+    def _snapshot_batches(self, partition_path: str, base_file: str | None, log_files: list[str], schema: pa.Schema):
+        ordering = self.merge_rule.ordering_field
+        base = self.read_base(partition_path, base_file, [RECORD_KEY] + ([ordering] if ordering else []))
+        outcome = self.outcome(partition_path, base, log_files)
+        n = outcome.records.num_rows
+        if n:
+            records = outcome.records.cast(self.arrow_schema)
+            yield from records.append_column(schema.field(BASE_FILE_NAME), pa.nulls(n, pa.string())).append_column(
+                schema.field(ROW_INDEX), pa.nulls(n, pa.int64())
+            ).to_batches()
+        m = len(outcome.replaced)
+        if m:
+            columns = [pa.nulls(m, f.type) for f in self.arrow_schema]
+            columns += [pa.array([base_file] * m, pa.string()), outcome.replaced]
+            yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+    def read_base(self, partition_path: str, base_file: str | None, columns: list[str] | None = None) -> pa.Table:
+        """The base file's rows in the merger's schema (only ``columns`` of it, when given)."""
+        schema = self.arrow_schema if columns is None else pa.schema([self.arrow_schema.field(c) for c in columns])
         if not base_file:
-            return self.arrow_schema.empty_table()
+            return schema.empty_table()
         storage = Storage(self.base_uri)
         with storage.open_input_file(join_partition(partition_path, base_file)) as f:
-            return conform(pq.read_table(f), self.arrow_schema)
+            parquet = pq.ParquetFile(f)
+            stored = [c for c in schema.names if c in parquet.schema_arrow.names]
+            return conform(parquet.read(columns=stored), schema)
 
-    def read_log_items(self, partition_path: str, log_files: list[str]) -> tuple[list[pa.Table], list[tuple]]:
-        """Data tables and the ordered items ``(key, ordering, table index or _DELETED, row)``."""
+    def read_log_items(self, partition_path: str, log_files: list[str]) -> tuple[list[pa.Table], pa.Table, list[tuple]]:
+        """The slice's valid log content, in log order (``seq``): the data blocks' tables, their
+        records as items (key, ordering, seq, table index, row), and the deletes (key, ordering, seq)."""
         storage = Storage(self.base_uri)
         blocks: list[tuple[str, L.LogBlock]] = []
         for name in log_files:
@@ -72,67 +113,131 @@ class SliceMerger:
             if b.block_type == L.COMMAND and b.header.get(L.COMMAND_BLOCK_TYPE) == L.ROLLBACK_COMMAND
         }
         tables: list[pa.Table] = []
-        items: list[tuple] = []
-        ordering = self.merge_rule.ordering_field
+        items: list[pa.Table] = []
+        deletes: list[tuple] = []
+        seq = 0
         for path, block in blocks:
             instant = block.instant_time
             if block.block_type == L.COMMAND or instant not in self.completed or instant in rolled_back:
                 continue
             if block.block_type == L.DELETE:
                 for d in L.read_deletes(block, path):
-                    items.append((d.record_key, d.ordering_value, _DELETED, None))
+                    deletes.append((d.record_key, d.ordering_value, seq))
+                    seq += 1
                 continue
             if block.block_type == L.AVRO_DATA:
-                table = pa.Table.from_pylist(L.read_avro_records(block, path), schema=self._avro_arrow(block))
+                table = L.read_avro_table(block, path, self.arrow_schema)
             else:
                 table = pq.read_table(io.BytesIO(block.content))
             table = conform(table, self.arrow_schema)
-            index = len(tables)
+            n = table.num_rows
+            columns = {
+                "key": table.column(RECORD_KEY),
+                "seq": pa.array(np.arange(seq, seq + n, dtype=np.int64)),
+                "src": pa.array(np.full(n, len(tables), dtype=np.int64)),
+                "row": pa.array(np.arange(n, dtype=np.int64)),
+            }
+            if self.merge_rule.ordering_field:
+                columns["ordering"] = table.column(self.merge_rule.ordering_field)
+            items.append(pa.table(columns))
             tables.append(table)
-            keys = table.column(RECORD_KEY).to_pylist()
-            values = table.column(ordering).to_pylist() if ordering else [None] * len(keys)
-            items.extend((k, v, index, row) for row, (k, v) in enumerate(zip(keys, values)))
-        return tables, items
+            seq += n
+        return tables, pa.concat_tables(items) if items else self._items_schema().empty_table(), deletes
 
-    def _avro_arrow(self, block: L.LogBlock) -> pa.Schema:
-        """The table's Arrow schema restricted to the block's writer columns."""
-        names = {f["name"] for f in json.loads(block.header[L.SCHEMA])["fields"]}
-        return pa.schema([f for f in self.arrow_schema if f.name in names])
+    def _items_schema(self) -> pa.Schema:
+        schema = pa.schema([("key", pa.string()), ("seq", pa.int64()), ("src", pa.int64()), ("row", pa.int64())])
+        ordering = self.merge_rule.ordering_field
+        return schema.append(self.arrow_schema.field(ordering).with_name("ordering")) if ordering else schema
 
     def merge(self, partition_path: str, base_file: str | None, log_files: list[str]) -> pa.Table:
+        """The merged rows of a slice (compaction)."""
         base = self.read_base(partition_path, base_file)
-        tables, items = self.read_log_items(partition_path, log_files)
-        if not items:
+        outcome = self.outcome(partition_path, base, log_files)
+        if not len(outcome.replaced) and not outcome.records.num_rows:
             return base
-        rule = self.merge_rule
-        ordering = rule.ordering_field
-        base_keys = base.column(RECORD_KEY).combine_chunks()
-        touched = pa.array(list({key for key, *_ in items}), pa.string())
-        position = pc.index_in(touched, value_set=base_keys).to_pylist()
-        base_order = base.column(ordering).to_pylist() if ordering else None
-        # state per key: (source, ordering) where source is ("base", row), (table, row) or _DELETED
+        replaced = pc.is_in(pa.array(range(base.num_rows), pa.int64()), value_set=outcome.replaced)
+        return pa.concat_tables([base.filter(pc.invert(replaced)), outcome.records])
+
+    def outcome(self, partition_path: str, base: pa.Table, log_files: list[str]) -> SliceOutcome:
+        """Fold the slice's log items onto ``base`` (which needs only its key and ordering columns).
+
+        Keys without deletes take the closed form of the fold (``_fold_records``); keys with a
+        delete are folded one item at a time (``_fold_sequence``).
+        """
+        tables, items, deletes = self.read_log_items(partition_path, log_files)
+        if not items.num_rows and not deletes:
+            return SliceOutcome(pa.array([], pa.int64()), self.arrow_schema.empty_table())
+        delete_keys = pa.array(sorted({key for key, _, _ in deletes}), pa.string())
+        with_delete = pc.is_in(items.column("key"), value_set=delete_keys)
+        kept, winners = self._fold_records(items.filter(pc.invert(with_delete)), base)
+        slow_kept, slow_winners = self._fold_sequence(items.filter(with_delete), deletes, base)
+        kept = pa.concat_arrays([kept, slow_kept])
+        winners = pa.concat_tables([winners, slow_winners])
+        # Every stored row of a touched key is superseded, unless the stored version won.
+        touched = pa.concat_arrays([items.column("key").combine_chunks(), delete_keys])
+        stored = pc.indices_nonzero(pc.is_in(base.column(RECORD_KEY), value_set=touched)).cast(pa.int64())
+        replaced = stored.filter(pc.invert(pc.is_in(stored, value_set=kept)))
+        pieces = []
+        for index, table in enumerate(tables):
+            rows = winners.filter(pc.equal(winners.column("src"), index)).column("row").to_numpy()
+            if len(rows):
+                pieces.append(table.take(pa.array(np.sort(rows))))
+        records = pa.concat_tables(pieces) if pieces else self.arrow_schema.empty_table()
+        return SliceOutcome(replaced, records)
+
+    def _fold_records(self, items: pa.Table, base: pa.Table) -> tuple[pa.Array, pa.Table]:
+        """The fold for keys with data records only: the latest-ranked record of each key (by
+        ordering value, nulls lowest, then log order; by log order alone under commit time)
+        replaces the stored version when the merge rule lets it.
+        Returns (base positions whose stored version won, winning (src, row) items)."""
+        event_time = self.merge_rule.is_event_time
+        sort_keys = [("key", "ascending")] + ([("ordering", "ascending")] if event_time else []) + [("seq", "ascending")]
+        ranked = items.take(pc.sort_indices(items, sort_keys=sort_keys, null_placement="at_start"))
+        keys = ranked.column("key").combine_chunks()
+        if not len(keys):
+            return pa.array([], pa.int64()), items.select(["src", "row"])
+        last = pa.concat_arrays([pc.not_equal(keys.slice(0, len(keys) - 1), keys.slice(1)), pa.array([True])])
+        latest = ranked.filter(last)
+        position = pc.index_in(latest.column("key"), value_set=base.column(RECORD_KEY))
+        if event_time:
+            stored = base.column(self.merge_rule.ordering_field).take(position)
+            wins = self.merge_rule.incoming_wins(stored.combine_chunks(), latest.column("ordering").combine_chunks())
+        else:
+            wins = pa.array(np.ones(latest.num_rows, bool))
+        kept = position.filter(pc.invert(wins)).cast(pa.int64())
+        kept = kept.combine_chunks() if isinstance(kept, pa.ChunkedArray) else kept
+        return kept, latest.filter(wins).select(["src", "row"])
+
+    def _fold_sequence(self, items: pa.Table, deletes: list[tuple], base: pa.Table) -> tuple[pa.Array, pa.Table]:
+        """The fold, item by item, for keys that have a delete; returns as ``_fold_records``."""
+        empty = (pa.array([], pa.int64()), pa.table({"src": pa.array([], pa.int64()), "row": pa.array([], pa.int64())}))
+        if not deletes:
+            return empty
+        ordering = self.merge_rule.ordering_field
+        sequence = [
+            (d["seq"], d["key"], d["ordering"] if ordering else None, (d["src"], d["row"])) for d in items.to_pylist()
+        ]
+        sequence += [(seq, key, value, _DELETED) for key, value, seq in deletes]
+        sequence.sort(key=lambda item: item[0])
+        touched = pa.array(sorted({key for _, key, _, _ in sequence}), pa.string())
+        position = pc.index_in(touched, value_set=base.column(RECORD_KEY)).to_pylist()
+        # state per key: (source, ordering) where source is ("base", row), (src, row) or _DELETED
         state: dict[str, tuple[object, object]] = {}
         for key, pos in zip(touched.to_pylist(), position):
             if pos is not None:
-                state[key] = (("base", pos), base_order[pos] if base_order else None)
-        for key, value, index, row in items:
+                state[key] = (("base", pos), base.column(ordering)[pos].as_py() if ordering else None)
+        for _, key, value, source in sequence:
             current = state.get(key)
-            if index is _DELETED:
+            if source is _DELETED:
                 if current is not None and current[0] is not _DELETED and self._delete_wins(current[1], value):
                     state[key] = (_DELETED, value)
                 continue
             if current is None or current[0] is _DELETED and _natural(current[1]) or self._record_wins(current[1], value):
-                state[key] = ((index, row), value)
-        drop = pc.is_in(base_keys, value_set=touched)
-        pieces = [base.filter(pc.invert(drop))]
-        keep_base = sorted(src[1] for src, _ in state.values() if src is not _DELETED and src[0] == "base")
-        if keep_base:
-            pieces.append(base.take(pa.array(keep_base, pa.int64())))
-        for index, table in enumerate(tables):
-            rows = sorted(src[1] for src, _ in state.values() if src is not _DELETED and src[0] == index)
-            if rows:
-                pieces.append(table.take(pa.array(rows, pa.int64())))
-        return pa.concat_tables(pieces)
+                state[key] = (source, value)
+        live = [src for src, _ in state.values() if src is not _DELETED]
+        kept = pa.array([row for origin, row in live if origin == "base"], pa.int64())
+        logged = [(origin, row) for origin, row in live if origin != "base"]
+        return kept, pa.table({"src": pa.array([o for o, _ in logged], pa.int64()), "row": pa.array([r for _, r in logged], pa.int64())})
 
     def _record_wins(self, stored: object, incoming: object) -> bool:
         if not self.merge_rule.is_event_time:

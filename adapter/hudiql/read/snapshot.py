@@ -14,13 +14,18 @@ from collections.abc import Callable
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudiql.errors import FormatError
-from hudiql.read.merged import SliceMerger
+from hudiql.read.merged import BASE_FILE_NAME, ROW_INDEX, SliceMerger
 from hudiql.table.fsview import FileSlice, FileSystemView
 from hudiql.table.schema import to_arrow, with_meta_columns
 from hudiql.table.table import HudiTable
+
+# Up to this many bytes of log files, the superseded base rows are broadcast to the base-file
+# scan; beyond it both sides are shuffled (a broadcast of millions of keys would not fit).
+BROADCAST_LOG_BYTES = 256 * 1024 * 1024
 
 
 def table_columns(table: HudiTable) -> T.StructType:
@@ -60,6 +65,12 @@ def snapshot(
 
 
 def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice], columns: T.StructType) -> DataFrame:
+    """Slices with logs: base rows through Spark's parquet reader minus the rows the logs
+    supersede (by file and row position), plus the winning log records.
+
+    Only the logs and the base files' key and ordering columns pass through Python, so a
+    query pays for the logs, not for the table; the base rows keep column pruning.
+    """
     if not table.config.populate_meta_fields:
         raise FormatError(f"table {table.base_uri} has log files but no meta fields; hudiql cannot merge them")
     merger = SliceMerger(
@@ -70,4 +81,23 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
         "partition_path string, base_file string, log_files array<string>",
     )
     parallelism = max(1, min(len(slices), spark.sparkContext.defaultParallelism * 2))
-    return descriptors.repartition(parallelism).mapInArrow(merger.udf(), columns)
+    out_schema = T.StructType(columns.fields + [
+        T.StructField(BASE_FILE_NAME, T.StringType()), T.StructField(ROW_INDEX, T.LongType())
+    ])
+    # Checkpointed so that the logs are decoded once for both uses below.
+    outcome = descriptors.repartition(parallelism).mapInArrow(merger.udf(), out_schema).localCheckpoint(eager=False)
+    records = outcome.where(F.col(ROW_INDEX).isNull()).select(*[F.col(f"`{c}`") for c in columns.fieldNames()])
+    bases = [table.storage.uri(s.base_path) for s in slices if s.base_file]
+    if not bases:
+        return records
+    replaced = outcome.where(F.col(ROW_INDEX).isNotNull()).select(BASE_FILE_NAME, ROW_INDEX)
+    if sum(s.log_size for s in slices) <= BROADCAST_LOG_BYTES:
+        replaced = F.broadcast(replaced)
+    base_rows = (
+        spark.read.schema(columns).parquet(*bases)
+        .withColumn(BASE_FILE_NAME, F.col("_metadata.file_name"))
+        .withColumn(ROW_INDEX, F.col("_metadata.row_index"))
+        .join(replaced, [BASE_FILE_NAME, ROW_INDEX], "left_anti")
+        .drop(BASE_FILE_NAME, ROW_INDEX)
+    )
+    return base_rows.unionByName(records)

@@ -35,6 +35,7 @@ class FileSlice:
     base_file: str | None = None  # file name, or None for a log-only slice
     base_file_size: int = 0
     log_files: list[str] = field(default_factory=list)
+    log_size: int = 0  # bytes of the log files
 
     @property
     def base_path(self) -> str | None:
@@ -84,7 +85,7 @@ class FileSystemView:
         pending = {i.timestamp: i for i in timeline.instants if i.action == COMPACTION and not i.is_completed}
         committed_logs = _committed_log_files(timeline)
         groups: dict[tuple[str, str], FileGroup] = {}
-        logs: list[tuple[str, str, str, str]] = []  # partition, file id, name instant, name
+        logs: list[tuple[str, str, str, str, int]] = []  # partition, file id, name instant, name, size
         for info in _list_data_files(storage, partitions):
             parsed = parse_data_file_name(info.name)
             if parsed is None:
@@ -96,7 +97,7 @@ class FileSystemView:
                 group.all_log_versions.setdefault(parsed.instant_time, set()).add(parsed.log_version)
                 visible = info.path in committed_logs or parsed.instant_time in completion
                 if visible:
-                    logs.append((partition, parsed.file_id, parsed.instant_time, info.name))
+                    logs.append((partition, parsed.file_id, parsed.instant_time, info.name, info.size))
             elif parsed.instant_time in completed:
                 group.slices[parsed.instant_time] = FileSlice(
                     partition, parsed.file_id, parsed.instant_time, info.name, info.size
@@ -106,12 +107,14 @@ class FileSystemView:
                 group = groups.get((op.partition_path, op.file_id))
                 if group is not None:
                     group.slices.setdefault(instant.timestamp, FileSlice(op.partition_path, op.file_id, instant.timestamp))
-        for partition, file_id, name_instant, name in logs:
+        for partition, file_id, name_instant, name, size in logs:
             group = groups[(partition, file_id)]
             base_instant = name_instant
             if timeline.layout_version >= 2:
                 base_instant = _v8_log_slice(group, name_instant, completion.get(name_instant, name_instant))
-            group.slices.setdefault(base_instant, FileSlice(partition, file_id, base_instant)).log_files.append(name)
+            slice_ = group.slices.setdefault(base_instant, FileSlice(partition, file_id, base_instant))
+            slice_.log_files.append(name)
+            slice_.log_size += size
         for group in groups.values():
             for slice_ in group.slices.values():
                 slice_.log_files.sort(key=_log_sort_key)
@@ -153,7 +156,8 @@ class FileSystemView:
             while merged.base_file is None and merged.base_instant in self.pending_compactions and ordered:
                 before = ordered.pop()
                 merged = FileSlice(before.partition_path, before.file_id, before.base_instant, before.base_file,
-                                   before.base_file_size, before.log_files + merged.log_files)
+                                   before.base_file_size, before.log_files + merged.log_files,
+                                   before.log_size + merged.log_size)
             out.append(merged)
         return out
 

@@ -33,6 +33,18 @@ def new_file_id() -> str:
     return f"{uuid.uuid4()}-0"
 
 
+def bucket_file_id(bucket: int) -> str:
+    """A new file group id for a bucket of the bucket index: the uuid's first 8 characters are
+    the bucket number (Hudi's ``BucketIdentifier.newBucketFileIdPrefix``)."""
+    return f"{bucket:08d}{str(uuid.uuid4())[8:]}-0"
+
+
+def bucket_of_file_id(file_id: str) -> int | None:
+    """The bucket a bucket-index file group holds, or ``None`` for other file ids."""
+    head = file_id[:8]
+    return int(head) if len(file_id) > 8 and head.isdigit() else None
+
+
 def write_token(task_partition_id: int, stage_id: int, attempt_id: int) -> str:
     return f"{task_partition_id}-{stage_id}-{attempt_id}"
 

@@ -176,7 +176,7 @@ class AppendTask:
             buf = io.BytesIO()
             pq.write_table(records, buf, compression="snappy")
             return L.LogBlock(L.PARQUET_DATA, header, buf.getvalue())
-        return L.LogBlock(L.AVRO_DATA, header, L.avro_records_content(avro_values(records), self.avro_schema))
+        return L.LogBlock(L.AVRO_DATA, header, L.avro_table_content(records, self.avro_schema))
 
     def _stats(self, storage: Storage, group: _GroupBuffer) -> dict:
         size = storage.size(group.path)
@@ -190,25 +190,3 @@ class AppendTask:
             "total_log_blocks": group.blocks, "total_log_files": 1,
             "total_upsert_time_ms": int((time.monotonic() - group.started) * 1000), "total_create_time_ms": 0,
         }
-
-
-def avro_values(records: pa.Table) -> list[dict]:
-    """Rows as Avro datums: Arrow gives maps as lists of (key, value) pairs, Avro wants dicts."""
-    converters = {f.name: _to_avro_value(f.type) for f in records.schema}
-    return [
-        {name: converters[name](value) for name, value in row.items()}
-        for row in records.to_pylist()
-    ]
-
-
-def _to_avro_value(dtype: pa.DataType):
-    if pa.types.is_map(dtype):
-        item = _to_avro_value(dtype.item_type)
-        return lambda v: None if v is None else {k: item(x) for k, x in v}
-    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
-        item = _to_avro_value(dtype.value_type)
-        return lambda v: None if v is None else [item(x) for x in v]
-    if pa.types.is_struct(dtype):
-        fields = {f.name: _to_avro_value(f.type) for f in dtype}
-        return lambda v: None if v is None else {k: fields[k](x) for k, x in v.items()}
-    return lambda v: v

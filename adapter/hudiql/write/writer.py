@@ -72,6 +72,7 @@ from hudiql.write.handle import (
     STATS_SCHEMA,
     MergeTask,
 )
+from hudiql.write.index import NEW_GROUP, IndexConfig, tag
 
 MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
@@ -167,8 +168,10 @@ def _write_file_groups(
     partitions = [r[0] for r in incoming.select(PARTITION_PATH).distinct().collect()]
     view = table.file_system_view(partitions)
     _write_partition_metadata(table, partitions, instant_time)
+    index = IndexConfig.from_settings(settings, table.config.record_key_fields)
+    lookup = operation is Operation.UPSERT
     # Tagged rows feed the insert counts and the write: compute the index lookup once.
-    tagged = _tag(spark, table, incoming, view, operation).persist(StorageLevel.MEMORY_AND_DISK)
+    tagged = tag(spark, table, index, incoming, partitions, view, lookup).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         return _write_tagged(spark, table, tagged, view, operation, instant_time, settings, planned)
     finally:
@@ -187,14 +190,19 @@ def _write_tagged(
 ) -> list[WriteStat]:
     updates, inserts = _split(tagged)
     mor = table.config.is_mor
-    # COW packs inserts into small file groups; MOR inserts always start new file groups.
-    small_files: dict[str, list] = {}
-    if operation is not Operation.BULK_INSERT and not mor:
-        small_limit = int(settings.get(SMALL_FILE_LIMIT, DEFAULT_SMALL_FILE_LIMIT))
-        for s in view.latest_slices():
-            if s.base_file and s.base_file_size < small_limit:
-                small_files.setdefault(s.partition_path, []).append(s)
-    inserts, buckets = _assign_buckets(spark, table, inserts, small_files, settings)
+    if NEW_GROUP in tagged.columns:
+        # Bucket index: every row is placed already; rows of new buckets start their file groups.
+        new_groups = spark.sparkContext.defaultParallelism * 4
+    else:
+        # COW packs inserts into small file groups; MOR inserts always start new file groups.
+        small_files: dict[str, list] = {}
+        if operation is not Operation.BULK_INSERT and not mor:
+            small_limit = int(settings.get(SMALL_FILE_LIMIT, DEFAULT_SMALL_FILE_LIMIT))
+            for s in view.latest_slices():
+                if s.base_file and s.base_file_size < small_limit:
+                    small_files.setdefault(s.partition_path, []).append(s)
+        inserts, buckets = _assign_buckets(spark, table, inserts, small_files, settings)
+        new_groups = len(buckets)
     arrow_schema = to_arrow(with_meta_columns(table.schema))
     merge = MergeTask(
         base_uri=table.base_uri,
@@ -214,44 +222,21 @@ def _write_tagged(
     if to_merge is not None:
         # One shuffle partition per file group (bounded): otherwise adaptive execution may fold
         # every file rewrite into one task on one core.
-        groups = len(view.latest_slices()) + (len(buckets) if buckets else 0)
+        groups = len(view.latest_slices()) + new_groups
         parallel = max(1, min(groups, spark.sparkContext.defaultParallelism * 4))
         rows += to_merge.repartition(parallel, FILE_ID).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA).collect()
     return [WriteStat.from_row(r.asDict()) for r in rows]
 
 
-def _tag(
-    spark: SparkSession, table: HudiTable, incoming: DataFrame, view: FileSystemView, operation: Operation
-) -> DataFrame:
-    """Incoming rows tagged with the file group (and base file) that stores their key, if any.
-
-    The index is a join with the record keys of the latest base files in the touched partitions;
-    only the meta columns of those files are read.
-    """
-    slices = [s for s in view.read_slices() if s.base_file]
-    if operation is Operation.UPSERT and table.has_record_key and slices:
-        meta = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
-        existing = (
-            spark.read.schema(meta)
-            .parquet(*[table.storage.uri(s.base_path) for s in slices])
-            .select(RECORD_KEY, PARTITION_PATH, F.col("_metadata.file_name").alias(BASE_FILE))
-        )
-        # Inner join first: Spark may broadcast the (small) batch keys instead of shuffling every
-        # stored key; the left join of the batch with the matches is then small on both sides.
-        keys = incoming.select(RECORD_KEY, PARTITION_PATH)
-        matches = existing.join(keys, [RECORD_KEY, PARTITION_PATH]).withColumn(
-            FILE_ID, F.regexp_extract(F.col(BASE_FILE), r"^([^_]+)_", 1)
-        )
-        tagged = incoming.join(matches, [RECORD_KEY, PARTITION_PATH], "left")
-    else:
-        tagged = incoming.withColumn(BASE_FILE, F.lit(None).cast("string")).withColumn(FILE_ID, F.lit(None).cast("string"))
-    return tagged
-
-
 def _split(tagged: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(updates of stored records, inserts); deleting a key that is not stored is a no-op."""
-    updates = tagged.where(F.col(FILE_ID).isNotNull())
-    inserts = tagged.where(F.col(FILE_ID).isNull()).drop(FILE_ID, BASE_FILE)
+    """(rows for existing file groups, rows that need a new one); deleting a key that is not
+    stored is a no-op. Rows of the simple index get their new file group by bucket assignment."""
+    if NEW_GROUP in tagged.columns:
+        updates = tagged.where(~F.col(NEW_GROUP)).drop(NEW_GROUP)
+        inserts = tagged.where(F.col(NEW_GROUP)).drop(NEW_GROUP)
+    else:
+        updates = tagged.where(F.col(FILE_ID).isNotNull())
+        inserts = tagged.where(F.col(FILE_ID).isNull()).drop(FILE_ID, BASE_FILE)
     for flag in (IS_DELETED, DELETE):
         if flag in inserts.columns:
             inserts = inserts.where(~F.coalesce(F.col(flag), F.lit(False)))

@@ -1,0 +1,276 @@
+"""Avro binary records to and from Arrow columns, a whole block at a time (numpy, no per-row Python).
+
+Hudi's Avro data blocks hold one Avro binary record per table row. For the flat schemas tables
+have (fields of boolean, int, long, float, double, string or bytes, optionally in a union with
+null, with the date and timestamp logical types), the records are decoded field by field for
+all rows at once: every row keeps a read position, and each field advances the positions of
+all rows. Encoding mirrors it: each field yields its bytes for every row, and the pieces are
+scattered into place. Other schemas (nested records, arrays, maps, decimals, enums, fixed)
+return ``None``, and the caller uses fastavro row by row.
+
+This is what makes a merge-on-read table pay for its logs at columnar speed: fastavro needs
+about 10 µs per row of a 15-column table.
+
+Example:
+    >>> starts, ends = record_bounds(content)
+    >>> table = decode(content, starts, ends, avro_schema, arrow_schema)
+    >>> encode(table, avro_schema)  # the records' bytes and lengths
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from hudiql.errors import FormatError
+
+_MAX_VARINT_BYTES = 10
+#: Avro primitive type -> (Arrow type decoded to, fixed byte width or 0 for varint / length-prefixed)
+_PRIMITIVES = {
+    "boolean": (pa.bool_(), 1),
+    "int": (pa.int32(), 0),
+    "long": (pa.int64(), 0),
+    "float": (pa.float32(), 4),
+    "double": (pa.float64(), 8),
+    "string": (pa.string(), 0),
+    "bytes": (pa.binary(), 0),
+}
+_LOGICAL = {
+    ("int", "date"): pa.date32(),
+    ("long", "timestamp-micros"): pa.timestamp("us", tz="UTC"),
+    ("long", "timestamp-millis"): pa.timestamp("ms", tz="UTC"),
+    ("long", "local-timestamp-micros"): pa.timestamp("us"),
+    ("long", "local-timestamp-millis"): pa.timestamp("ms"),
+}
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    primitive: str
+    logical: pa.DataType | None
+    null_branch: int | None  # the union branch index of null, or None when not nullable
+
+    @property
+    def value_branch(self) -> int:
+        return 1 - self.null_branch if self.null_branch is not None else 0
+
+
+def _fields(avro_schema: dict) -> list[_Field] | None:
+    """The schema's fields when every one is flat enough for the columnar codec, else ``None``."""
+    if avro_schema.get("type") != "record":
+        return None
+    out = []
+    for f in avro_schema["fields"]:
+        kind, null_branch = f["type"], None
+        if isinstance(kind, list):
+            if len(kind) != 2 or "null" not in kind:
+                return None
+            null_branch = kind.index("null")
+            kind = kind[1 - null_branch]
+        logical = None
+        if isinstance(kind, dict):
+            if kind.get("logicalType") is not None:
+                logical = _LOGICAL.get((kind.get("type"), kind["logicalType"]))
+                if logical is None:
+                    return None
+            elif set(kind) - {"type"}:
+                return None
+            kind = kind.get("type")
+        if kind not in _PRIMITIVES:
+            return None
+        out.append(_Field(f["name"], kind, logical, null_branch))
+    return out
+
+
+def supports(avro_schema: dict) -> bool:
+    return _fields(avro_schema) is not None
+
+
+# ---- decoding -------------------------------------------------------------------------------------
+
+def record_bounds(content: bytes, offset: int, count: int, path: str) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of each of ``count`` records stored as big-endian int32 length + bytes."""
+    starts = np.empty(count, np.int64)
+    ends = np.empty(count, np.int64)
+    view = memoryview(content)
+    pos = offset
+    for i in range(count):
+        if pos + 4 > len(content):
+            raise FormatError(f"log file {path}: Avro block is truncated at record {i} of {count}")
+        length = int.from_bytes(view[pos:pos + 4], "big", signed=True)
+        pos += 4
+        starts[i] = pos
+        pos += length
+        ends[i] = pos
+    if count and (ends[-1] > len(content) or (np.diff(starts) < 4).any()):
+        raise FormatError(f"log file {path}: Avro block record lengths run past the block")
+    return starts, ends
+
+
+def decode(content: bytes, starts: np.ndarray, ends: np.ndarray, avro_schema: dict, path: str) -> pa.Table | None:
+    """The records as an Arrow table (columns in schema order), or ``None`` for a schema the
+    columnar codec does not cover."""
+    fields = _fields(avro_schema)
+    if fields is None:
+        return None
+    buf = np.frombuffer(content, np.uint8)
+    pos = starts.copy()
+    columns = []
+    try:
+        for f in fields:
+            valid = None
+            if f.null_branch is not None:
+                branch = _read_varint(buf, pos)
+                valid = branch == f.value_branch
+                if not ((branch == f.null_branch) | valid).all():
+                    raise FormatError(f"log file {path}: bad union branch in field '{f.name}'")
+            columns.append(_decode_value(buf, pos, f, valid))
+    except IndexError:
+        raise FormatError(f"log file {path}: an Avro record runs past the end of its block") from None
+    if not (pos == ends).all():
+        raise FormatError(f"log file {path}: Avro records do not match the block's schema (lengths differ)")
+    return pa.table(columns, names=[f.name for f in fields])
+
+
+def _read_varint(buf: np.ndarray, pos: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Zig-zag varints at ``pos[rows]`` (all rows by default); advances those positions."""
+    rows = np.arange(len(pos)) if rows is None else rows
+    value = np.zeros(len(rows), np.uint64)
+    active = np.arange(len(rows))
+    for shift in range(0, 7 * _MAX_VARINT_BYTES, 7):
+        if not len(active):
+            break
+        byte = buf[pos[rows[active]]].astype(np.uint64)
+        value[active] |= (byte & np.uint64(0x7F)) << np.uint64(shift)
+        pos[rows[active]] += 1
+        active = active[(byte & np.uint64(0x80)) != 0]
+    if len(active):
+        raise IndexError("varint too long")
+    return (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
+
+
+def _decode_value(buf: np.ndarray, pos: np.ndarray, f: _Field, valid: np.ndarray | None) -> pa.Array:
+    n = len(pos)
+    rows = np.arange(n) if valid is None else np.flatnonzero(valid)
+    arrow_type, width = _PRIMITIVES[f.primitive]
+    if f.primitive in ("string", "bytes"):
+        lengths = np.zeros(n, np.int64)
+        lengths[rows] = _read_varint(buf, pos, rows)
+        if (lengths < 0).any():
+            raise IndexError("negative length")
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        total = int(offsets[-1])
+        gather = np.repeat(pos - offsets[:-1], lengths) + np.arange(total)
+        data = buf[gather]
+        pos += lengths
+        offsets32 = offsets.astype(np.int32) if total < 2**31 else None
+        if offsets32 is None:
+            arrow_type = pa.large_string() if f.primitive == "string" else pa.large_binary()
+        buffers = [_validity(valid), pa.py_buffer(offsets if offsets32 is None else offsets32), pa.py_buffer(data)]
+        return pa.Array.from_buffers(arrow_type, n, buffers, null_count=_nulls(valid))
+    if width == 0:  # int, long: zig-zag varints
+        values = np.zeros(n, np.int64)
+        values[rows] = _read_varint(buf, pos, rows)
+        values = values.astype(np.int32) if f.primitive == "int" else values
+    else:
+        raw = buf[pos[rows][:, None] + np.arange(width)]
+        pos[rows] += width
+        values = np.zeros(n, arrow_type.to_pandas_dtype())
+        if f.primitive == "boolean":
+            values[rows] = raw[:, 0] != 0
+        else:
+            values[rows] = raw.copy().view("<f8" if width == 8 else "<f4").ravel()
+    array = pa.array(values, arrow_type, mask=None if valid is None else ~valid)
+    return array.cast(f.logical) if f.logical is not None else array
+
+
+def _validity(valid: np.ndarray | None) -> pa.Buffer | None:
+    return None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def _nulls(valid: np.ndarray | None) -> int:
+    return 0 if valid is None else int(len(valid) - valid.sum())
+
+
+# ---- encoding -------------------------------------------------------------------------------------
+
+def encode(table: pa.Table, avro_schema: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each row of ``table`` as an Avro binary record: (concatenated record bytes, record
+    lengths), or ``None`` for a schema the columnar codec does not cover."""
+    fields = _fields(avro_schema)
+    if fields is None:
+        return None
+    n = table.num_rows
+    parts: list[tuple[np.ndarray, np.ndarray]] = []  # per part: (bytes per row, flat bytes in row order)
+    for f in fields:
+        column = table.column(f.name).combine_chunks() if f.name in table.column_names else pa.nulls(n)
+        valid = np.ones(n, bool) if column.null_count == 0 else ~np.asarray(column.is_null())
+        if f.null_branch is not None:
+            parts.append((np.ones(n, np.int64), np.where(valid, 2 * f.value_branch, 2 * f.null_branch).astype(np.uint8)))
+        elif not valid.all():
+            raise FormatError(f"column '{f.name}' has nulls but its Avro type is not nullable")
+        parts.extend(_encode_value(column, f, valid))
+    lengths = np.zeros(n, np.int64)
+    for sizes, _ in parts:
+        lengths += sizes
+    ends = np.cumsum(lengths)
+    out = np.empty(int(ends[-1]) if n else 0, np.uint8)
+    at = ends - lengths  # where each row's next part goes
+    for sizes, flat in parts:
+        if len(flat):
+            within = np.arange(len(flat)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+            out[np.repeat(at, sizes) + within] = flat
+        at = at + sizes
+    return out, lengths
+
+
+def _encode_value(column: pa.Array, f: _Field, valid: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    present = column.filter(pa.array(valid)) if not valid.all() else column
+    if f.primitive in ("string", "bytes"):
+        present = present.cast(pa.large_binary())
+        offsets = np.frombuffer(present.buffers()[1], np.int64)[present.offset:present.offset + len(present) + 1]
+        data = np.frombuffer(present.buffers()[2], np.uint8)[offsets[0]:offsets[-1]] if len(present) else np.empty(0, np.uint8)
+        size_prefix = _spread(valid, _varint_parts(np.diff(offsets)))
+        return [size_prefix, (_scatter_sizes(valid, np.diff(offsets)), data)]
+    if f.logical is not None:
+        present = present.cast(f.logical).cast(pa.int32() if f.primitive == "int" else pa.int64())
+    if f.primitive in ("int", "long"):
+        return [_spread(valid, _varint_parts(np.asarray(present.cast(pa.int64()), np.int64)))]
+    if f.primitive == "boolean":
+        flat = np.asarray(present, bool).astype(np.uint8)
+        return [(_scatter_sizes(valid, np.ones(len(flat), np.int64)), flat)]
+    width = 8 if f.primitive == "double" else 4
+    values = np.asarray(present.cast(pa.float64() if width == 8 else pa.float32()))
+    flat = values.astype("<f8" if width == 8 else "<f4").view(np.uint8)
+    return [(_scatter_sizes(valid, np.full(len(values), width, np.int64)), flat)]
+
+
+def _varint_parts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Zig-zag varint bytes of ``values``: (bytes per value, flat bytes in value order)."""
+    zz = ((values.astype(np.int64) << 1) ^ (values.astype(np.int64) >> 63)).view(np.uint64)
+    sizes = np.ones(len(zz), np.int64)
+    for k in range(1, _MAX_VARINT_BYTES):
+        sizes += zz >= np.uint64(1) << np.uint64(7 * k)
+    shifts = np.arange(_MAX_VARINT_BYTES, dtype=np.uint64) * np.uint64(7)
+    groups = ((zz[:, None] >> shifts) & np.uint64(0x7F)).astype(np.uint8)
+    k = np.arange(_MAX_VARINT_BYTES)
+    groups |= np.where(k < sizes[:, None] - 1, 0x80, 0).astype(np.uint8)
+    return sizes, groups[k < sizes[:, None]]
+
+
+def _spread(valid: np.ndarray, part: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A part computed for the non-null rows, as sizes for every row (0 where null)."""
+    sizes, flat = part
+    return _scatter_sizes(valid, sizes), flat
+
+
+def _scatter_sizes(valid: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    if valid.all():
+        return sizes
+    out = np.zeros(len(valid), np.int64)
+    out[valid] = sizes
+    return out

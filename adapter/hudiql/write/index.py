@@ -1,0 +1,184 @@
+"""The index: which file group stores, or receives, each incoming record (``hoodie.index.type``).
+
+- ``SIMPLE`` (the default; ``BLOOM`` finds the same files): incoming keys are joined with the
+  record keys of the latest base files in the touched partitions. Keys found are updates of
+  their file group; the others are inserts, placed by bucket assignment (``write.bucket``).
+- ``BUCKET`` (Hudi's simple bucket index): a key's file group follows from the key alone.
+  Bucket = (Java ``List<String>.hashCode()`` of the hash-field values ``& Integer.MAX_VALUE``)
+  ``% hoodie.bucket.index.num.buckets``, and the file group of bucket b in a partition is the
+  one whose file id starts with b as 8 digits. Nothing is read from storage, so a write costs
+  what its rows cost, not what the table holds. Every record of a bucket that has a file group
+  goes to it (a log append in a merge-on-read table); a bucket without one gets a new group.
+
+Example:
+    >>> index = IndexConfig.from_settings({"hoodie.index.type": "BUCKET",
+    ...                                    "hoodie.bucket.index.num.buckets": "4"}, ["id"])
+    >>> index.num_buckets
+    4
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from hudiql.errors import HudiqlError, OptionError
+from hudiql.table.fsview import FileSystemView
+from hudiql.table.keygen import EMPTY_KEY, NULL_KEY
+from hudiql.table.layout import bucket_file_id, bucket_of_file_id
+from hudiql.table.schema import PARTITION_PATH, RECORD_KEY
+from hudiql.table.table import HudiTable
+from hudiql.write.handle import BASE_FILE, FILE_ID
+
+INDEX_TYPE = "hoodie.index.type"
+BUCKET_ENGINE = "hoodie.index.bucket.engine"
+NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
+HASH_FIELD = "hoodie.bucket.index.hash.field"
+#: HoodieIndexConfig's default (Flink's is 4).
+DEFAULT_NUM_BUCKETS = 256
+
+SIMPLE = "SIMPLE"
+BUCKET = "BUCKET"
+#: Index types that find the same file groups as a key lookup in the latest base files.
+_LOOKUP_TYPES = {SIMPLE, "BLOOM"}
+
+#: Set on tagged rows of a bucket index: the row's bucket has no file group yet.
+NEW_GROUP = "__hudiql_new_group"
+_BUCKET = "__hudiql_bucket"
+_INT_RANGE = 1 << 32
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    kind: str  # SIMPLE or BUCKET
+    num_buckets: int = DEFAULT_NUM_BUCKETS
+    hash_fields: tuple[str, ...] = ()
+
+    @property
+    def is_bucket(self) -> bool:
+        return self.kind == BUCKET
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, str], record_key_fields: list[str]) -> IndexConfig:
+        """The index a table's properties (and session settings) ask for; validated."""
+        kind = settings.get(INDEX_TYPE, SIMPLE).strip().upper()
+        if kind in _LOOKUP_TYPES:
+            return cls(SIMPLE)
+        if kind != BUCKET:
+            raise OptionError(
+                f"{INDEX_TYPE}={settings[INDEX_TYPE]} is not supported; use SIMPLE (the default), BLOOM or BUCKET"
+            )
+        engine = settings.get(BUCKET_ENGINE, SIMPLE).strip().upper()
+        if engine != SIMPLE:
+            raise OptionError(f"{BUCKET_ENGINE}={settings[BUCKET_ENGINE]} is not supported; use SIMPLE")
+        if not record_key_fields:
+            raise OptionError(f"{INDEX_TYPE}=BUCKET needs a record key; add PRIMARY KEY (...) to the table")
+        raw = settings.get(NUM_BUCKETS, str(DEFAULT_NUM_BUCKETS))
+        if not raw.strip().isdigit() or int(raw) < 1:
+            raise OptionError(f"{NUM_BUCKETS}={raw} is not valid; give a whole number of buckets, at least 1 (e.g. 4)")
+        hash_fields = [f.strip() for f in settings.get(HASH_FIELD, "").split(",") if f.strip()] or record_key_fields
+        unknown = [f for f in hash_fields if f not in record_key_fields]
+        if unknown:
+            raise OptionError(
+                f"{HASH_FIELD}={','.join(hash_fields)}: {', '.join(unknown)} is not a record key field; "
+                f"the hash fields must be among {', '.join(record_key_fields)}"
+            )
+        return cls(BUCKET, int(raw), tuple(hash_fields))
+
+
+def tag(
+    spark: SparkSession,
+    table: HudiTable,
+    index: IndexConfig,
+    incoming: DataFrame,
+    partitions: list[str],
+    view: FileSystemView,
+    lookup: bool,
+) -> DataFrame:
+    """``incoming`` with ``FILE_ID`` and ``BASE_FILE`` of the file group storing each key.
+
+    The simple index tags only keys it finds (and only when ``lookup``: upserts); the bucket
+    index tags every row, and sets ``NEW_GROUP`` where the group is still to be created.
+    """
+    if index.is_bucket:
+        return _tag_buckets(spark, index, incoming, partitions, view)
+    slices = [s for s in view.read_slices() if s.base_file]
+    if not (lookup and table.has_record_key and slices):
+        return incoming.withColumn(BASE_FILE, F.lit(None).cast("string")).withColumn(FILE_ID, F.lit(None).cast("string"))
+    meta = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
+    existing = (
+        spark.read.schema(meta)
+        .parquet(*[table.storage.uri(s.base_path) for s in slices])
+        .select(RECORD_KEY, PARTITION_PATH, F.col("_metadata.file_name").alias(BASE_FILE))
+    )
+    # Inner join first: Spark may broadcast the (small) batch keys instead of shuffling every
+    # stored key; the left join of the batch with the matches is then small on both sides.
+    keys = incoming.select(RECORD_KEY, PARTITION_PATH)
+    matches = existing.join(keys, [RECORD_KEY, PARTITION_PATH]).withColumn(
+        FILE_ID, F.regexp_extract(F.col(BASE_FILE), r"^([^_]+)_", 1)
+    )
+    return incoming.join(matches, [RECORD_KEY, PARTITION_PATH], "left")
+
+
+def _tag_buckets(
+    spark: SparkSession, index: IndexConfig, incoming: DataFrame, partitions: list[str], view: FileSystemView
+) -> DataFrame:
+    groups = []
+    for partition in partitions:
+        existing: dict[int, tuple[str, str | None]] = {}
+        for s in view.latest_slices(partition):
+            bucket = bucket_of_file_id(s.file_id)
+            if bucket is None or bucket >= index.num_buckets:
+                raise HudiqlError(
+                    f"file group {s.file_id} in partition '{partition}' is not one of the table's "
+                    f"{index.num_buckets} buckets ({NUM_BUCKETS}); the bucket count of a table cannot change"
+                )
+            if bucket in existing:
+                raise HudiqlError(f"partition '{partition}' has two file groups for bucket {bucket}: {existing[bucket][0]} and {s.file_id}")
+            existing[bucket] = (s.file_id, s.base_file)
+        for bucket in range(index.num_buckets):
+            file_id, base_file = existing.get(bucket, (bucket_file_id(bucket), None))
+            groups.append((partition, bucket, file_id, base_file, bucket not in existing))
+    schema = f"{PARTITION_PATH} string, {_BUCKET} int, {FILE_ID} string, {BASE_FILE} string, {NEW_GROUP} boolean"
+    located = spark.createDataFrame(groups, schema)
+    bucketed = incoming.withColumn(_BUCKET, bucket_id(F.col(RECORD_KEY), index.hash_fields, index.num_buckets))
+    return bucketed.join(F.broadcast(located), [PARTITION_PATH, _BUCKET]).drop(_BUCKET)
+
+
+def bucket_id(record_key: Column, hash_fields: tuple[str, ...], num_buckets: int) -> Column:
+    """Hudi's bucket of a record key (``BucketIdentifier.getBucketId``, Hudi 0.14 / 0.15).
+
+    A key without ``:`` (one key field) hashes as itself; a complex key ``a:1,b:2`` hashes the
+    values of the hash fields, in key order (``__null__`` as null, ``__empty__`` as "").
+    """
+    fields = F.array(*[F.lit(f) for f in hash_fields])
+    pairs = F.transform(F.split(record_key, ","), lambda part: F.split(part, ":", 2))
+    kept = F.filter(pairs, lambda kv: (F.size(kv) == 1) | F.array_contains(fields, kv[0]))
+    values = F.transform(
+        kept,
+        lambda kv: F.when(F.size(kv) == 1, kv[0])
+        .when(kv[1] == NULL_KEY, F.lit(None).cast("string"))
+        .when(kv[1] == EMPTY_KEY, F.lit(""))
+        .otherwise(kv[1]),
+    )
+    hash_keys = F.when(F.instr(record_key, ":") == 0, F.array(record_key)).otherwise(values)
+    # List.hashCode(): h = 31 * h + element hash, from 1; int arithmetic kept as longs mod 2^32.
+    list_hash = F.aggregate(
+        hash_keys, F.lit(1).cast("long"), lambda h, s: (h * 31 + F.coalesce(java_string_hash(s), F.lit(0))) % _INT_RANGE
+    )
+    return (list_hash.bitwiseAND(0x7FFFFFFF) % num_buckets).cast("int")
+
+
+def java_string_hash(text: Column) -> Column:
+    """Java's ``String.hashCode()`` over UTF-16 code units, as an unsigned 32-bit value (a long)."""
+    units = F.hex(F.encode(text, "UTF-16BE"))
+    count = F.length(units) / 4
+    folded = F.aggregate(
+        F.sequence(F.lit(0), (count - 1).cast("int")),
+        F.lit(0).cast("long"),
+        lambda h, i: (h * 31 + F.conv(F.substr(units, i * 4 + 1, F.lit(4)), 16, 10).cast("long")) % _INT_RANGE,
+    )
+    return F.when(text.isNull(), F.lit(None).cast("long")).when(count == 0, F.lit(0).cast("long")).otherwise(folded)
