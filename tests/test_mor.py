@@ -130,7 +130,8 @@ def test_mor_ddl_spark_and_flink_describe(session, warehouse):
 
 def test_upserts_append_new_log_file_versions_avro(session, warehouse):
     path = warehouse / "ev"
-    session.sql(mor_ddl("ev", "'hoodie.compact.inline'='false'"))
+    # No small files: the new key must start its own file group (packing has its own test).
+    session.sql(mor_ddl("ev", "'hoodie.compact.inline'='false', 'hoodie.parquet.small.file.limit'='0'"))
     session.sql("INSERT INTO ev VALUES (1,'a',5,'d1'), (2,'b',5,'d1'), (3,'c',5,'d2'), (4,'d',5,'d2')")
     [t1] = instants(path, "deltacommit")
     assert timeline(path) == [f"{t1}.deltacommit", f"{t1}.deltacommit.inflight", f"{t1}.deltacommit.requested"]
@@ -219,6 +220,32 @@ def test_upserts_append_new_log_file_versions_avro(session, warehouse):
     assert hudiql_rows(session, SELECT + "ev") == ro
     session.sql("SET hoodie.datasource.query.type=snapshot")
     assert hudiql_rows(session, SELECT + "ev WHERE dt = 'd1'") == [r for r in snapshot if r[3] == "d1"]
+    assert_official(path, snapshot, ro)
+
+
+def test_inserts_fill_small_base_only_file_groups(session, warehouse):
+    """As Hudi's delta commit with an index that cannot see logs: new keys go to a small file
+    group without logs, whose base file is rewritten with them (and with that group's updates);
+    groups with logs never take inserts, so every key stays findable in a base file."""
+    path = warehouse / "sf"
+    session.sql(mor_ddl("sf", "'hoodie.compact.inline'='false'"))
+    session.sql("INSERT INTO sf VALUES (1,'a',5,'d1'), (2,'b',5,'d2')")
+    [t1] = instants(path, "deltacommit")
+    group = {parse_base(p)["partition"]: parse_base(p)["fid"] for p in bases(path)}
+    # d1: an update and a new key in the same small group -> one new base file, no log
+    session.sql("INSERT INTO sf VALUES (1,'a2',6,'d1'), (3,'c',5,'d1')")
+    t2 = instants(path, "deltacommit")[-1]
+    assert logs(path) == []
+    d1 = sorted((parse_base(p)["instant"], parse_base(p)["fid"]) for p in bases(path) if p.parent.name == "dt=d1")
+    assert d1 == [(t1, group["dt=d1"]), (t2, group["dt=d1"])]
+    # d2: an update alone goes to a log; then a new key must not join that group
+    session.sql("INSERT INTO sf VALUES (2,'b2',6,'d2')")
+    session.sql("INSERT INTO sf VALUES (4,'d',5,'d2')")
+    d2_groups = {parse_base(p)["fid"] for p in bases(path) if p.parent.name == "dt=d2"}
+    assert [parse_log(p)["fid"] for p in logs(path)] == [group["dt=d2"]] and len(d2_groups) == 2
+    snapshot = [(1, "a2", 6, "d1"), (2, "b2", 6, "d2"), (3, "c", 5, "d1"), (4, "d", 5, "d2")]
+    ro = [(1, "a2", 6, "d1"), (2, "b", 5, "d2"), (3, "c", 5, "d1"), (4, "d", 5, "d2")]
+    assert snapshot_and_ro(session, "sf") == (snapshot, ro)
     assert_official(path, snapshot, ro)
 
 
@@ -634,7 +661,8 @@ def test_merge_update_delete_same_table_on_mor_and_cow(session, warehouse):
     for kind in ("cow", "mor"):
         t = f"dml_{kind}"
         session.sql(f"CREATE TABLE {t} (id INT, name STRING, ts BIGINT, dt STRING) USING hudi PARTITIONED BY (dt) "
-                    f"TBLPROPERTIES (primaryKey='id', preCombineField='ts', type='{kind}', 'hoodie.compact.inline'='false')")
+                    f"TBLPROPERTIES (primaryKey='id', preCombineField='ts', type='{kind}', 'hoodie.compact.inline'='false', "
+                    "'hoodie.parquet.small.file.limit'='0')")  # every change of an existing group goes to a log
         session.sql(f"INSERT INTO {t} VALUES (1,'a',5,'d1'), (2,'b',5,'d1'), (3,'c',5,'d2'), (4,'d',5,'d2'), (5,'e',5,'d1')")
         session.sql(
             f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1,'a-m',6,'d1','u'), (2,'b-moved',6,'d3','u'), (3,'x',1,'d2','d'), "

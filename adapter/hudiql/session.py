@@ -52,6 +52,10 @@ class Result:
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
+#: Up to this many files, Spark checks the files of a read on the driver rather than in a job.
+PARALLEL_LISTING_PATHS = 1024
+
+
 def _local_spark(conf: dict[str, str] | None) -> SparkSession:
     # Spark's Python workers must run the interpreter that has hudiql installed.
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -77,6 +81,9 @@ class Session:
 
     def __init__(self, warehouse: str, spark: SparkSession, conf: dict[str, str] | None = None) -> None:
         self.spark = spark
+        # hudiql hands Spark's parquet reader exact file lists from its own listing; above 32
+        # paths Spark would spend a job re-listing them, on every query and every write.
+        spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(PARALLEL_LISTING_PATHS))
         self.catalog = Catalog(warehouse)
         self.catalog.storage.makedirs("")
         self.conf: dict[str, str] = {k: v for k, v in (conf or {}).items() if not k.startswith("spark.")}

@@ -102,11 +102,11 @@ def record_bounds(content: bytes, offset: int, count: int, path: str) -> tuple[n
             raise FormatError(f"log file {path}: Avro block is truncated at record {i} of {count}")
         length = int.from_bytes(view[pos:pos + 4], "big", signed=True)
         pos += 4
+        if length < 0 or pos + length > len(content):
+            raise FormatError(f"log file {path}: Avro record {i} of {count} runs past the end of its block")
         starts[i] = pos
         pos += length
         ends[i] = pos
-    if count and (ends[-1] > len(content) or (np.diff(starts) < 4).any()):
-        raise FormatError(f"log file {path}: Avro block record lengths run past the block")
     return starts, ends
 
 
@@ -127,7 +127,7 @@ def decode(content: bytes, starts: np.ndarray, ends: np.ndarray, avro_schema: di
                 valid = branch == f.value_branch
                 if not ((branch == f.null_branch) | valid).all():
                     raise FormatError(f"log file {path}: bad union branch in field '{f.name}'")
-            columns.append(_decode_value(buf, pos, f, valid))
+            columns.append(_decode_value(buf, pos, ends, f, valid))
     except IndexError:
         raise FormatError(f"log file {path}: an Avro record runs past the end of its block") from None
     if not (pos == ends).all():
@@ -152,15 +152,15 @@ def _read_varint(buf: np.ndarray, pos: np.ndarray, rows: np.ndarray | None = Non
     return (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
 
 
-def _decode_value(buf: np.ndarray, pos: np.ndarray, f: _Field, valid: np.ndarray | None) -> pa.Array:
+def _decode_value(buf: np.ndarray, pos: np.ndarray, ends: np.ndarray, f: _Field, valid: np.ndarray | None) -> pa.Array:
     n = len(pos)
     rows = np.arange(n) if valid is None else np.flatnonzero(valid)
     arrow_type, width = _PRIMITIVES[f.primitive]
     if f.primitive in ("string", "bytes"):
         lengths = np.zeros(n, np.int64)
         lengths[rows] = _read_varint(buf, pos, rows)
-        if (lengths < 0).any():
-            raise IndexError("negative length")
+        if (lengths < 0).any() or (pos + lengths > ends).any():
+            raise IndexError("a length runs past its record")
         offsets = np.zeros(n + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
         total = int(offsets[-1])

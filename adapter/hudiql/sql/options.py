@@ -27,6 +27,7 @@ from pyspark.sql import types as T
 from hudiql.errors import ColumnError, OptionError
 from hudiql.table import config as C
 from hudiql.table.schema import storage_type, to_avro_json
+from hudiql.write.index import INDEX_TYPE, IndexConfig
 
 SPARK = "spark"
 FLINK = "flink"
@@ -43,12 +44,13 @@ TABLE_TYPE_OPTIONS = ["type", "table.type", "hoodie.datasource.write.table.type"
 KEYGEN_OPTIONS = ["hoodie.datasource.write.keygenerator.class", C.KEYGEN_CLASS]
 PAYLOAD_ORDERING_FIELD = "hoodie.payload.ordering.field"
 INLINE_COMPACT = "hoodie.compact.inline"
+FLINK_INDEX_TYPE = "index.type"
 
 #: Short (non ``hoodie.*``) option names we understand; anything else is a typo to report.
 SHORT_OPTIONS = {
     "primaryKey", "preCombineField", "orderingFields", "type", "payloadClass", "connector", "path",
     "table.type", "precombine.field", "write.precombine.field", "payload.class", "write.operation",
-    "recordMergeMode",
+    "recordMergeMode", FLINK_INDEX_TYPE,
 }
 
 _TYPE_ALIASES = {
@@ -196,6 +198,9 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
         props.setdefault(PAYLOAD_ORDERING_FIELD, ordering[0])
     if table_type == C.MERGE_ON_READ:
         props.setdefault(INLINE_COMPACT, "true")
+    if options.get(FLINK_INDEX_TYPE):
+        props.setdefault(INDEX_TYPE, options[FLINK_INDEX_TYPE])
+    IndexConfig.from_settings(props, record_key)  # a bad index option fails the CREATE, not the first write
     return props, stored_schema
 
 

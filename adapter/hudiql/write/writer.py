@@ -193,16 +193,20 @@ def _write_tagged(
     if NEW_GROUP in tagged.columns:
         # Bucket index: every row is placed already; rows of new buckets start their file groups.
         new_groups = spark.sparkContext.defaultParallelism * 4
+        rewritten: list[str] = []
     else:
-        # COW packs inserts into small file groups; MOR inserts always start new file groups.
+        # Inserts fill small file groups first. On MOR only groups without log files qualify,
+        # and their base file is rewritten with the inserts (as Hudi's delta commit does for
+        # small files when its index cannot find keys in logs), so every key stays in a base file.
         small_files: dict[str, list] = {}
-        if operation is not Operation.BULK_INSERT and not mor:
+        if operation is not Operation.BULK_INSERT:
             small_limit = int(settings.get(SMALL_FILE_LIMIT, DEFAULT_SMALL_FILE_LIMIT))
             for s in view.latest_slices():
-                if s.base_file and s.base_file_size < small_limit:
+                if s.base_file and not s.log_files and s.base_file_size < small_limit:
                     small_files.setdefault(s.partition_path, []).append(s)
         inserts, buckets = _assign_buckets(spark, table, inserts, small_files, settings)
         new_groups = len(buckets)
+        rewritten = [b.file_id for b in buckets if b.base_file]
     arrow_schema = to_arrow(with_meta_columns(table.schema))
     merge = MergeTask(
         base_uri=table.base_uri,
@@ -215,8 +219,11 @@ def _write_tagged(
     )
     rows = []
     if mor:
-        rows += _append_logs(spark, table, updates, view, instant_time, arrow_schema, settings)
-        to_merge = inserts
+        # Updates of a small file group that takes inserts are merged into its new base file:
+        # a log would belong to the slice the rewrite supersedes.
+        into_base = F.col(FILE_ID).isin(rewritten)
+        rows += _append_logs(spark, table, updates.where(~into_base), view, instant_time, arrow_schema, settings)
+        to_merge = updates.where(into_base).unionByName(inserts) if inserts is not None else None
     else:
         to_merge = updates.unionByName(inserts) if inserts is not None else updates
     if to_merge is not None:
