@@ -61,8 +61,15 @@ if deltalake is not None:
 GOALS = {"mor_vs_delta": 0.5, "mor_vs_cow": 0.5, "growth": 1.5, "read_ratio": 2.0}
 
 
-def ddl(name: str, mor: bool) -> str:
-    props = ["primaryKey='id'", "preCombineField='ts'"]
+def index_props(index: str, buckets: int) -> list[str]:
+    """Table options for ``--index``: hudiql's default index, or the bucket index."""
+    if index == "bucket":
+        return ["'hoodie.index.type'='BUCKET'", f"'hoodie.bucket.index.num.buckets'='{buckets}'"]
+    return []
+
+
+def ddl(name: str, mor: bool, extra: list[str]) -> str:
+    props = ["primaryKey='id'", "preCombineField='ts'", *extra]
     if mor:
         props += ["type='mor'", "'hoodie.compact.inline'='false'"]
     return (f"CREATE TABLE {name} (id BIGINT, name STRING, value DOUBLE, ts BIGINT, part STRING) USING hudi "
@@ -142,10 +149,10 @@ def session(spark, wh: str):
     return cow.hudiql.connect(warehouse=wh, spark=spark)
 
 
-def hudi_load(spark, wh: str, table: str, mor: bool, view: str) -> None:
+def hudi_load(spark, wh: str, table: str, mor: bool, view: str, extra: list[str]) -> None:
     s = session(spark, wh)
     s.sql("SET hoodie.spark.sql.insert.into.operation=bulk_insert")
-    s.sql(ddl(table, mor))
+    s.sql(ddl(table, mor, extra))
     s.sql(f"INSERT INTO {table} SELECT {', '.join(COLUMNS)} FROM {view}")
 
 
@@ -175,7 +182,7 @@ def hudi_verify_full(spark, wh: str, table: str, batch: RoundBatch, what: str) -
         raise AssertionError(f"{what}: {n} distinct ids, expected {batch.expected_rows}")
 
 
-def cow_from_mor(spark, wh: str, mor_dir: str, cow_dir: str) -> None:
+def cow_from_mor(spark, wh: str, mor_dir: str, cow_dir: str, extra: list[str]) -> None:
     """The COW table from the freshly bulk-inserted MOR table, without a second bulk_insert.
 
     Right after ``bulk_insert`` both table types hold the same base files and one commit (a
@@ -183,7 +190,7 @@ def cow_from_mor(spark, wh: str, mor_dir: str, cow_dir: str) -> None:
     table with its own DDL, copy the partitions' files and the commit under the COW action names.
     Saves one bulk_insert (about 10 minutes at 20M rows on 2 busy cores); ``--cow-copy``.
     """
-    session(spark, wh).sql(ddl("bench_cow", False))
+    session(spark, wh).sql(ddl("bench_cow", False, extra))
     for name in os.listdir(mor_dir):
         if name != ".hoodie":
             shutil.copytree(os.path.join(mor_dir, name), os.path.join(cow_dir, name))
@@ -247,6 +254,9 @@ def parse_args(argv=None):
     p.add_argument("--cow-copy", action="store_true",
                    help="build the COW base table by copying the bulk-inserted MOR base files (saves one bulk_insert)")
     p.add_argument("--shuffle-partitions", type=int, default=8)
+    p.add_argument("--index", choices=["simple", "bucket"], default="simple",
+                   help="the MOR and COW tables' index: hudiql's default (simple) or the bucket index")
+    p.add_argument("--buckets", type=int, default=4, help="hoodie.bucket.index.num.buckets with --index bucket")
     p.add_argument("--hudiql-ref", default=None,
                    help="benchmark hudiql as of this git ref (default: a snapshot of the working tree)")
     p.add_argument("--profile", action="store_true", help="Spark event log + driver timings of the MOR writes/reads")
@@ -267,6 +277,7 @@ def main(argv=None) -> int:
     source = snapshot_hudiql(args.workdir, args.hudiql_ref)
     results: dict = {
         "sizes": args.sizes, "rounds": args.rounds, "partitions": args.partitions,
+        "index": args.index, "buckets": args.buckets if args.index == "bucket" else None,
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cores": os.cpu_count(), "python": platform.python_version(), "hudiql": source,
         "deltalake": getattr(deltalake, "__version__", None), "runs": {},
@@ -277,7 +288,8 @@ def main(argv=None) -> int:
     spark = build_spark(args)
     results["spark"] = spark.version
     print(f"hudiql MOR upsert benchmark: sizes {args.sizes}, {args.rounds} rounds, {args.partitions} partitions, "
-          f"local[2], shuffle partitions {args.shuffle_partitions}, workdir {args.workdir}")
+          f"local[2], shuffle partitions {args.shuffle_partitions}, index {args.index}"
+          f"{f' ({args.buckets} buckets)' if args.index == 'bucket' else ''}, workdir {args.workdir}")
     print(f"hudiql: {source}; spark {spark.version}; deltalake {results['deltalake'] or 'not installed (skipped)'}; "
           f"cores {os.cpu_count()}")
     try:
@@ -313,13 +325,14 @@ def run_size(spark, args, rows: int, rounds: int, w: str, profile: Profile | Non
 
     # ---- initial load -------------------------------------------------------------------------
     base_rows(spark, rows, parts).createOrReplaceTempView("base_rows")
-    t_mor, _ = timed(lambda: hudi_load(spark, wh, "bench_mor", True, "base_rows"))
+    extra = index_props(args.index, args.buckets)
+    t_mor, _ = timed(lambda: hudi_load(spark, wh, "bench_mor", True, "base_rows", extra))
     t_cow = None
     if not args.no_cow and args.cow_copy:
-        t_cow, _ = timed(lambda: cow_from_mor(spark, wh, mor_dir, cow_dir))
+        t_cow, _ = timed(lambda: cow_from_mor(spark, wh, mor_dir, cow_dir, extra))
         check("COW base (copied)", hudi_read(spark, wh, "bench_cow"), rows, None)
     elif not args.no_cow:
-        t_cow, _ = timed(lambda: hudi_load(spark, wh, "bench_cow", False, "base_rows"))
+        t_cow, _ = timed(lambda: hudi_load(spark, wh, "bench_cow", False, "base_rows", extra))
     base_sum = 1.5 * rows * (rows - 1) / 2
     check("MOR base", hudi_read(spark, wh, "bench_mor"), rows, None)
     load = {"hudiql_mor_bulk_insert": t_mor, "hudiql_cow_bulk_insert": t_cow, **table_files(mor_dir)}

@@ -174,9 +174,12 @@ def read_avro_records(block: LogBlock, path: str) -> list[dict]:
     reader = _Reader(block.content, path)
     reader.pos = 8
     records = []
-    for _ in range(count):
+    for i in range(count):
         raw = reader.take(reader.int32())
-        records.append(fastavro.schemaless_reader(io.BytesIO(raw), parsed, parsed))
+        try:
+            records.append(fastavro.schemaless_reader(io.BytesIO(raw), parsed, parsed))
+        except (EOFError, ValueError, TypeError, IndexError, UnicodeDecodeError) as exc:
+            raise FormatError(f"log file {path}: Avro record {i} of {count} does not match its block's schema ({exc})") from None
     return records
 
 

@@ -191,8 +191,8 @@ class SliceMerger:
         replaces the stored version when the merge rule lets it.
         Returns (base positions whose stored version won, winning (src, row) items)."""
         event_time = self.merge_rule.is_event_time
-        sort_keys = [("key", "ascending")] + ([("ordering", "ascending")] if event_time else []) + [("seq", "ascending")]
-        ranked = items.take(pc.sort_indices(items, sort_keys=sort_keys, null_placement="at_start"))
+        sort_keys = [("key", "ascending")] + ([("ordering", "ascending", "at_start")] if event_time else [])
+        ranked = items.take(pc.sort_indices(items, sort_keys=[*sort_keys, ("seq", "ascending")]))
         keys = ranked.column("key").combine_chunks()
         if not len(keys):
             return pa.array([], pa.int64()), items.select(["src", "row"])

@@ -62,6 +62,20 @@ class IndexConfig:
         return self.kind == BUCKET
 
     @classmethod
+    def for_table(cls, table_props: dict[str, str], session_conf: dict[str, str], record_key_fields: list[str]) -> IndexConfig:
+        """The table's index. Its options are table properties: the file groups on storage were
+        laid out by them, so a session setting may repeat them but not change them."""
+        index = cls.from_settings(table_props, record_key_fields)
+        overrides = {k: v for k, v in session_conf.items() if k in (INDEX_TYPE, BUCKET_ENGINE, NUM_BUCKETS, HASH_FIELD)}
+        if overrides and cls.from_settings({**table_props, **overrides}, record_key_fields) != index:
+            stored = ", ".join(f"{k}={table_props.get(k, '(not set)')}" for k in overrides)
+            raise OptionError(
+                f"{', '.join(f'{k}={v}' for k, v in overrides.items())} differs from the table's {stored}; "
+                "a table's index is fixed when the table is created"
+            )
+        return index
+
+    @classmethod
     def from_settings(cls, settings: dict[str, str], record_key_fields: list[str]) -> IndexConfig:
         """The index a table's properties (and session settings) ask for; validated."""
         kind = settings.get(INDEX_TYPE, SIMPLE).strip().upper()
@@ -97,8 +111,9 @@ def tag(
     partitions: list[str],
     view: FileSystemView,
     lookup: bool,
-) -> DataFrame:
-    """``incoming`` with ``FILE_ID`` and ``BASE_FILE`` of the file group storing each key.
+) -> tuple[DataFrame, int | None]:
+    """``incoming`` with ``FILE_ID`` and ``BASE_FILE`` of the file group storing each key, and
+    how many file groups the index may start (``None``: bucket assignment decides).
 
     The simple index tags only keys it finds (and only when ``lookup``: upserts); the bucket
     index tags every row, and sets ``NEW_GROUP`` where the group is still to be created.
@@ -107,7 +122,8 @@ def tag(
         return _tag_buckets(spark, index, incoming, partitions, view)
     slices = [s for s in view.read_slices() if s.base_file]
     if not (lookup and table.has_record_key and slices):
-        return incoming.withColumn(BASE_FILE, F.lit(None).cast("string")).withColumn(FILE_ID, F.lit(None).cast("string"))
+        untagged = incoming.withColumn(BASE_FILE, F.lit(None).cast("string")).withColumn(FILE_ID, F.lit(None).cast("string"))
+        return untagged, None
     meta = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
     existing = (
         spark.read.schema(meta)
@@ -120,12 +136,12 @@ def tag(
     matches = existing.join(keys, [RECORD_KEY, PARTITION_PATH]).withColumn(
         FILE_ID, F.regexp_extract(F.col(BASE_FILE), r"^([^_]+)_", 1)
     )
-    return incoming.join(matches, [RECORD_KEY, PARTITION_PATH], "left")
+    return incoming.join(matches, [RECORD_KEY, PARTITION_PATH], "left"), None
 
 
 def _tag_buckets(
     spark: SparkSession, index: IndexConfig, incoming: DataFrame, partitions: list[str], view: FileSystemView
-) -> DataFrame:
+) -> tuple[DataFrame, int]:
     groups = []
     for partition in partitions:
         existing: dict[int, tuple[str, str | None]] = {}
@@ -145,7 +161,8 @@ def _tag_buckets(
     schema = f"{PARTITION_PATH} string, {_BUCKET} int, {FILE_ID} string, {BASE_FILE} string, {NEW_GROUP} boolean"
     located = spark.createDataFrame(groups, schema)
     bucketed = incoming.withColumn(_BUCKET, bucket_id(F.col(RECORD_KEY), index.hash_fields, index.num_buckets))
-    return bucketed.join(F.broadcast(located), [PARTITION_PATH, _BUCKET]).drop(_BUCKET)
+    missing = sum(1 for group in groups if group[-1])
+    return bucketed.join(F.broadcast(located), [PARTITION_PATH, _BUCKET]).drop(_BUCKET), missing
 
 
 def bucket_id(record_key: Column, hash_fields: tuple[str, ...], num_buckets: int) -> Column:

@@ -116,12 +116,13 @@ def write_rows(
         compaction.check_settings(settings)
         for key, default in ((WRITE_BATCH_SIZE, DEFAULT_BATCH_SIZE), (WRITE_TASK_MAX_SIZE, DEFAULT_TASK_MAX_SIZE)):
             megabytes(settings, key, default)
+    index = IndexConfig.for_table(table.config.props, conf, table.config.record_key_fields)
     timeline = table.timeline
     instant = timeline.start(DELTA_COMMIT if table.config.is_mor else COMMIT, timeline.new_instant_time())
     incoming = None
     try:
         incoming = (rows if planned else _prepare(table, rows, operation)).persist(StorageLevel.MEMORY_AND_DISK)
-        stats = _write_file_groups(spark, table, incoming, operation, instant.timestamp, settings, planned)
+        stats = _write_file_groups(spark, table, index, incoming, operation, instant.timestamp, settings, planned)
         metadata = CommitMetadata(
             operation_type=operation.value.upper(),
             schema=to_avro_json(table.schema, table.config.name),
@@ -159,6 +160,7 @@ def _prepare(table: HudiTable, rows: DataFrame, operation: Operation) -> DataFra
 def _write_file_groups(
     spark: SparkSession,
     table: HudiTable,
+    index: IndexConfig,
     incoming: DataFrame,
     operation: Operation,
     instant_time: str,
@@ -168,12 +170,12 @@ def _write_file_groups(
     partitions = [r[0] for r in incoming.select(PARTITION_PATH).distinct().collect()]
     view = table.file_system_view(partitions)
     _write_partition_metadata(table, partitions, instant_time)
-    index = IndexConfig.from_settings(settings, table.config.record_key_fields)
     lookup = operation is Operation.UPSERT
     # Tagged rows feed the insert counts and the write: compute the index lookup once.
-    tagged = tag(spark, table, index, incoming, partitions, view, lookup).persist(StorageLevel.MEMORY_AND_DISK)
+    tagged, new_groups = tag(spark, table, index, incoming, partitions, view, lookup)
+    tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        return _write_tagged(spark, table, tagged, view, operation, instant_time, settings, planned)
+        return _write_tagged(spark, table, tagged, new_groups, view, operation, instant_time, settings, planned)
     finally:
         tagged.unpersist()
 
@@ -182,6 +184,7 @@ def _write_tagged(
     spark: SparkSession,
     table: HudiTable,
     tagged: DataFrame,
+    new_groups: int | None,
     view: FileSystemView,
     operation: Operation,
     instant_time: str,
@@ -190,10 +193,10 @@ def _write_tagged(
 ) -> list[WriteStat]:
     updates, inserts = _split(tagged)
     mor = table.config.is_mor
-    if NEW_GROUP in tagged.columns:
+    rewritten: list[str] = []
+    if new_groups is not None:
         # Bucket index: every row is placed already; rows of new buckets start their file groups.
-        new_groups = spark.sparkContext.defaultParallelism * 4
-        rewritten: list[str] = []
+        inserts = inserts if new_groups else None
     else:
         # Inserts fill small file groups first. On MOR only groups without log files qualify,
         # and their base file is rewritten with the inserts (as Hudi's delta commit does for
