@@ -115,6 +115,7 @@ class SliceMerger:
         tables: list[pa.Table] = []
         items: list[pa.Table] = []
         deletes: list[tuple] = []
+        avro: dict[str, list[tuple[int, int, L.LogBlock, str]]] = {}  # writer schema -> (seq, count, block, path)
         seq = 0
         for path, block in blocks:
             instant = block.instant_time
@@ -124,25 +125,33 @@ class SliceMerger:
                 for d in L.read_deletes(block, path):
                     deletes.append((d.record_key, d.ordering_value, seq))
                     seq += 1
-                continue
-            if block.block_type == L.AVRO_DATA:
-                table = L.read_avro_table(block, path, self.arrow_schema)
+            elif block.block_type == L.AVRO_DATA:
+                count = L.avro_record_count(block, path)
+                avro.setdefault(block.header[L.SCHEMA], []).append((seq, count, block, path))
+                seq += count
             else:
                 table = pq.read_table(io.BytesIO(block.content))
-            table = conform(table, self.arrow_schema)
-            n = table.num_rows
-            columns = {
-                "key": table.column(RECORD_KEY),
-                "seq": pa.array(np.arange(seq, seq + n, dtype=np.int64)),
-                "src": pa.array(np.full(n, len(tables), dtype=np.int64)),
-                "row": pa.array(np.arange(n, dtype=np.int64)),
-            }
-            if self.merge_rule.ordering_field:
-                columns["ordering"] = table.column(self.merge_rule.ordering_field)
-            items.append(pa.table(columns))
-            tables.append(table)
-            seq += n
+                self._add_items(tables, items, table, np.arange(seq, seq + table.num_rows, dtype=np.int64))
+                seq += table.num_rows
+        for group in avro.values():  # blocks of one writer schema are decoded together
+            table = L.read_avro_blocks([(block, path) for _, _, block, path in group], self.arrow_schema)
+            seqs = np.concatenate([np.arange(first, first + count, dtype=np.int64) for first, count, _, _ in group])
+            self._add_items(tables, items, table, seqs)
         return tables, pa.concat_tables(items) if items else self._items_schema().empty_table(), deletes
+
+    def _add_items(self, tables: list[pa.Table], items: list[pa.Table], table: pa.Table, seqs: np.ndarray) -> None:
+        table = conform(table, self.arrow_schema)
+        n = table.num_rows
+        columns = {
+            "key": table.column(RECORD_KEY),
+            "seq": pa.array(seqs),
+            "src": pa.array(np.full(n, len(tables), dtype=np.int64)),
+            "row": pa.array(np.arange(n, dtype=np.int64)),
+        }
+        if self.merge_rule.ordering_field:
+            columns["ordering"] = table.column(self.merge_rule.ordering_field)
+        items.append(pa.table(columns))
+        tables.append(table)
 
     def _items_schema(self) -> pa.Schema:
         schema = pa.schema([("key", pa.string()), ("seq", pa.int64()), ("src", pa.int64()), ("row", pa.int64())])

