@@ -35,8 +35,9 @@ from hudiql.table.schema import RECORD_KEY
 from hudiql.write.handle import conform
 
 # Extra columns of the snapshot merge output: a row with these set (and no record) says
-# "drop row ROW_INDEX of base file BASE_FILE_NAME".
+# "drop row ROW_INDEX of the base file named BASE_FILE_NAME, of BASE_FILE_SIZE bytes".
 BASE_FILE_NAME = "__hudiql_base_file"
+BASE_FILE_SIZE = "__hudiql_base_file_size"
 ROW_INDEX = "__hudiql_row_index"
 
 _DELETED = object()
@@ -65,27 +66,32 @@ class SliceMerger:
         def merge_slices(batches):
             for batch in batches:
                 for d in batch.to_pylist():
-                    yield from self._snapshot_batches(d["partition_path"], d["base_file"], list(d["log_files"] or []), schema)
+                    yield from self._snapshot_batches(
+                        d["partition_path"], d["base_file"], d["base_file_size"], list(d["log_files"] or []), schema
+                    )
 
         return merge_slices
 
     def output_schema(self) -> pa.Schema:
-        return self.arrow_schema.append(pa.field(BASE_FILE_NAME, pa.string())).append(pa.field(ROW_INDEX, pa.int64()))
+        extra = [pa.field(BASE_FILE_NAME, pa.string()), pa.field(BASE_FILE_SIZE, pa.int64()), pa.field(ROW_INDEX, pa.int64())]
+        return pa.schema(list(self.arrow_schema) + extra)
 
-    def _snapshot_batches(self, partition_path: str, base_file: str | None, log_files: list[str], schema: pa.Schema):
+    def _snapshot_batches(
+        self, partition_path: str, base_file: str | None, base_file_size: int, log_files: list[str], schema: pa.Schema
+    ):
         ordering = self.merge_rule.ordering_field
         base = self.read_base(partition_path, base_file, [RECORD_KEY] + ([ordering] if ordering else []))
         outcome = self.outcome(partition_path, base, log_files)
         n = outcome.records.num_rows
         if n:
             records = outcome.records.cast(self.arrow_schema)
-            yield from records.append_column(schema.field(BASE_FILE_NAME), pa.nulls(n, pa.string())).append_column(
-                schema.field(ROW_INDEX), pa.nulls(n, pa.int64())
-            ).to_batches()
+            for name in (BASE_FILE_NAME, BASE_FILE_SIZE, ROW_INDEX):
+                records = records.append_column(schema.field(name), pa.nulls(n, schema.field(name).type))
+            yield from records.to_batches()
         m = len(outcome.replaced)
         if m:
             columns = [pa.nulls(m, f.type) for f in self.arrow_schema]
-            columns += [pa.array([base_file] * m, pa.string()), outcome.replaced]
+            columns += [pa.array([base_file] * m, pa.string()), pa.array([base_file_size] * m, pa.int64()), outcome.replaced]
             yield pa.RecordBatch.from_arrays(columns, schema=schema)
 
     def read_base(self, partition_path: str, base_file: str | None, columns: list[str] | None = None) -> pa.Table:
@@ -207,7 +213,7 @@ class SliceMerger:
             return pa.array([], pa.int64()), items.select(["src", "row"])
         last = pa.concat_arrays([pc.not_equal(keys.slice(0, len(keys) - 1), keys.slice(1)), pa.array([True])])
         latest = ranked.filter(last)
-        position = pc.index_in(latest.column("key"), value_set=base.column(RECORD_KEY))
+        position = _positions(base.column(RECORD_KEY), latest.column("key").combine_chunks())
         if event_time:
             stored = base.column(self.merge_rule.ordering_field).take(position)
             wins = self.merge_rule.incoming_wins(stored.combine_chunks(), latest.column("ordering").combine_chunks())
@@ -229,7 +235,7 @@ class SliceMerger:
         sequence += [(seq, key, value, _DELETED) for key, value, seq in deletes]
         sequence.sort(key=lambda item: item[0])
         touched = pa.array(sorted({key for _, key, _, _ in sequence}), pa.string())
-        position = pc.index_in(touched, value_set=base.column(RECORD_KEY)).to_pylist()
+        position = _positions(base.column(RECORD_KEY), touched).to_pylist()
         # state per key: (source, ordering) where source is ("base", row), (src, row) or _DELETED
         state: dict[str, tuple[object, object]] = {}
         for key, pos in zip(touched.to_pylist(), position):
@@ -257,6 +263,17 @@ class SliceMerger:
         if not self.merge_rule.is_event_time or _natural(delete_ordering):
             return True
         return stored is None or delete_ordering >= stored
+
+
+def _positions(stored: pa.ChunkedArray, keys: pa.Array) -> pa.Array:
+    """For each of ``keys``, its first position in ``stored`` (null when absent). Only the few
+    keys are hashed; the base file's many keys are probed against them."""
+    match = pc.fill_null(pc.index_in(stored, value_set=keys), -1).to_numpy()
+    rows = np.flatnonzero(match >= 0)
+    found, first = np.unique(match[rows], return_index=True)
+    out = np.full(len(keys), -1, np.int64)
+    out[found] = rows[first]
+    return pa.array(out, mask=out < 0)
 
 
 def _natural(ordering: object) -> bool:
