@@ -24,8 +24,10 @@ from hudiql.table.schema import to_arrow, with_meta_columns
 from hudiql.table.table import HudiTable
 
 # Up to this many bytes of log files, the superseded base rows are broadcast to the base-file
-# scan; beyond it both sides are shuffled (a broadcast of millions of keys would not fit).
-BROADCAST_LOG_BYTES = 256 * 1024 * 1024
+# scan; beyond it both sides are shuffled (a broadcast of millions of keys would not fit). A log
+# record takes tens of bytes or more, a superseded row 8 bytes as a packed (size, row) key but
+# about 100 as a (file name, row) key.
+BROADCAST_LOG_BYTES = {"int": 2 * 1024**3, "string": 256 * 1024**2}
 
 
 def table_columns(table: HudiTable) -> T.StructType:
@@ -103,7 +105,7 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
     replaced = outcome.where(F.col(ROW_INDEX).isNotNull()).select(
         F.col(name).cast(key_type).alias(name), F.col(ROW_INDEX).cast("int").alias(ROW_INDEX)
     )
-    if sum(s.log_size for s in slices) <= BROADCAST_LOG_BYTES:
+    if sum(s.log_size for s in slices) <= BROADCAST_LOG_BYTES[key_type]:
         replaced = F.broadcast(replaced)
     base_rows = (
         spark.read.schema(columns).parquet(*[table.storage.uri(s.base_path) for s in based])

@@ -1,10 +1,12 @@
-"""The copy-on-write write path, driven from the driver, executed in Spark tasks.
+"""The write path (copy-on-write and merge-on-read), driven from the driver, executed in Spark tasks.
 
 ``write_rows`` turns a DataFrame of table rows into one commit:
 1. key columns as Spark expressions (key generator), precombine (merge rule);
-2. index: a join with the record keys of the latest base files in the touched partitions;
-3. bucket assignment of inserts (small files first, then new file groups);
-4. a shuffle by file group; each group is merged and written by one task (``MergeTask``);
+2. the index (``write.index``) tags each row with the file group that stores its key;
+3. bucket assignment of inserts (small files first, then new file groups), unless the bucket
+   index placed them already;
+4. a shuffle by file group; each group is merged and written by one task (``MergeTask``), or,
+   on merge-on-read, its changes are appended as a new log file (``AppendTask``);
 5. the tasks' write stats become the commit metadata; the instant completes atomically.
 Any failure rolls the instant back: its files are removed and nothing becomes visible.
 
