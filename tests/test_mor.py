@@ -249,6 +249,24 @@ def test_inserts_fill_small_base_only_file_groups(session, warehouse):
     assert_official(path, snapshot, ro)
 
 
+def test_mor_inserts_rewrite_only_the_smallest_base_only_group_of_a_partition(session, warehouse):
+    path = warehouse / "sm"
+    session.sql(mor_ddl("sm", "'hoodie.compact.inline'='false'"))
+    session.sql("SET hoodie.parquet.small.file.limit=0")  # two file groups in one partition
+    session.sql("INSERT INTO sm VALUES (1,'a',5,'d1'), (2,'b',5,'d1'), (3,'c',5,'d1')")
+    session.sql("INSERT INTO sm VALUES (4,'d',5,'d1')")
+    session.sql("SET hoodie.parquet.small.file.limit=104857600")
+    big, small = (parse_base(p)["fid"] for p in sorted(bases(path), key=lambda p: -p.stat().st_size))
+    session.sql("INSERT INTO sm VALUES (1,'a2',6,'d1'), (4,'d2',6,'d1'), (5,'e',5,'d1')")
+    t3 = instants(path, "deltacommit")[-1]
+    assert [parse_base(p)["fid"] for p in bases(path) if parse_base(p)["instant"] == t3] == [small]
+    assert [parse_log(p)["fid"] for p in logs(path)] == [big]
+    snapshot = [(1, "a2", 6, "d1"), (2, "b", 5, "d1"), (3, "c", 5, "d1"), (4, "d2", 6, "d1"), (5, "e", 5, "d1")]
+    ro = [(1, "a", 5, "d1"), (2, "b", 5, "d1"), (3, "c", 5, "d1"), (4, "d2", 6, "d1"), (5, "e", 5, "d1")]
+    assert snapshot_and_ro(session, "sm") == (snapshot, ro)
+    assert_official(path, snapshot, ro)
+
+
 def test_parquet_blocks_and_is_deleted_deletes(session, warehouse):
     path = warehouse / "pq"
     session.sql(

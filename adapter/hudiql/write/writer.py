@@ -200,15 +200,18 @@ def _write_tagged(
         # Bucket index: every row is placed already; rows of new buckets start their file groups.
         inserts = inserts if new_groups else None
     else:
-        # Inserts fill small file groups first. On MOR only groups without log files qualify,
-        # and their base file is rewritten with the inserts (as Hudi's delta commit does for
-        # small files when its index cannot find keys in logs), so every key stays in a base file.
+        # Inserts fill small file groups first. On MOR only the smallest group without log files
+        # in each partition qualifies, and its base file is rewritten with the inserts (as Hudi's
+        # delta commit does when its index cannot find keys in logs): every key stays in a base
+        # file, and the other groups keep taking their updates as logs.
         small_files: dict[str, list] = {}
         if operation is not Operation.BULK_INSERT:
             small_limit = int(settings.get(SMALL_FILE_LIMIT, DEFAULT_SMALL_FILE_LIMIT))
             for s in view.latest_slices():
                 if s.base_file and not s.log_files and s.base_file_size < small_limit:
                     small_files.setdefault(s.partition_path, []).append(s)
+            if mor:
+                small_files = {p: [min(slices, key=lambda s: s.base_file_size)] for p, slices in small_files.items()}
         inserts, buckets = _assign_buckets(spark, table, inserts, small_files, settings)
         new_groups = len(buckets)
         rewritten = [b.file_id for b in buckets if b.base_file]
