@@ -1,4 +1,4 @@
-"""Avro binary records to and from Arrow columns, a whole block at a time (numpy, no per-row Python).
+"""Avro binary records to and from Arrow columns, a whole block at a time (numpy, not row by row).
 
 Hudi's Avro data blocks hold one Avro binary record per table row. For the flat schemas tables
 have (fields of boolean, int, long, float, double, string or bytes, optionally in a union with
@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +28,7 @@ import pyarrow as pa
 from hudiql.errors import FormatError
 
 _MAX_VARINT_BYTES = 10
+_LENGTH = struct.Struct(">i")  # a record's length prefix in a Hudi Avro block
 #: Avro primitive type -> (Arrow type decoded to, fixed byte width or 0 for varint / length-prefixed)
 _PRIMITIVES = {
     "boolean": (pa.bool_(), 1),
@@ -92,22 +94,28 @@ def supports(avro_schema: dict) -> bool:
 # ---- decoding -------------------------------------------------------------------------------------
 
 def record_bounds(content: bytes, offset: int, count: int, path: str) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end of each of ``count`` records stored as big-endian int32 length + bytes."""
-    starts = np.empty(count, np.int64)
-    ends = np.empty(count, np.int64)
-    view = memoryview(content)
+    """Start and end of each of ``count`` records stored as big-endian int32 length + bytes.
+
+    The one loop over rows: each record's position depends on the length before it.
+    """
+    starts = [0] * count
+    size = len(content)
     pos = offset
     for i in range(count):
-        if pos + 4 > len(content):
+        if pos + 4 > size:
             raise FormatError(f"log file {path}: Avro block is truncated at record {i} of {count}")
-        length = int.from_bytes(view[pos:pos + 4], "big", signed=True)
+        (length,) = _LENGTH.unpack_from(content, pos)
         pos += 4
-        if length < 0 or pos + length > len(content):
+        if length < 0 or pos + length > size:
             raise FormatError(f"log file {path}: Avro record {i} of {count} runs past the end of its block")
         starts[i] = pos
         pos += length
-        ends[i] = pos
-    return starts, ends
+    first = np.array(starts, np.int64)
+    ends = np.empty(count, np.int64)
+    ends[:-1] = first[1:] - 4
+    if count:
+        ends[-1] = pos
+    return first, ends
 
 
 def decode(content: bytes, starts: np.ndarray, ends: np.ndarray, avro_schema: dict, path: str) -> pa.Table | None:

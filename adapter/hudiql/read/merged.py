@@ -170,8 +170,9 @@ class SliceMerger:
         outcome = self.outcome(partition_path, base, log_files)
         if not len(outcome.replaced) and not outcome.records.num_rows:
             return base
-        replaced = pc.is_in(pa.array(range(base.num_rows), pa.int64()), value_set=outcome.replaced)
-        return pa.concat_tables([base.filter(pc.invert(replaced)), outcome.records])
+        keep = np.ones(base.num_rows, bool)
+        keep[outcome.replaced.to_numpy()] = False
+        return pa.concat_tables([base.filter(pa.array(keep)), outcome.records])
 
     def outcome(self, partition_path: str, base: pa.Table, log_files: list[str]) -> SliceOutcome:
         """Fold the slice's log items onto ``base`` (which needs only its key and ordering columns).
