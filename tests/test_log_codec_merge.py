@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 from hudiql.errors import FormatError
 from hudiql.io import avro_columnar
 from hudiql.io import log_format as L
-from hudiql.read.merged import BASE_FILE_NAME, BASE_FILE_SIZE, ROW_INDEX, SliceMerger
+from hudiql.read.merged import SliceMerger
 from hudiql.table.config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import META_COLUMNS, RECORD_KEY, to_arrow, to_avro, with_meta_columns
@@ -465,20 +465,19 @@ def test_slice_merger_matches_item_by_item_fold(base, specs):
             kept = stored.take(pa.array([i for i in range(stored.num_rows) if i not in set(replaced)], pa.int64()))
             assert _triples(pa.concat_tables([kept, outcome.records.cast(ARROW)])) == expected, mode
 
-            # the snapshot path: the same outcome as rows for Spark's mapInArrow
+            # the snapshot path: the merged rows as Spark's mapInArrow gets them, all columns or some
             descriptor = pa.RecordBatch.from_pylist(
-                [{"partition_path": PARTITION, "base_file": base_file, "base_file_size": 1234, "log_files": log_files}],
+                [{"partition_path": PARTITION, "base_file": base_file, "log_files": log_files}],
                 schema=pa.schema([("partition_path", pa.string()), ("base_file", pa.string()),
-                                  ("base_file_size", pa.int64()), ("log_files", pa.list_(pa.string()))]),
+                                  ("log_files", pa.list_(pa.string()))]),
             )
-            out = pa.Table.from_batches(list(merger.udf()([descriptor])), schema=merger.output_schema())
-            is_drop = out.column(BASE_FILE_NAME).is_valid()
-            drops = out.filter(is_drop)
-            assert set(drops.column(BASE_FILE_NAME).to_pylist()) <= {base_file}
-            assert set(drops.column(BASE_FILE_SIZE).to_pylist()) <= {1234}
-            assert sorted(drops.column(ROW_INDEX).to_pylist()) == expected_replaced, mode
-            records = out.filter(pa.compute.invert(is_drop)).select(ARROW.names)
-            assert _triples(pa.concat_tables([kept, records])) == expected, mode
+            out = pa.Table.from_batches(list(merger.udf(ARROW.names)([descriptor])), schema=ARROW)
+            assert _triples(out) == expected, mode
+            some = ["name", "id"]  # neither the key nor the ordering field; schema order wins
+            batches = list(merger.udf(some)([descriptor]))
+            assert all(b.schema.names == ["id", "name"] for b in batches), mode
+            projected = pa.Table.from_batches(batches, schema=pa.schema([ARROW.field("id"), ARROW.field("name")]))
+            assert sorted((r["id"], r["name"]) for r in projected.to_pylist()) == [(i, n) for i, n, _ in expected], mode
 
 
 def test_slice_merger_hand_written_sequence(tmp_path):

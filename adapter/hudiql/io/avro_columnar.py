@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import struct
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,15 +119,23 @@ def record_bounds(content: bytes, offset: int, count: int, path: str) -> tuple[n
     return first, ends
 
 
-def decode(content: bytes, starts: np.ndarray, ends: np.ndarray, avro_schema: dict, path: str) -> pa.Table | None:
-    """The records as an Arrow table (columns in schema order), or ``None`` for a schema the
-    columnar codec does not cover."""
+def decode(
+    content: bytes,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    avro_schema: dict,
+    path: str,
+    columns: Collection[str] | None = None,
+) -> pa.Table | None:
+    """The records as an Arrow table (columns in schema order; only ``columns`` of them when
+    given, the others are stepped over), or ``None`` for a schema the columnar codec does not
+    cover."""
     fields = _fields(avro_schema)
     if fields is None:
         return None
     buf = np.frombuffer(content, np.uint8)
     pos = starts.copy()
-    columns = []
+    kept, arrays = [], []
     try:
         for f in fields:
             valid = None
@@ -135,12 +144,16 @@ def decode(content: bytes, starts: np.ndarray, ends: np.ndarray, avro_schema: di
                 valid = branch == f.value_branch
                 if not ((branch == f.null_branch) | valid).all():
                     raise FormatError(f"log file {path}: bad union branch in field '{f.name}'")
-            columns.append(_decode_value(buf, pos, ends, f, valid))
+            if columns is None or f.name in columns:
+                kept.append(f.name)
+                arrays.append(_decode_value(buf, pos, ends, f, valid))
+            else:
+                _skip_value(buf, pos, ends, f, valid)
     except IndexError:
         raise FormatError(f"log file {path}: an Avro record runs past the end of its block") from None
     if not (pos == ends).all():
         raise FormatError(f"log file {path}: Avro records do not match the block's schema (lengths differ)")
-    return pa.table(columns, names=[f.name for f in fields])
+    return pa.table(arrays, names=kept)
 
 
 def _read_varint(buf: np.ndarray, pos: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
@@ -158,6 +171,23 @@ def _read_varint(buf: np.ndarray, pos: np.ndarray, rows: np.ndarray | None = Non
     if len(active):
         raise IndexError("varint too long")
     return (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
+
+
+def _skip_value(buf: np.ndarray, pos: np.ndarray, ends: np.ndarray, f: _Field, valid: np.ndarray | None) -> None:
+    """Advance the positions past a field's values without building them."""
+    rows = np.arange(len(pos)) if valid is None else np.flatnonzero(valid)
+    width = _PRIMITIVES[f.primitive][1]
+    if f.primitive in ("string", "bytes"):
+        lengths = _read_varint(buf, pos, rows)
+        if (lengths < 0).any():
+            raise IndexError("a negative length")
+        pos[rows] += lengths
+        if (pos > ends).any():
+            raise IndexError("a length runs past its record")
+    elif width == 0:
+        _read_varint(buf, pos, rows)
+    else:
+        pos[rows] += width
 
 
 def _decode_value(buf: np.ndarray, pos: np.ndarray, ends: np.ndarray, f: _Field, valid: np.ndarray | None) -> pa.Array:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import fastavro
@@ -193,9 +194,12 @@ def read_avro_table(block: LogBlock, path: str, arrow_schema: pa.Schema) -> pa.T
     return read_avro_blocks([(block, path)], arrow_schema)
 
 
-def read_avro_blocks(blocks: list[tuple[LogBlock, str]], arrow_schema: pa.Schema) -> pa.Table:
+def read_avro_blocks(
+    blocks: list[tuple[LogBlock, str]], arrow_schema: pa.Schema, columns: Collection[str] | None = None
+) -> pa.Table:
     """The records of Avro data blocks that share one writer schema, in block order, as one
-    table: a slice's small blocks are decoded in one pass, not one numpy pass each."""
+    table (only ``columns`` of the writer schema, when given): a slice's small blocks are
+    decoded in one pass, not one numpy pass each."""
     schema, _ = _avro_records(*blocks[0])
     if avro_columnar.supports(schema):
         starts, ends, offset = [], [], 0
@@ -207,12 +211,12 @@ def read_avro_blocks(blocks: list[tuple[LogBlock, str]], arrow_schema: pa.Schema
             offset += len(block.content)
         content = blocks[0][0].content if len(blocks) == 1 else b"".join(b.content for b, _ in blocks)
         try:
-            return avro_columnar.decode(content, np.concatenate(starts), np.concatenate(ends), schema, blocks[0][1])
+            return avro_columnar.decode(content, np.concatenate(starts), np.concatenate(ends), schema, blocks[0][1], columns)
         except FormatError:
             for one in blocks[1:] if len(blocks) > 1 else []:
-                read_avro_blocks([one], arrow_schema)  # names the file that holds the bad record
+                read_avro_blocks([one], arrow_schema, columns)  # names the file that holds the bad record
             raise
-    names = {f["name"] for f in schema["fields"]}
+    names = {f["name"] for f in schema["fields"] if columns is None or f["name"] in columns}
     rows = [record for block, path in blocks for record in read_avro_records(block, path)]
     return pa.Table.from_pylist(rows, schema=pa.schema([f for f in arrow_schema if f.name in names]))
 

@@ -2,10 +2,10 @@
 
 The fold of a slice's log items onto its base file gives a ``SliceOutcome``: which base rows
 the logs replace or delete (by row position), and the log records that win. Compaction applies
-it to the whole base file in a task (``SliceMerger.merge``); snapshot queries read only the
-base file's key and ordering columns in Python and leave the base rows to Spark's parquet
-reader, which drops the replaced positions with a join (``read.snapshot``). Blocks of instants
-that did not complete, and blocks a rollback command block targets, are skipped.
+it to the whole base file (``SliceMerger.merge``). A snapshot query folds with the base file's
+key and ordering columns, then streams only the columns the query reads, a row group at a
+time, without the replaced rows (``SliceMerger.snapshot_batches``). Blocks of instants that did
+not complete, and blocks a rollback command block targets, are skipped.
 
 Per record key, log items are folded in log order onto the stored record:
 - a data record replaces the current one when the merge rule says the incoming version wins;
@@ -15,11 +15,14 @@ Per record key, log items are folded in log order onto the stored record:
 Example:
     >>> merger = SliceMerger(base_uri, arrow_schema, rule, frozenset(completed_instants))
     >>> merger.merge("dt=1", base_file="f-0_0-1-0_001.parquet", log_files=[".f-0_001.log.1_0-2-0"])
+    >>> merger.snapshot_batches("dt=1", "f-0_0-1-0_001.parquet", [".f-0_001.log.1_0-2-0"], ["id", "price"])
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,12 +36,6 @@ from hudiql.table.layout import join_partition
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import RECORD_KEY
 from hudiql.write.handle import conform
-
-# Extra columns of the snapshot merge output: a row with these set (and no record) says
-# "drop row ROW_INDEX of the base file named BASE_FILE_NAME, of BASE_FILE_SIZE bytes".
-BASE_FILE_NAME = "__hudiql_base_file"
-BASE_FILE_SIZE = "__hudiql_base_file_size"
-ROW_INDEX = "__hudiql_row_index"
 
 _DELETED = object()
 
@@ -58,56 +55,72 @@ class SliceMerger:
     merge_rule: MergeRule
     completed: frozenset[str]
 
-    def udf(self):
-        """The function ``mapInArrow`` calls for snapshot queries: slice descriptors in; the
-        winning log records and the replaced base positions out (see ``output_schema``)."""
-        schema = self.output_schema()
+    def udf(self, columns: list[str]):
+        """The function ``mapInArrow`` calls for snapshot queries: slice descriptors in
+        (partition_path, base_file, log_files), the slices' merged rows out, as ``columns``."""
 
         def merge_slices(batches):
             for batch in batches:
                 for d in batch.to_pylist():
-                    yield from self._snapshot_batches(
-                        d["partition_path"], d["base_file"], d["base_file_size"], list(d["log_files"] or []), schema
-                    )
+                    yield from self.snapshot_batches(d["partition_path"], d["base_file"], list(d["log_files"] or []), columns)
 
         return merge_slices
 
-    def output_schema(self) -> pa.Schema:
-        extra = [pa.field(BASE_FILE_NAME, pa.string()), pa.field(BASE_FILE_SIZE, pa.int64()), pa.field(ROW_INDEX, pa.int64())]
-        return pa.schema(list(self.arrow_schema) + extra)
-
-    def _snapshot_batches(
-        self, partition_path: str, base_file: str | None, base_file_size: int, log_files: list[str], schema: pa.Schema
-    ):
+    def snapshot_batches(
+        self, partition_path: str, base_file: str | None, log_files: list[str], columns: list[str]
+    ) -> Iterator[pa.RecordBatch]:
+        """The merged rows of a slice, only ``columns``: the base rows no log record supersedes,
+        read a row group at a time, then the log records that win."""
+        schema = self._schema(columns)
         ordering = self.merge_rule.ordering_field
-        base = self.read_base(partition_path, base_file, [RECORD_KEY] + ([ordering] if ordering else []))
-        outcome = self.outcome(partition_path, base, log_files)
-        n = outcome.records.num_rows
-        if n:
-            records = outcome.records.cast(self.arrow_schema)
-            for name in (BASE_FILE_NAME, BASE_FILE_SIZE, ROW_INDEX):
-                records = records.append_column(schema.field(name), pa.nulls(n, schema.field(name).type))
-            yield from records.to_batches()
-        m = len(outcome.replaced)
-        if m:
-            columns = [pa.nulls(m, f.type) for f in self.arrow_schema]
-            columns += [pa.array([base_file] * m, pa.string()), pa.array([base_file_size] * m, pa.int64()), outcome.replaced]
-            yield pa.RecordBatch.from_arrays(columns, schema=schema)
+        merge_columns = [RECORD_KEY] + ([ordering] if ordering else [])
+        with self._open_base(partition_path, base_file) as parquet:
+            stored = self._read(parquet, merge_columns)
+            outcome = self.outcome(partition_path, stored, log_files, set(columns) | set(merge_columns))
+            if parquet is not None:
+                keep = np.ones(stored.num_rows, bool)
+                keep[outcome.replaced.to_numpy()] = False
+                start = 0
+                for group in range(parquet.num_row_groups):
+                    rows = self._read(parquet, columns, group)
+                    yield from rows.filter(keep[start:start + rows.num_rows]).to_batches()
+                    start += rows.num_rows
+        yield from conform(outcome.records, schema).to_batches()
 
     def read_base(self, partition_path: str, base_file: str | None, columns: list[str] | None = None) -> pa.Table:
         """The base file's rows in the merger's schema (only ``columns`` of it, when given)."""
-        schema = self.arrow_schema if columns is None else pa.schema([self.arrow_schema.field(c) for c in columns])
-        if not base_file:
-            return schema.empty_table()
-        storage = Storage(self.base_uri)
-        with storage.open_input_file(join_partition(partition_path, base_file)) as f:
-            parquet = pq.ParquetFile(f)
-            stored = [c for c in schema.names if c in parquet.schema_arrow.names]
-            return conform(parquet.read(columns=stored), schema)
+        with self._open_base(partition_path, base_file) as parquet:
+            return self._read(parquet, columns)
 
-    def read_log_items(self, partition_path: str, log_files: list[str]) -> tuple[list[pa.Table], pa.Table, list[tuple]]:
-        """The slice's valid log content, in log order (``seq``): the data blocks' tables, their
-        records as items (key, ordering, seq, table index, row), and the deletes (key, ordering, seq)."""
+    @contextmanager
+    def _open_base(self, partition_path: str, base_file: str | None) -> Iterator[pq.ParquetFile | None]:
+        if not base_file:
+            yield None
+            return
+        with Storage(self.base_uri).open_input_file(join_partition(partition_path, base_file)) as f:
+            yield pq.ParquetFile(f)
+
+    def _read(self, parquet: pq.ParquetFile | None, columns: list[str] | None, row_group: int | None = None) -> pa.Table:
+        """Columns of a base file (all row groups, or one), in the merger's types; a column the
+        file lacks (added to the table later) reads as nulls."""
+        schema = self._schema(columns)
+        if parquet is None:
+            return schema.empty_table()
+        stored = [c for c in schema.names if c in parquet.schema_arrow.names]
+        table = parquet.read(columns=stored) if row_group is None else parquet.read_row_group(row_group, columns=stored)
+        return conform(table, schema)
+
+    def _schema(self, columns: Collection[str] | None) -> pa.Schema:
+        """The merger's schema, or the part of it named by ``columns`` (in schema order)."""
+        return self.arrow_schema if columns is None else pa.schema([f for f in self.arrow_schema if f.name in columns])
+
+    def read_log_items(
+        self, partition_path: str, log_files: list[str], columns: Collection[str] | None = None
+    ) -> tuple[list[pa.Table], pa.Table, list[tuple]]:
+        """The slice's valid log content, in log order (``seq``): the data blocks' tables (only
+        ``columns``, which name the key and ordering fields, when given), their records as items
+        (key, ordering, seq, table index, row), and the deletes (key, ordering, seq)."""
+        schema = self._schema(columns)
         storage = Storage(self.base_uri)
         blocks: list[tuple[str, L.LogBlock]] = []
         for name in log_files:
@@ -136,17 +149,17 @@ class SliceMerger:
                 avro.setdefault(block.header[L.SCHEMA], []).append((seq, count, block, path))
                 seq += count
             else:
-                table = pq.read_table(io.BytesIO(block.content))
-                self._add_items(tables, items, table, np.arange(seq, seq + table.num_rows, dtype=np.int64))
+                parquet = pq.ParquetFile(io.BytesIO(block.content))
+                table = parquet.read(columns=[c for c in schema.names if c in parquet.schema_arrow.names])
+                self._add_items(tables, items, conform(table, schema), np.arange(seq, seq + table.num_rows, dtype=np.int64))
                 seq += table.num_rows
         for group in avro.values():  # blocks of one writer schema are decoded together
-            table = L.read_avro_blocks([(block, path) for _, _, block, path in group], self.arrow_schema)
+            table = L.read_avro_blocks([(block, path) for _, _, block, path in group], self.arrow_schema, columns)
             seqs = np.concatenate([np.arange(first, first + count, dtype=np.int64) for first, count, _, _ in group])
-            self._add_items(tables, items, table, seqs)
+            self._add_items(tables, items, conform(table, schema), seqs)
         return tables, pa.concat_tables(items) if items else self._items_schema().empty_table(), deletes
 
     def _add_items(self, tables: list[pa.Table], items: list[pa.Table], table: pa.Table, seqs: np.ndarray) -> None:
-        table = conform(table, self.arrow_schema)
         n = table.num_rows
         columns = {
             "key": table.column(RECORD_KEY),
@@ -174,34 +187,37 @@ class SliceMerger:
         keep[outcome.replaced.to_numpy()] = False
         return pa.concat_tables([base.filter(pa.array(keep)), outcome.records])
 
-    def outcome(self, partition_path: str, base: pa.Table, log_files: list[str]) -> SliceOutcome:
-        """Fold the slice's log items onto ``base`` (which needs only its key and ordering columns).
+    def outcome(
+        self, partition_path: str, base: pa.Table, log_files: list[str], columns: Collection[str] | None = None
+    ) -> SliceOutcome:
+        """Fold the slice's log items onto ``base`` (which needs only its key and ordering columns);
+        the winning records carry ``columns`` (all by default; they must name the key and
+        ordering fields).
 
         Keys without deletes take the closed form of the fold (``_fold_records``); keys with a
         delete are folded one item at a time (``_fold_sequence``).
         """
-        tables, items, deletes = self.read_log_items(partition_path, log_files)
+        tables, items, deletes = self.read_log_items(partition_path, log_files, columns)
         if not items.num_rows and not deletes:
-            return SliceOutcome(pa.array([], pa.int64()), self.arrow_schema.empty_table())
+            return SliceOutcome(pa.array([], pa.int64()), self._schema(columns).empty_table())
         delete_keys = pa.array(sorted({key for key, _, _ in deletes}), pa.string())
         with_delete = pc.is_in(items.column("key"), value_set=delete_keys)
-        kept, winners = self._fold_records(items.filter(pc.invert(with_delete)), base)
-        slow_kept, slow_winners = self._fold_sequence(items.filter(with_delete), deletes, base)
+        stored = _StoredKeys(base.column(RECORD_KEY), pa.concat_arrays([items.column("key").combine_chunks(), delete_keys]))
+        kept, winners = self._fold_records(items.filter(pc.invert(with_delete)), base, stored)
+        slow_kept, slow_winners = self._fold_sequence(items.filter(with_delete), deletes, base, stored)
         kept = pa.concat_arrays([kept, slow_kept])
         winners = pa.concat_tables([winners, slow_winners])
         # Every stored row of a touched key is superseded, unless the stored version won.
-        touched = pa.concat_arrays([items.column("key").combine_chunks(), delete_keys])
-        stored = pc.indices_nonzero(pc.is_in(base.column(RECORD_KEY), value_set=touched)).cast(pa.int64())
-        replaced = stored.filter(pc.invert(pc.is_in(stored, value_set=kept)))
+        replaced = stored.rows.filter(pc.invert(pc.is_in(stored.rows, value_set=kept)))
         pieces = []
         for index, table in enumerate(tables):
             rows = winners.filter(pc.equal(winners.column("src"), index)).column("row").to_numpy()
             if len(rows):
                 pieces.append(table.take(pa.array(np.sort(rows))))
-        records = pa.concat_tables(pieces) if pieces else self.arrow_schema.empty_table()
+        records = pa.concat_tables(pieces) if pieces else self._schema(columns).empty_table()
         return SliceOutcome(replaced, records)
 
-    def _fold_records(self, items: pa.Table, base: pa.Table) -> tuple[pa.Array, pa.Table]:
+    def _fold_records(self, items: pa.Table, base: pa.Table, stored: _StoredKeys) -> tuple[pa.Array, pa.Table]:
         """The fold for keys with data records only: the latest-ranked record of each key (by
         ordering value, nulls lowest, then log order; by log order alone under commit time)
         replaces the stored version when the merge rule lets it.
@@ -214,17 +230,19 @@ class SliceMerger:
             return pa.array([], pa.int64()), items.select(["src", "row"])
         last = pa.concat_arrays([pc.not_equal(keys.slice(0, len(keys) - 1), keys.slice(1)), pa.array([True])])
         latest = ranked.filter(last)
-        position = _positions(base.column(RECORD_KEY), latest.column("key").combine_chunks())
+        position = stored.positions(latest.column("key").combine_chunks())
         if event_time:
-            stored = base.column(self.merge_rule.ordering_field).take(position)
-            wins = self.merge_rule.incoming_wins(stored.combine_chunks(), latest.column("ordering").combine_chunks())
+            current = base.column(self.merge_rule.ordering_field).take(position)
+            wins = self.merge_rule.incoming_wins(current.combine_chunks(), latest.column("ordering").combine_chunks())
         else:
             wins = pa.array(np.ones(latest.num_rows, bool))
         kept = position.filter(pc.invert(wins)).cast(pa.int64())
         kept = kept.combine_chunks() if isinstance(kept, pa.ChunkedArray) else kept
         return kept, latest.filter(wins).select(["src", "row"])
 
-    def _fold_sequence(self, items: pa.Table, deletes: list[tuple], base: pa.Table) -> tuple[pa.Array, pa.Table]:
+    def _fold_sequence(
+        self, items: pa.Table, deletes: list[tuple], base: pa.Table, stored: _StoredKeys
+    ) -> tuple[pa.Array, pa.Table]:
         """The fold, item by item, for keys that have a delete; returns as ``_fold_records``."""
         empty = (pa.array([], pa.int64()), pa.table({"src": pa.array([], pa.int64()), "row": pa.array([], pa.int64())}))
         if not deletes:
@@ -236,7 +254,7 @@ class SliceMerger:
         sequence += [(seq, key, value, _DELETED) for key, value, seq in deletes]
         sequence.sort(key=lambda item: item[0])
         touched = pa.array(sorted({key for _, key, _, _ in sequence}), pa.string())
-        position = _positions(base.column(RECORD_KEY), touched).to_pylist()
+        position = stored.positions(touched).to_pylist()
         # state per key: (source, ordering) where source is ("base", row), (src, row) or _DELETED
         state: dict[str, tuple[object, object]] = {}
         for key, pos in zip(touched.to_pylist(), position):
@@ -266,15 +284,23 @@ class SliceMerger:
         return stored is None or delete_ordering >= stored
 
 
-def _positions(stored: pa.ChunkedArray, keys: pa.Array) -> pa.Array:
-    """For each of ``keys``, its first position in ``stored`` (null when absent). Only the few
-    keys are hashed; the base file's many keys are probed against them."""
-    match = pc.fill_null(pc.index_in(stored, value_set=keys), -1).to_numpy()
-    rows = np.flatnonzero(match >= 0)
-    found, first = np.unique(match[rows], return_index=True)
-    out = np.full(len(keys), -1, np.int64)
-    out[found] = rows[first]
-    return pa.array(out, mask=out < 0)
+class _StoredKeys:
+    """Where a slice's touched keys (those of its log items) sit in its base file. The base
+    file's many keys are probed once against the few touched ones."""
+
+    def __init__(self, base_keys: pa.ChunkedArray, touched: pa.Array) -> None:
+        self.touched = pc.unique(touched)
+        match = pc.fill_null(pc.index_in(base_keys, value_set=self.touched), -1).to_numpy()
+        rows = np.flatnonzero(match >= 0)
+        self.rows = pa.array(rows, pa.int64())  # every base row of a touched key
+        found, first = np.unique(match[rows], return_index=True)
+        self._first = np.full(len(self.touched), -1, np.int64)
+        self._first[found] = rows[first]
+
+    def positions(self, keys: pa.Array) -> pa.Array:
+        """For each of ``keys`` (touched keys), its first base row (null when not stored)."""
+        out = self._first[pc.index_in(keys, value_set=self.touched).to_numpy()]
+        return pa.array(out, mask=out < 0)
 
 
 def _natural(ordering: object) -> bool:

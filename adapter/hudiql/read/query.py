@@ -2,7 +2,9 @@
 
 Each hudiql table a query names is read as a snapshot DataFrame, registered as a temporary
 view, and the query (rewritten with sqlglot to name those views) runs on Spark. Conjuncts of
-the WHERE clause on partition columns prune the partitions read.
+the WHERE clause on partition columns prune the partitions read, and the view carries only
+the columns the query names (``needed_columns``): merged slices are read in Python tasks,
+where Spark cannot prune columns itself.
 
 Example:
     >>> planner.dataframe(sqlglot.parse_one("SELECT * FROM orders WHERE dt = '2024-01-01'"))
@@ -18,7 +20,7 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from hudiql.errors import SqlError, TableNotFoundError
-from hudiql.read.snapshot import snapshot
+from hudiql.read.snapshot import snapshot, table_columns
 from hudiql.sql.parser import DIALECT
 from hudiql.sql.statements import TableName
 from hudiql.table.fsview import FileSystemView
@@ -71,7 +73,8 @@ class QueryPlanner:
             table, read_optimized = resolved
             files = table.file_system_view()
             keep = _partition_filter(self.session, table, files, node)
-            view = self.register(snapshot(self.session.spark, table, files, keep, read_optimized))
+            columns = needed_columns(query, table_columns(table).fieldNames())
+            view = self.register(snapshot(self.session.spark, table, files, keep, read_optimized, columns))
             views.append(view)
             alias = node.alias or node.name
             node.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias))))
@@ -106,6 +109,27 @@ class QueryPlanner:
         view = f"__hudiql_snapshot_{id(self)}_{self._views}"
         df.createOrReplaceTempView(view)
         return view
+
+
+def needed_columns(query: exp.Expression, columns: list[str]) -> list[str] | None:
+    """The columns of a table that ``query`` may read, or ``None`` for all of them.
+
+    Any identifier in the query that spells a column's name (case-insensitively) keeps the
+    column: reading a column too many is harmless. What reads columns without naming them
+    needs all: ``*`` other than in ``count(*)``, NATURAL joins, and PIVOT / UNPIVOT (which group
+    by the columns they do not name).
+
+    Example:
+        >>> needed_columns(sqlglot.parse_one("SELECT count(*), sum(v) FROM t"), ["k", "v"])
+        ['v']
+    """
+    for star in query.find_all(exp.Star):
+        if not (isinstance(star.parent, exp.Count) and star.parent.this is star):
+            return None
+    if query.find(exp.Pivot) is not None or any(j.method == "NATURAL" for j in query.find_all(exp.Join)):
+        return None
+    named = {i.name.lower() for i in query.find_all(exp.Identifier)}
+    return [c for c in columns if c.lower() in named]
 
 
 def conjuncts(where: exp.Expression) -> list[exp.Expression]:
