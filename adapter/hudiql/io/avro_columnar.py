@@ -158,19 +158,30 @@ def decode(
 
 def _read_varint(buf: np.ndarray, pos: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
     """Zig-zag varints at ``pos[rows]`` (all rows by default); advances those positions."""
-    rows = np.arange(len(pos)) if rows is None else rows
-    value = np.zeros(len(rows), np.uint64)
-    active = np.arange(len(rows))
-    for shift in range(0, 7 * _MAX_VARINT_BYTES, 7):
-        if not len(active):
-            break
-        byte = buf[pos[rows[active]]].astype(np.uint64)
-        value[active] |= (byte & np.uint64(0x7F)) << np.uint64(shift)
-        pos[rows[active]] += 1
-        active = active[(byte & np.uint64(0x80)) != 0]
-    if len(active):
-        raise IndexError("varint too long")
-    return (value >> np.uint64(1)).astype(np.int64) ^ -(value & np.uint64(1)).astype(np.int64)
+    at = pos.copy() if rows is None else pos[rows]
+    first = buf[at]
+    if (first < 0x80).all():  # the common case (union branches, short lengths): one byte each
+        value = first.astype(np.int64)
+        at += 1
+    else:
+        raw = np.zeros(len(at), np.uint64)
+        active = np.arange(len(at))
+        for shift in range(0, 7 * _MAX_VARINT_BYTES, 7):
+            if not len(active):
+                break
+            byte = buf[at[active]].astype(np.uint64)
+            raw[active] |= (byte & np.uint64(0x7F)) << np.uint64(shift)
+            at[active] += 1
+            active = active[(byte & np.uint64(0x80)) != 0]
+        if len(active):
+            raise IndexError("varint too long")
+        value = raw.view(np.int64)
+    if rows is None:
+        pos[:] = at
+    else:
+        pos[rows] = at
+    # zig-zag: 0, 1, 2, 3 ... stand for 0, -1, 1, -2 ...
+    return (value >> 1 & np.int64(0x7FFFFFFFFFFFFFFF)) ^ -(value & 1)
 
 
 def _skip_value(buf: np.ndarray, pos: np.ndarray, ends: np.ndarray, f: _Field, valid: np.ndarray | None) -> None:
@@ -292,10 +303,16 @@ def _varint_parts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     zz = ((values.astype(np.int64) << 1) ^ (values.astype(np.int64) >> 63)).view(np.uint64)
     sizes = np.ones(len(zz), np.int64)
     for k in range(1, _MAX_VARINT_BYTES):
-        sizes += zz >= np.uint64(1) << np.uint64(7 * k)
-    shifts = np.arange(_MAX_VARINT_BYTES, dtype=np.uint64) * np.uint64(7)
+        longer = zz >= np.uint64(1) << np.uint64(7 * k)
+        if not longer.any():
+            break
+        sizes += longer
+    widest = int(sizes.max()) if len(sizes) else 1
+    if widest == 1:  # short lengths, small numbers: the value is its own byte
+        return sizes, zz.astype(np.uint8)
+    shifts = np.arange(widest, dtype=np.uint64) * np.uint64(7)
     groups = ((zz[:, None] >> shifts) & np.uint64(0x7F)).astype(np.uint8)
-    k = np.arange(_MAX_VARINT_BYTES)
+    k = np.arange(widest)
     groups |= np.where(k < sizes[:, None] - 1, 0x80, 0).astype(np.uint8)
     return sizes, groups[k < sizes[:, None]]
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import types as T
 
 COMMIT_TIME = "_hoodie_commit_time"
@@ -29,6 +31,23 @@ FILE_NAME = "_hoodie_file_name"
 META_COLUMNS = [COMMIT_TIME, COMMIT_SEQNO, RECORD_KEY, PARTITION_PATH, FILE_NAME]
 #: A boolean data column that, when true, turns the row into a delete.
 IS_DELETED = "_hoodie_is_deleted"
+
+
+def meta_values(
+    keys: pa.Array | pa.ChunkedArray, instant_time: str, partition_path: str, file_name: str, task: int, first: int = 0
+) -> dict[str, pa.Array | pa.ChunkedArray]:
+    """The meta columns of rows with record ``keys`` that Spark task ``task`` writes to one file,
+    the task's ``first``-th row onwards: the commit sequence number is Hudi's
+    ``<instant>_<task partition>_<row number in the task>``."""
+    n = len(keys)
+    numbers = pa.array(np.arange(first, first + n, dtype=np.int64)).cast(pa.string())
+    return {
+        COMMIT_TIME: pa.array(np.full(n, instant_time, dtype=object), pa.string()),
+        COMMIT_SEQNO: pc.binary_join_element_wise(f"{instant_time}_{task}_", numbers, ""),
+        RECORD_KEY: keys,
+        PARTITION_PATH: pa.array(np.full(n, partition_path, dtype=object), pa.string()),
+        FILE_NAME: pa.array(np.full(n, file_name, dtype=object), pa.string()),
+    }
 
 
 def meta_struct() -> T.StructType:

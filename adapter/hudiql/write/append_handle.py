@@ -26,13 +26,11 @@ from hudiql.io import log_format as L
 from hudiql.io.storage import Storage
 from hudiql.table import layout
 from hudiql.table.schema import (
-    COMMIT_SEQNO,
-    COMMIT_TIME,
-    FILE_NAME,
     IS_DELETED,
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
+    meta_values,
 )
 from hudiql.write.handle import (
     BASE_FILE,
@@ -161,13 +159,7 @@ class AppendTask:
 
     def _data_block(self, updates: pa.Table, group: _GroupBuffer, task: _TaskState) -> L.LogBlock:
         n = updates.num_rows
-        meta = {
-            COMMIT_TIME: pa.array([self.instant_time] * n, pa.string()),
-            COMMIT_SEQNO: pa.array([f"{self.instant_time}_{task.partition_id}_{task.seq + i}" for i in range(n)]),
-            RECORD_KEY: updates.column(RECORD_KEY),
-            PARTITION_PATH: pa.array([group.partition_path] * n, pa.string()),
-            FILE_NAME: pa.array([group.file_id] * n, pa.string()),
-        }
+        meta = meta_values(updates.column(RECORD_KEY), self.instant_time, group.partition_path, group.file_id, task.partition_id, task.seq)
         task.seq += n
         data = conform(updates, pa.schema([f for f in self.arrow_schema if f.name not in META_COLUMNS]))
         records = pa.table({**meta, **{c: data.column(c) for c in data.column_names}}).cast(self.arrow_schema)

@@ -22,13 +22,11 @@ from hudiql.io.storage import Storage
 from hudiql.table import layout
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import (
-    COMMIT_SEQNO,
-    COMMIT_TIME,
-    FILE_NAME,
     IS_DELETED,
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
+    meta_values,
 )
 
 # Helper columns the driver adds to incoming records; never stored.
@@ -146,14 +144,7 @@ class MergeTask:
         return kept, updates, inserts
 
     def _with_meta(self, rows: pa.Table, partition_path: str, file_name: str, partition_id: int) -> pa.Table:
-        n = rows.num_rows
-        meta = {
-            COMMIT_TIME: pa.array([self.instant_time] * n, pa.string()),
-            COMMIT_SEQNO: pa.array([f"{self.instant_time}_{partition_id}_{i}" for i in range(n)], pa.string()),
-            RECORD_KEY: rows.column(RECORD_KEY),
-            PARTITION_PATH: pa.array([partition_path] * n, pa.string()),
-            FILE_NAME: pa.array([file_name] * n, pa.string()),
-        }
+        meta = meta_values(rows.column(RECORD_KEY), self.instant_time, partition_path, file_name, partition_id)
         data = {name: rows.column(name) for name in rows.column_names if name not in META_COLUMNS}
         return pa.table({**meta, **data})
 
