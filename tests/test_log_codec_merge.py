@@ -7,7 +7,6 @@ blocks, log files and a parquet base file with the meta columns, in a temporary 
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import struct
 import subprocess
@@ -16,7 +15,6 @@ import tempfile
 from decimal import Decimal
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -30,7 +28,7 @@ from hudiql.io import log_format as L
 from hudiql.read.merged import SliceMerger
 from hudiql.table.config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
 from hudiql.table.merge import MergeRule
-from hudiql.table.schema import META_COLUMNS, RECORD_KEY, to_arrow, to_avro, with_meta_columns
+from hudiql.table.schema import RECORD_KEY, to_arrow, to_avro, with_meta_columns
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

@@ -365,29 +365,27 @@ def test_write_buffer_settings_split_a_log_file_into_blocks(session, spark, ware
 
 def _append_task(tmp_path: Path, batch_size: int, task_max_size: int):
     from hudiql.table.schema import to_arrow, to_avro, with_meta_columns
-    from hudiql.write.append_handle import AppendTask
+    from hudiql.write.append_handle import AppendTask, LogTarget
     from pyspark.sql import types as T
 
     data = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("name", T.StringType()),
                          T.StructField("ts", T.LongType()), T.StructField("dt", T.StringType())])
     full = with_meta_columns(data)
     avro = to_avro(full, "u")
+    targets = {f: LogTarget(f"{f}_0-1-0_20240101000000000.parquet", "20240101000000000", 1) for f in ("aaaa-0", "bbbb-0")}
     return AppendTask(base_uri=str(tmp_path / "u"), instant_time="20240101000000001", arrow_schema=to_arrow(full),
-                      avro_schema=avro, ordering_field="ts", ordering_wrapper="LongWrapper",
+                      avro_schema=avro, ordering_field="ts", ordering_wrapper="LongWrapper", targets=targets,
                       batch_size=batch_size, task_max_size=task_max_size)
 
 
 def _batch(file_id: str, ids: list[int], seq: int, name: str = "n") -> pa.RecordBatch:
-    from hudiql.write.append_handle import LOG_BASE, LOG_VERSION
-    from hudiql.write.handle import BASE_FILE, FILE_ID, SEQUENCE
+    from hudiql.write.handle import FILE_ID, SEQUENCE
 
     n = len(ids)
     return pa.RecordBatch.from_pydict({
         "id": pa.array(ids, pa.int32()), "name": [name] * n, "ts": pa.array([1] * n, pa.int64()), "dt": ["p"] * n,
         "_hoodie_record_key": [str(i) for i in ids], "_hoodie_partition_path": ["dt=p"] * n,
         SEQUENCE: pa.array(range(seq, seq + n), pa.int64()), FILE_ID: [file_id] * n,
-        BASE_FILE: [f"{file_id}_0-1-0_20240101000000000.parquet"] * n, LOG_BASE: ["20240101000000000"] * n,
-        LOG_VERSION: pa.array([1] * n, pa.int64()),
     })
 
 

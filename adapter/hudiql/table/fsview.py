@@ -139,10 +139,12 @@ class FileSystemView:
                 out.append(latest)
         return out
 
-    def log_targets(self) -> list[tuple[str, str, int]]:
-        """Per live file group: (file id, base instant of its latest slice, next log version)."""
+    def log_targets(self) -> list[tuple[str, str | None, str, int]]:
+        """Per live file group: (file id, base file and base instant of its latest slice, next
+        log version)."""
         return [
-            (s.file_id, s.base_instant, self.groups[(s.partition_path, s.file_id)].next_log_version(s.base_instant))
+            (s.file_id, s.base_file, s.base_instant,
+             self.groups[(s.partition_path, s.file_id)].next_log_version(s.base_instant))
             for s in self.latest_slices()
         ]
 

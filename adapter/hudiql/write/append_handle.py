@@ -17,6 +17,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,7 +34,6 @@ from hudiql.table.schema import (
     meta_values,
 )
 from hudiql.write.handle import (
-    BASE_FILE,
     DELETE,
     FILE_ID,
     SEQUENCE,
@@ -42,11 +42,16 @@ from hudiql.write.handle import (
     stats_arrow_schema,
 )
 
-LOG_BASE = "__hudiql_log_base"  # base instant of the slice the log file belongs to
-LOG_VERSION = "__hudiql_log_version"  # version of the new log file
-
 DEFAULT_BATCH_SIZE = 256 * 1024 * 1024
 DEFAULT_TASK_MAX_SIZE = 1024 * 1024 * 1024
+
+
+class LogTarget(NamedTuple):
+    """Where a file group's new log file goes: the slice it extends and the file's version."""
+
+    base_file: str | None
+    base_instant: str
+    version: int
 
 
 @dataclass
@@ -81,6 +86,7 @@ class AppendTask:
     avro_schema: dict  # writer schema with meta columns (block header)
     ordering_field: str | None
     ordering_wrapper: str | None
+    targets: dict[str, LogTarget]  # per file id; rows carry only the file id
     block_format: str = "avro"  # or "parquet"
     batch_size: int = DEFAULT_BATCH_SIZE
     task_max_size: int = DEFAULT_TASK_MAX_SIZE
@@ -107,8 +113,9 @@ class AppendTask:
                 rows = table.filter(pc.equal(table.column(FILE_ID), file_id))
                 group = groups.get(file_id)
                 if group is None:
-                    first = rows.slice(0, 1).to_pylist()[0]
-                    group = _GroupBuffer(file_id, first[PARTITION_PATH], first[BASE_FILE], first[LOG_BASE], first[LOG_VERSION])
+                    target = self.targets[file_id]
+                    partition_path = rows.column(PARTITION_PATH)[0].as_py()
+                    group = _GroupBuffer(file_id, partition_path, target.base_file, target.base_instant, target.version)
                     groups[file_id] = group
                 group.pieces.append(rows)
                 group.size += rows.nbytes

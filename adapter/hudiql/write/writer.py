@@ -56,9 +56,8 @@ from hudiql.table.timeline import COMMIT, DELTA_COMMIT
 from hudiql.write.append_handle import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_TASK_MAX_SIZE,
-    LOG_BASE,
-    LOG_VERSION,
     AppendTask,
+    LogTarget,
 )
 from hudiql.write.bucket import (
     DEFAULT_MAX_FILE_SIZE,
@@ -293,13 +292,13 @@ def _append_logs(
     settings: dict,
 ) -> list:
     """MOR: updates and deletes of existing file groups become a new log file per group."""
-    targets = view.log_targets()
+    targets = {file_id: LogTarget(*target) for file_id, *target in view.log_targets()}
     if not targets:
         return []
-    groups = spark.createDataFrame(targets, f"{FILE_ID} string, {LOG_BASE} string, {LOG_VERSION} long")
     # An explicit partition count: adaptive execution would otherwise fold every append into one task.
     parallel = max(1, min(len(targets), spark.sparkContext.defaultParallelism * 4))
-    rows = updates.join(F.broadcast(groups), FILE_ID).repartition(parallel, FILE_ID).sortWithinPartitions(FILE_ID, SEQUENCE)
+    # Rows carry their file id only; what the group's log file needs travels once, in the task.
+    rows = updates.drop(BASE_FILE).repartition(parallel, FILE_ID).sortWithinPartitions(FILE_ID, SEQUENCE)
     schema = with_meta_columns(table.schema)
     ordering = table.config.ordering_field
     avro_schema = to_avro(schema, table.config.name)
@@ -310,6 +309,7 @@ def _append_logs(
         avro_schema=avro_schema,
         ordering_field=ordering,
         ordering_wrapper=wrapper_for(next(f["type"] for f in avro_schema["fields"] if f["name"] == ordering)) if ordering else None,
+        targets=targets,
         block_format=settings.get(LOG_BLOCK_FORMAT, "avro").lower(),
         batch_size=megabytes(settings, WRITE_BATCH_SIZE, DEFAULT_BATCH_SIZE),
         task_max_size=megabytes(settings, WRITE_TASK_MAX_SIZE, DEFAULT_TASK_MAX_SIZE),
