@@ -50,7 +50,8 @@ def snapshot(
         slices = [s for s in slices if keep_partition(s.partition_path)]
     schema = table_columns(table)
     if columns is not None:
-        schema = T.StructType([f for f in schema.fields if f.name in set(columns)])
+        wanted = set(columns)
+        schema = T.StructType([f for f in schema.fields if f.name in wanted])
     plain = [s for s in slices if s.base_file and (read_optimized or not s.log_files)]
     merged = [] if read_optimized else [s for s in slices if s.log_files]
     parts = []
@@ -78,7 +79,7 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
         table.base_uri, to_arrow(table_columns(table)), table.merge_rule, frozenset(table.timeline.completed_times())
     )
     out = schema if schema.fields else T.StructType([_row_carrier(table_columns(table))])
-    # Largest slices first, spread round-robin: tasks of even weight.
+    # Largest slices first: Spark starts the heaviest tasks first and the light ones fill in.
     ordered = sorted(slices, key=lambda s: -(s.base_file_size + s.log_size))
     parallelism = max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4))
     descriptors = spark.sparkContext.parallelize(
