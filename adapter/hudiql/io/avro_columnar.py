@@ -4,8 +4,8 @@ Hudi's Avro data blocks hold one Avro binary record per table row. For the flat 
 have (fields of boolean, int, long, float, double, string or bytes, optionally in a union with
 null, with the date and timestamp logical types), the records are decoded field by field for
 all rows at once: every row keeps a read position, and each field advances the positions of
-all rows. Encoding mirrors it: each field yields its bytes for every row, and the pieces are
-scattered into place. Other schemas (nested records, arrays, maps, decimals, enums, fixed)
+all rows. Encoding mirrors it: each field yields its bytes for every row, and Arrow joins
+the pieces row by row. Other schemas (nested records, arrays, maps, decimals, enums, fixed)
 return ``None``, and the caller uses fastavro row by row.
 
 This is what makes a merge-on-read table pay for its logs at columnar speed: fastavro needs
@@ -14,7 +14,7 @@ about 10 µs per row of a 15-column table.
 Example:
     >>> starts, ends = record_bounds(content)
     >>> table = decode(content, starts, ends, avro_schema, arrow_schema)
-    >>> encode(table, avro_schema)  # the records' bytes and lengths
+    >>> encode(table, avro_schema)  # one binary value per record
 """
 
 from __future__ import annotations
@@ -25,11 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from hudiql.errors import FormatError
 
 _MAX_VARINT_BYTES = 10
 _LENGTH = struct.Struct(">i")  # a record's length prefix in a Hudi Avro block
+_NO_SEPARATOR = pa.scalar(b"", pa.large_binary())
 #: Avro primitive type -> (Arrow type decoded to, fixed byte width or 0 for varint / length-prefixed)
 _PRIMITIVES = {
     "boolean": (pa.bool_(), 1),
@@ -247,55 +249,68 @@ def _nulls(valid: np.ndarray | None) -> int:
 
 # ---- encoding -------------------------------------------------------------------------------------
 
-def encode(table: pa.Table, avro_schema: dict) -> tuple[np.ndarray, np.ndarray] | None:
-    """Each row of ``table`` as an Avro binary record: (concatenated record bytes, record
-    lengths), or ``None`` for a schema the columnar codec does not cover."""
+def encode(table: pa.Table, avro_schema: dict, length_prefix: bool = False) -> pa.Array | None:
+    """Each row of ``table`` as an Avro binary record, one ``large_binary`` value per row, or
+    ``None`` for a schema the columnar codec does not cover. With ``length_prefix`` each record
+    starts with its length as a big-endian int32, as records sit in a Hudi Avro block.
+
+    Every field yields its bytes for all rows as one binary array (empty where it writes
+    nothing); Arrow's row-wise join puts the pieces together.
+    """
     fields = _fields(avro_schema)
     if fields is None:
         return None
     n = table.num_rows
-    parts: list[tuple[np.ndarray, np.ndarray]] = []  # per part: (bytes per row, flat bytes in row order)
+    parts: list[pa.Array] = []
     for f in fields:
         column = table.column(f.name).combine_chunks() if f.name in table.column_names else pa.nulls(n)
         valid = np.ones(n, bool) if column.null_count == 0 else ~np.asarray(column.is_null())
         if f.null_branch is not None:
-            parts.append((np.ones(n, np.int64), np.where(valid, 2 * f.value_branch, 2 * f.null_branch).astype(np.uint8)))
+            branch = np.where(valid, 2 * f.value_branch, 2 * f.null_branch).astype(np.uint8)
+            parts.append(_binary(np.ones(n, np.int64), branch))
         elif not valid.all():
             raise FormatError(f"column '{f.name}' has nulls but its Avro type is not nullable")
         parts.extend(_encode_value(column, f, valid))
-    lengths = np.zeros(n, np.int64)
-    for sizes, _ in parts:
-        lengths += sizes
-    ends = np.cumsum(lengths)
-    out = np.empty(int(ends[-1]) if n else 0, np.uint8)
-    at = ends - lengths  # where each row's next part goes
-    for sizes, flat in parts:
-        if len(flat):
-            within = np.arange(len(flat)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-            out[np.repeat(at, sizes) + within] = flat
-        at = at + sizes
-    return out, lengths
+    if length_prefix:
+        lengths = sum((_sizes(part) for part in parts), np.zeros(n, np.int64))
+        parts.insert(0, _binary(np.full(n, _LENGTH.size, np.int64), lengths.astype(">i4").view(np.uint8)))
+    if not parts:
+        return pa.array([b""] * n, pa.large_binary())
+    return pc.binary_join_element_wise(*parts, _NO_SEPARATOR)
 
 
-def _encode_value(column: pa.Array, f: _Field, valid: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    present = column.filter(pa.array(valid)) if not valid.all() else column
+def _encode_value(column: pa.Array, f: _Field, valid: np.ndarray) -> list[pa.Array]:
     if f.primitive in ("string", "bytes"):
-        present = present.cast(pa.large_binary())
-        offsets = np.frombuffer(present.buffers()[1], np.int64)[present.offset:present.offset + len(present) + 1]
-        data = np.frombuffer(present.buffers()[2], np.uint8)[offsets[0]:offsets[-1]] if len(present) else np.empty(0, np.uint8)
-        size_prefix = _spread(valid, _varint_parts(np.diff(offsets)))
-        return [size_prefix, (_scatter_sizes(valid, np.diff(offsets)), data)]
+        values = column.cast(pa.large_binary())
+        if not valid.all():
+            values = pc.fill_null(values, _NO_SEPARATOR)
+        return [_binary(*_spread(valid, _varint_parts(_sizes(values)[valid]))), values]
+    present = column.filter(pa.array(valid)) if not valid.all() else column
     if f.logical is not None:
         present = present.cast(f.logical).cast(pa.int32() if f.primitive == "int" else pa.int64())
     if f.primitive in ("int", "long"):
-        return [_spread(valid, _varint_parts(np.asarray(present.cast(pa.int64()), np.int64)))]
+        return [_binary(*_spread(valid, _varint_parts(np.asarray(present.cast(pa.int64()), np.int64))))]
     if f.primitive == "boolean":
         flat = np.asarray(present, bool).astype(np.uint8)
-        return [(_scatter_sizes(valid, np.ones(len(flat), np.int64)), flat)]
+        return [_binary(_scatter_sizes(valid, np.ones(len(flat), np.int64)), flat)]
     width = 8 if f.primitive == "double" else 4
     values = np.asarray(present.cast(pa.float64() if width == 8 else pa.float32()))
     flat = values.astype("<f8" if width == 8 else "<f4").view(np.uint8)
-    return [(_scatter_sizes(valid, np.full(len(values), width, np.int64)), flat)]
+    return [_binary(_scatter_sizes(valid, np.full(len(values), width, np.int64)), flat)]
+
+
+def _binary(sizes: np.ndarray, flat: np.ndarray) -> pa.Array:
+    """A ``large_binary`` array over ``flat``: value i is the next ``sizes[i]`` bytes."""
+    offsets = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    data = pa.py_buffer(np.ascontiguousarray(flat, np.uint8))
+    return pa.Array.from_buffers(pa.large_binary(), len(sizes), [None, pa.py_buffer(offsets), data])
+
+
+def _sizes(values: pa.Array) -> np.ndarray:
+    """The byte length of each value of a ``large_binary`` array."""
+    offsets = np.frombuffer(values.buffers()[1], np.int64)[values.offset:values.offset + len(values) + 1]
+    return np.diff(offsets)
 
 
 def _varint_parts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

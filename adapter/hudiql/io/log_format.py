@@ -147,17 +147,13 @@ def avro_records_content(records: list[dict], schema: dict) -> bytes:
 
 def avro_table_content(table: pa.Table, schema: dict) -> bytes:
     """An Avro data block's content for the rows of ``table`` (columnar when the schema allows)."""
-    encoded = avro_columnar.encode(table, schema)
-    if encoded is None:
+    records = avro_columnar.encode(table, schema, length_prefix=True)
+    if records is None:
         return avro_records_content(avro_values(table), schema)
-    data, lengths = encoded
-    n = len(lengths)
-    out = np.empty(8 + 4 * n + len(data), np.uint8)
-    out[:8] = np.frombuffer(struct.pack(">ii", BLOCK_CONTENT_VERSION, n), np.uint8)
-    starts = 8 + 4 * np.arange(1, n + 1) + np.cumsum(lengths) - lengths  # each record's first byte
-    out[(starts - 4)[:, None] + np.arange(4)] = lengths.astype(">i4").view(np.uint8).reshape(n, 4)
-    out[np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(data))] = data
-    return out.tobytes()
+    offsets = np.frombuffer(records.buffers()[1], np.int64)
+    body = records.buffers()[2]
+    header = struct.pack(">ii", BLOCK_CONTENT_VERSION, len(records))
+    return header + (body.slice(0, int(offsets[-1])).to_pybytes() if body is not None else b"")
 
 
 def _avro_records(block: LogBlock, path: str) -> tuple[dict, int]:

@@ -120,10 +120,19 @@ def write_rows(
     index = IndexConfig.for_table(table.config.props, conf, table.config.record_key_fields)
     timeline = table.timeline
     instant = timeline.start(DELTA_COMMIT if table.config.is_mor else COMMIT, timeline.new_instant_time())
+    # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
+    # bucket assignment counts the inserts, and deleting a new key drops it. The bucket index
+    # does it in the shuffle by file group that the write needs anyway.
+    precombine = table.has_record_key and operation is Operation.UPSERT and not planned
     incoming = None
     try:
-        incoming = (rows if planned else _prepare(table, rows, operation)).persist(StorageLevel.MEMORY_AND_DISK)
-        stats = _write_file_groups(spark, table, index, incoming, operation, instant.timestamp, settings, planned)
+        if not planned:
+            rows = _prepare(table, rows)
+            if precombine and not index.is_bucket:
+                rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
+                precombine = False
+        incoming = rows.persist(StorageLevel.MEMORY_AND_DISK)
+        stats = _write_file_groups(spark, table, index, incoming, operation, instant.timestamp, settings, planned, precombine)
         metadata = CommitMetadata(
             operation_type=operation.value.upper(),
             schema=to_avro_json(table.schema, table.config.name),
@@ -144,18 +153,15 @@ def write_rows(
     return metadata
 
 
-def _prepare(table: HudiTable, rows: DataFrame, operation: Operation) -> DataFrame:
-    """Data columns + key columns + input sequence, precombined for upserts."""
+def _prepare(table: HudiTable, rows: DataFrame) -> DataFrame:
+    """Data columns + key columns + input sequence."""
     data = rows.select([c for c in rows.columns if c not in META_COLUMNS])
     df = data.withColumn(SEQUENCE, F.monotonically_increasing_id())
     if table.has_record_key:
         df = df.withColumn(RECORD_KEY, table.keygen.record_key())
     else:
         df = df.withColumn(RECORD_KEY, F.lit(None).cast("string"))
-    df = df.withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
-    if table.has_record_key and operation is Operation.UPSERT:
-        df = table.merge_rule.precombine(df, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
-    return df
+    return df.withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
 
 
 def _write_file_groups(
@@ -167,18 +173,30 @@ def _write_file_groups(
     instant_time: str,
     settings: dict,
     planned: bool,
+    precombine: bool,
 ) -> list[WriteStat]:
     partitions = [r[0] for r in incoming.select(PARTITION_PATH).distinct().collect()]
     view = table.file_system_view(partitions)
     _write_partition_metadata(table, partitions, instant_time)
     lookup = operation is Operation.UPSERT
-    # Tagged rows feed the insert counts and the write: compute the index lookup once.
     tagged, new_groups = tag(spark, table, index, incoming, partitions, view, lookup)
-    tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+    partitioned = new_groups is not None
+    if partitioned:
+        # Bucket index: every row is placed already. One shuffle by file group serves the write
+        # and the precombine: a window within each file group needs no exchange of its own.
+        tagged = _by_file_group(spark, tagged, len(view.latest_slices()) + new_groups)
+        if precombine:
+            tagged = table.merge_rule.precombine(tagged, [FILE_ID, RECORD_KEY, PARTITION_PATH], SEQUENCE)
+    # Tagged rows that feed more than one step (insert counts, appends, file rewrites) are
+    # computed once; with the bucket index and no new file group, the appends alone read them.
+    shared = new_groups != 0
+    if shared:
+        tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        return _write_tagged(spark, table, tagged, new_groups, view, operation, instant_time, settings, planned)
+        return _write_tagged(spark, table, tagged, new_groups, view, operation, instant_time, settings, planned, partitioned)
     finally:
-        tagged.unpersist()
+        if shared:
+            tagged.unpersist()
 
 
 def _write_tagged(
@@ -191,7 +209,9 @@ def _write_tagged(
     instant_time: str,
     settings: dict,
     planned: bool,
+    partitioned: bool,
 ) -> list[WriteStat]:
+    """Write the tagged rows; ``partitioned``: they are already shuffled by file group."""
     updates, inserts = _split(tagged)
     mor = table.config.is_mor
     rewritten: list[str] = []
@@ -214,6 +234,11 @@ def _write_tagged(
         inserts, buckets = _assign_buckets(spark, table, inserts, small_files, settings)
         new_groups = len(buckets)
         rewritten = [b.file_id for b in buckets if b.base_file]
+    groups = len(view.latest_slices()) + new_groups
+
+    def by_file_group(rows: DataFrame) -> DataFrame:
+        return rows if partitioned else _by_file_group(spark, rows, groups)
+
     arrow_schema = to_arrow(with_meta_columns(table.schema))
     merge = MergeTask(
         base_uri=table.base_uri,
@@ -229,17 +254,21 @@ def _write_tagged(
         # Updates of a small file group that takes inserts are merged into its new base file:
         # a log would belong to the slice the rewrite supersedes.
         into_base = F.col(FILE_ID).isin(rewritten)
-        rows += _append_logs(spark, table, updates.where(~into_base), view, instant_time, arrow_schema, settings)
+        appends = by_file_group(updates.where(~into_base))
+        rows += _append_logs(table, appends, view, instant_time, arrow_schema, settings)
         to_merge = updates.where(into_base).unionByName(inserts) if inserts is not None else None
     else:
         to_merge = updates.unionByName(inserts) if inserts is not None else updates
     if to_merge is not None:
-        # One shuffle partition per file group (bounded): otherwise adaptive execution may fold
-        # every file rewrite into one task on one core.
-        groups = len(view.latest_slices()) + new_groups
-        parallel = max(1, min(groups, spark.sparkContext.defaultParallelism * 4))
-        rows += to_merge.repartition(parallel, FILE_ID).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA).collect()
+        rows += by_file_group(to_merge).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA).collect()
     return [WriteStat.from_row(r.asDict()) for r in rows]
+
+
+def _by_file_group(spark: SparkSession, rows: DataFrame, groups: int) -> DataFrame:
+    """``rows`` shuffled by file group, one partition per group (bounded by the cores): with
+    no explicit count, adaptive execution may fold every file write into one task on one core."""
+    parallel = max(1, min(groups, spark.sparkContext.defaultParallelism * 4))
+    return rows.repartition(parallel, FILE_ID)
 
 
 def _split(tagged: DataFrame) -> tuple[DataFrame, DataFrame]:
@@ -283,7 +312,6 @@ def _assign_buckets(
 
 
 def _append_logs(
-    spark: SparkSession,
     table: HudiTable,
     updates: DataFrame,
     view: FileSystemView,
@@ -291,14 +319,14 @@ def _append_logs(
     arrow_schema,
     settings: dict,
 ) -> list:
-    """MOR: updates and deletes of existing file groups become a new log file per group."""
+    """MOR: updates and deletes of existing file groups (shuffled by file group) become a new
+    log file per group."""
     targets = {file_id: LogTarget(*target) for file_id, *target in view.log_targets()}
     if not targets:
         return []
-    # An explicit partition count: adaptive execution would otherwise fold every append into one task.
-    parallel = max(1, min(len(targets), spark.sparkContext.defaultParallelism * 4))
     # Rows carry their file id only; what the group's log file needs travels once, in the task.
-    rows = updates.drop(BASE_FILE).repartition(parallel, FILE_ID).sortWithinPartitions(FILE_ID, SEQUENCE)
+    # Sorted by file id, an Arrow batch holds few groups (and the sort is free after the precombine window).
+    rows = updates.drop(BASE_FILE).sortWithinPartitions(FILE_ID)
     schema = with_meta_columns(table.schema)
     ordering = table.config.ordering_field
     avro_schema = to_avro(schema, table.config.name)
