@@ -186,7 +186,7 @@ def _write_file_groups(
         # and the precombine: a window within each file group needs no exchange of its own.
         tagged = _by_file_group(spark, tagged, len(view.latest_slices()) + new_groups)
         if precombine:
-            tagged = table.merge_rule.precombine(tagged, [FILE_ID, RECORD_KEY, PARTITION_PATH], SEQUENCE)
+            tagged = table.merge_rule.precombine(tagged, [RECORD_KEY, PARTITION_PATH, FILE_ID], SEQUENCE)
     # Tagged rows that feed more than one step (insert counts, appends, file rewrites) are
     # computed once; with the bucket index and no new file group, the appends alone read them.
     shared = new_groups != 0
@@ -325,8 +325,7 @@ def _append_logs(
     if not targets:
         return []
     # Rows carry their file id only; what the group's log file needs travels once, in the task.
-    # Sorted by file id, an Arrow batch holds few groups (and the sort is free after the precombine window).
-    rows = updates.drop(BASE_FILE).sortWithinPartitions(FILE_ID)
+    rows = updates.drop(BASE_FILE)
     schema = with_meta_columns(table.schema)
     ordering = table.config.ordering_field
     avro_schema = to_avro(schema, table.config.name)
