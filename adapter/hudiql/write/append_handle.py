@@ -1,6 +1,6 @@
 """Merge-on-read append: runs in Spark tasks, writes updates and deletes as log blocks.
 
-Rows arrive partitioned by file group and sorted by it, as a stream of Arrow batches. Each
+Rows arrive partitioned by file group (in any order), as a stream of Arrow batches. Each
 file group gets a new log file version for this delta commit (a committed log file is never
 appended to: object stores cannot append, and a crash can then never damage a committed file).
 

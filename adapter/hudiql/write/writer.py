@@ -186,6 +186,8 @@ def _write_file_groups(
         # and the precombine: a window within each file group needs no exchange of its own.
         tagged = _by_file_group(spark, tagged, len(view.latest_slices()) + new_groups)
         if precombine:
+            # The record key leads the window's sort: Spark sorts on a key's first bytes, which
+            # file ids of one bucket share.
             tagged = table.merge_rule.precombine(tagged, [RECORD_KEY, PARTITION_PATH, FILE_ID], SEQUENCE)
     # Tagged rows that feed more than one step (insert counts, appends, file rewrites) are
     # computed once; with the bucket index and no new file group, the appends alone read them.
