@@ -217,7 +217,7 @@ def test_truncated_block_content(cut):
         _read(content[:-cut])
 
 
-@pytest.mark.parametrize("case", ["short", "long", "bad-branch", "long-string", "last-short"])
+@pytest.mark.parametrize("case", ["short", "long", "bad-branch", "long-string", "last-short", "negative-length"])
 def test_records_that_do_not_match_the_schema(case):
     if case == "short":  # the header says (id, name, ts) but every record is only (id, ts)
         other = {"type": "record", "name": "r", "fields": [{"name": "id", "type": "long"}, {"name": "ts", "type": ["null", "long"]}]}
@@ -231,6 +231,11 @@ def test_records_that_do_not_match_the_schema(case):
         content = bytes(raw)
     elif case == "long-string":  # a string length past the record (and the block)
         content = _one_record(bytes([2, 2]) + _varint(1000) + b"abc" + bytes([0]))
+    elif case == "negative-length":  # the second record's length prefix is negative
+        raw = bytearray(L.avro_records_content(SMALL_ROWS, SMALL))
+        second = 8 + 4 + int.from_bytes(raw[8:12], "big")
+        raw[second:second + 4] = (-3).to_bytes(4, "big", signed=True)
+        content = bytes(raw)
     else:  # the last record (8 bytes) says 6 and stops in the middle of its last field
         full = L.avro_records_content(SMALL_ROWS, SMALL)
         assert full[-12:-8] == (8).to_bytes(4, "big")

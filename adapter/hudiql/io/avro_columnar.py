@@ -99,25 +99,28 @@ def supports(avro_schema: dict) -> bool:
 def record_bounds(content: bytes, offset: int, count: int, path: str) -> tuple[np.ndarray, np.ndarray]:
     """Start and end of each of ``count`` records stored as big-endian int32 length + bytes.
 
-    The one loop over rows: each record's position depends on the length before it.
+    The one loop over rows: each record's position depends on the length before it. The loop
+    only reads lengths; they are checked together afterwards.
     """
+    unpack = _LENGTH.unpack_from
     starts = [0] * count
-    size = len(content)
     pos = offset
-    for i in range(count):
-        if pos + 4 > size:
-            raise FormatError(f"log file {path}: Avro block is truncated at record {i} of {count}")
-        (length,) = _LENGTH.unpack_from(content, pos)
-        pos += 4
-        if length < 0 or pos + length > size:
-            raise FormatError(f"log file {path}: Avro record {i} of {count} runs past the end of its block")
-        starts[i] = pos
-        pos += length
+    try:
+        for i in range(count):
+            (length,) = unpack(content, pos)
+            pos += 4
+            starts[i] = pos
+            pos += length
+    except struct.error:
+        raise FormatError(f"log file {path}: Avro block is truncated at record {i} of {count}") from None
     first = np.array(starts, np.int64)
     ends = np.empty(count, np.int64)
     ends[:-1] = first[1:] - 4
     if count:
         ends[-1] = pos
+    bad = np.flatnonzero((ends < first) | (ends > len(content)))
+    if len(bad):
+        raise FormatError(f"log file {path}: Avro record {bad[0]} of {count} runs past the end of its block")
     return first, ends
 
 
