@@ -128,11 +128,12 @@ def write_rows(
     try:
         if not planned:
             rows = _prepare(table, rows)
-            if precombine and not index.is_bucket:
-                rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
-                precombine = False
+        if precombine and not index.is_bucket:
+            rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
         incoming = rows.persist(StorageLevel.MEMORY_AND_DISK)
-        stats = _write_file_groups(spark, table, index, incoming, operation, instant.timestamp, settings, planned, precombine)
+        stats = _write_file_groups(
+            spark, table, index, incoming, operation, instant.timestamp, settings, planned, precombine and index.is_bucket
+        )
         metadata = CommitMetadata(
             operation_type=operation.value.upper(),
             schema=to_avro_json(table.schema, table.config.name),
@@ -175,6 +176,8 @@ def _write_file_groups(
     planned: bool,
     precombine: bool,
 ) -> list[WriteStat]:
+    """Tag ``incoming`` and write it by file group; ``precombine``: keep one row per key in the
+    shuffle by file group (bucket index)."""
     partitions = [r[0] for r in incoming.select(PARTITION_PATH).distinct().collect()]
     view = table.file_system_view(partitions)
     _write_partition_metadata(table, partitions, instant_time)
