@@ -18,9 +18,10 @@ Example:
 from __future__ import annotations
 
 from enum import Enum
+from functools import reduce
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -192,13 +193,17 @@ def _write_file_groups(
             # The record key leads the window's sort: Spark sorts on a key's first bytes, which
             # file ids of one bucket share.
             tagged = table.merge_rule.precombine(tagged, [RECORD_KEY, PARTITION_PATH, FILE_ID], SEQUENCE)
-    # Tagged rows that feed more than one step (insert counts, appends, file rewrites) are
-    # computed once; with the bucket index and no new file group, the appends alone read them.
-    shared = new_groups != 0
+    # Tagged rows that feed more than one step are computed once: the simple index's (insert
+    # counts, appends, file rewrites), and those of a bucket-index MOR write that starts file
+    # groups (appends, new groups). Spark does not rely on the partitioning of cached rows, so
+    # those are shuffled by file group again where they are written.
+    shared = not partitioned or (table.config.is_mor and new_groups > 0)
     if shared:
         tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        return _write_tagged(spark, table, tagged, new_groups, view, operation, instant_time, settings, planned, partitioned)
+        return _write_tagged(
+            spark, table, tagged, new_groups, view, operation, instant_time, settings, planned, partitioned and not shared
+        )
     finally:
         if shared:
             tagged.unpersist()
@@ -261,7 +266,10 @@ def _write_tagged(
         into_base = F.col(FILE_ID).isin(rewritten)
         appends = by_file_group(updates.where(~into_base))
         rows += _append_logs(table, appends, view, instant_time, arrow_schema, settings)
-        to_merge = updates.where(into_base).unionByName(inserts) if inserts is not None else None
+        to_merge = updates.where(into_base).unionByName(inserts) if rewritten else inserts
+    elif partitioned:
+        # One filter keeps the rows' partitioning by file group; a union of the two sides would not.
+        to_merge = tagged.where(~(F.col(NEW_GROUP) & _deletes(tagged))).drop(NEW_GROUP)
     else:
         to_merge = updates.unionByName(inserts) if inserts is not None else updates
     if to_merge is not None:
@@ -281,14 +289,17 @@ def _split(tagged: DataFrame) -> tuple[DataFrame, DataFrame]:
     stored is a no-op. Rows of the simple index get their new file group by bucket assignment."""
     if NEW_GROUP in tagged.columns:
         updates = tagged.where(~F.col(NEW_GROUP)).drop(NEW_GROUP)
-        inserts = tagged.where(F.col(NEW_GROUP)).drop(NEW_GROUP)
+        inserts = tagged.where(F.col(NEW_GROUP) & ~_deletes(tagged)).drop(NEW_GROUP)
     else:
         updates = tagged.where(F.col(FILE_ID).isNotNull())
-        inserts = tagged.where(F.col(FILE_ID).isNull()).drop(FILE_ID, BASE_FILE)
-    for flag in (IS_DELETED, DELETE):
-        if flag in inserts.columns:
-            inserts = inserts.where(~F.coalesce(F.col(flag), F.lit(False)))
+        inserts = tagged.where(F.col(FILE_ID).isNull() & ~_deletes(tagged)).drop(FILE_ID, BASE_FILE)
     return updates, inserts
+
+
+def _deletes(rows: DataFrame) -> Column:
+    """Rows that delete their key: ``_hoodie_is_deleted`` or a MERGE / DELETE statement's delete."""
+    flags = [F.coalesce(F.col(flag), F.lit(False)) for flag in (IS_DELETED, DELETE) if flag in rows.columns]
+    return reduce(lambda a, b: a | b, flags, F.lit(False))
 
 
 def _assign_buckets(
