@@ -244,6 +244,25 @@ def test_one_upsert_keeps_one_row_per_key(session, warehouse, kind):
         assert len(keys) == len(set(keys)), (p.name, keys)  # each file holds a key once
 
 
+@pytest.mark.parametrize("kind", ["mor", "cow"])
+def test_new_file_groups_are_written_by_several_tasks(session, warehouse, kind):
+    # Rows are shuffled into one partition per file group (bounded by the cores); left to
+    # adaptive execution, a small write's shuffle folds into one task that writes every group.
+    name, table = f"par_{kind}", warehouse / f"par_{kind}"
+    session.sql(ddl(name, kind, "'hoodie.compact.inline'='false'").replace(f"'{NUM_BUCKETS}'", "'8'"))
+    session.sql(f"INSERT INTO {name} VALUES (1,'a1',10,'a')")
+    session.sql(f"INSERT INTO {name} SELECT id, concat('n', id), 10, 'a' FROM range(2, 202)")  # 7 new groups, 1 log
+    bases = [p for p in data_files(table) if p.name.endswith(".parquet")]
+    assert len({file_id(p) for p in bases}) == 8
+    write_tasks = {p.name.split("_")[1].split("-")[0] for p in bases if not p.name.endswith(f"{_first_instant(table)}.parquet")}
+    assert len(write_tasks) > 1, sorted(p.name for p in bases)
+    assert hudiql_rows(session, f"SELECT count(*) FROM {name}") == [(201,)]
+
+
+def _first_instant(table: Path) -> str:
+    return min(p.name.split(".")[0] for p in (table / ".hoodie").iterdir() if p.name.endswith("commit"))
+
+
 # ---- c) bad options ---------------------------------------------------------------------------------------------
 
 BAD = [
