@@ -103,40 +103,23 @@ class IndexConfig:
         return cls(BUCKET, int(raw), tuple(hash_fields))
 
 
-def touched_groups(index: IndexConfig, incoming: DataFrame) -> dict[str, list[int]]:
-    """The partitions ``incoming`` writes to and, with the bucket index, the buckets in each
-    (one small Spark job; only the distinct pairs reach the driver)."""
-    if not index.is_bucket:
-        return {r[0]: [] for r in incoming.select(PARTITION_PATH).distinct().collect()}
-    touched: dict[str, list[int]] = {}
-    for partition, bucket in incoming.select(PARTITION_PATH, _bucket(index)).distinct().collect():
-        touched.setdefault(partition, []).append(bucket)
-    return touched
-
-
-def _bucket(index: IndexConfig) -> Column:
-    # Computed where it is used, not stored with the persisted rows: Spark's optimizer evaluates
-    # projections of literal rows itself and cannot evaluate ``reflect`` (``java_string_hash``).
-    return bucket_id(F.col(RECORD_KEY), index.hash_fields, index.num_buckets).alias(_BUCKET)
-
-
 def tag(
     spark: SparkSession,
     table: HudiTable,
     index: IndexConfig,
     incoming: DataFrame,
-    touched: dict[str, list[int]],
+    partitions: list[str],
     view: FileSystemView,
     lookup: bool,
 ) -> tuple[DataFrame, int | None]:
     """``incoming`` with ``FILE_ID`` and ``BASE_FILE`` of the file group storing each key, and
-    how many file groups the index starts (``None``: bucket assignment decides).
+    how many file groups the index may start (``None``: bucket assignment decides).
 
     The simple index tags only keys it finds (and only when ``lookup``: upserts); the bucket
     index tags every row, and sets ``NEW_GROUP`` where the group is still to be created.
     """
     if index.is_bucket:
-        return _tag_buckets(spark, index, incoming, touched, view)
+        return _tag_buckets(spark, index, incoming, partitions, view)
     slices = [s for s in view.read_slices() if s.base_file]
     if not (lookup and table.has_record_key and slices):
         untagged = incoming.withColumn(BASE_FILE, F.lit(None).cast("string")).withColumn(FILE_ID, F.lit(None).cast("string"))
@@ -157,10 +140,10 @@ def tag(
 
 
 def _tag_buckets(
-    spark: SparkSession, index: IndexConfig, incoming: DataFrame, touched: dict[str, list[int]], view: FileSystemView
+    spark: SparkSession, index: IndexConfig, incoming: DataFrame, partitions: list[str], view: FileSystemView
 ) -> tuple[DataFrame, int]:
     groups = []
-    for partition, buckets in touched.items():
+    for partition in partitions:
         existing: dict[int, tuple[str, str | None]] = {}
         for s in view.latest_slices(partition):
             bucket = bucket_of_file_id(s.file_id)
@@ -172,13 +155,13 @@ def _tag_buckets(
             if bucket in existing:
                 raise HudiqlError(f"partition '{partition}' has two file groups for bucket {bucket}: {existing[bucket][0]} and {s.file_id}")
             existing[bucket] = (s.file_id, s.base_file)
-        for bucket in buckets:
+        for bucket in range(index.num_buckets):
             file_id, base_file = existing.get(bucket, (bucket_file_id(bucket), None))
             groups.append((partition, bucket, file_id, base_file, bucket not in existing))
     schema = f"{PARTITION_PATH} string, {_BUCKET} int, {FILE_ID} string, {BASE_FILE} string, {NEW_GROUP} boolean"
     located = spark.createDataFrame(groups, schema)
+    bucketed = incoming.withColumn(_BUCKET, bucket_id(F.col(RECORD_KEY), index.hash_fields, index.num_buckets))
     missing = sum(1 for group in groups if group[-1])
-    bucketed = incoming.withColumn(_BUCKET, _bucket(index))
     return bucketed.join(F.broadcast(located), [PARTITION_PATH, _BUCKET]).drop(_BUCKET), missing
 
 

@@ -74,7 +74,7 @@ from hudiql.write.handle import (
     STATS_SCHEMA,
     MergeTask,
 )
-from hudiql.write.index import NEW_GROUP, IndexConfig, tag, touched_groups
+from hudiql.write.index import NEW_GROUP, IndexConfig, tag
 
 MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
@@ -179,17 +179,16 @@ def _write_file_groups(
 ) -> list[WriteStat]:
     """Tag ``incoming`` and write it by file group; ``precombine``: keep one row per key in the
     shuffle by file group (bucket index)."""
-    touched = touched_groups(index, incoming)
-    partitions = list(touched)
+    partitions = [r[0] for r in incoming.select(PARTITION_PATH).distinct().collect()]
     view = table.file_system_view(partitions)
     _write_partition_metadata(table, partitions, instant_time)
     lookup = operation is Operation.UPSERT
-    tagged, new_groups = tag(spark, table, index, incoming, touched, view, lookup)
+    tagged, new_groups = tag(spark, table, index, incoming, partitions, view, lookup)
     partitioned = new_groups is not None
     if partitioned:
         # Bucket index: every row is placed already. One shuffle by file group serves the write
         # and the precombine: a window within each file group needs no exchange of its own.
-        tagged = _by_file_group(spark, tagged, sum(len(buckets) for buckets in touched.values()))
+        tagged = _by_file_group(spark, tagged, len(view.latest_slices()) + new_groups)
         if precombine:
             # The record key leads the window's sort: Spark sorts on a key's first bytes, which
             # file ids of one bucket share.
