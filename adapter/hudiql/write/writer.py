@@ -1,7 +1,8 @@
 """The write path (copy-on-write and merge-on-read), driven from the driver, executed in Spark tasks.
 
 ``write_rows`` turns a DataFrame of table rows into one commit:
-1. key columns as Spark expressions (key generator), precombine (merge rule);
+1. key columns as Spark expressions (key generator), precombine (merge rule; with the bucket
+   index it runs within step 4's shuffle instead);
 2. the index (``write.index``) tags each row with the file group that stores its key;
 3. bucket assignment of inserts (small files first, then new file groups), unless the bucket
    index placed them already;
