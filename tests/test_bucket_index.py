@@ -104,9 +104,9 @@ def test_java_string_hash_and_bucket_id_expressions(spark):
 NUM_BUCKETS = 4
 
 
-def ddl(name: str, kind: str, *props: str) -> str:
+def ddl(name: str, kind: str, *props: str, buckets: int = NUM_BUCKETS) -> str:
     options = ["primaryKey='id'", "preCombineField='ts'", f"type='{kind}'", "'hoodie.index.type'='BUCKET'",
-               f"'hoodie.bucket.index.num.buckets'='{NUM_BUCKETS}'", *props]
+               f"'hoodie.bucket.index.num.buckets'='{buckets}'", *props]
     return (f"CREATE TABLE {name} (id INT, name STRING, ts BIGINT, dt STRING) USING hudi PARTITIONED BY (dt) "
             f"TBLPROPERTIES ({', '.join(options)})")
 
@@ -249,7 +249,7 @@ def test_new_file_groups_are_written_by_several_tasks(session, warehouse, kind):
     # Rows are shuffled into one partition per file group (bounded by the cores); left to
     # adaptive execution, a small write's shuffle folds into one task that writes every group.
     name, table = f"par_{kind}", warehouse / f"par_{kind}"
-    session.sql(ddl(name, kind, "'hoodie.compact.inline'='false'").replace(f"'{NUM_BUCKETS}'", "'8'"))
+    session.sql(ddl(name, kind, "'hoodie.compact.inline'='false'", buckets=8))
     session.sql(f"INSERT INTO {name} VALUES (1,'a1',10,'a')")
     session.sql(f"INSERT INTO {name} SELECT id, concat('n', id), 10, 'a' FROM range(2, 202)")  # 7 new groups, 1 log
     bases = [p for p in data_files(table) if p.name.endswith(".parquet")]
