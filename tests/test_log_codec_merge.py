@@ -29,6 +29,7 @@ from hudiql.read.merged import SliceMerger
 from hudiql.table.config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import RECORD_KEY, to_arrow, to_avro, with_meta_columns
+from hudiql.table.timeline import CommittedInstants
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -349,11 +350,15 @@ def _rows_table(rows: list[tuple], names: list[str], instant: str) -> pa.Table:
     return pa.table(columns, schema=ARROW)
 
 
-def write_slice(root: Path, base: list[tuple], specs: list[dict]) -> tuple[str | None, list[str], frozenset[str], list[tuple]]:
+def write_slice(
+    root: Path, base: list[tuple], specs: list[dict], archived: int = 0
+) -> tuple[str | None, list[str], CommittedInstants, list[tuple]]:
     """Real files for a slice: the base file, then the log files holding ``specs`` in order.
 
-    Returns (base file name, log file names, completed instants, the valid log items in log order:
-    ("data", key, ts, name) or ("delete", key, ordering))."""
+    Returns (base file name, log file names, the committed instants, the valid log items in log
+    order: ("data", key, ts, name) or ("delete", key, ordering)). The first ``archived`` completed
+    instants are left off the timeline, as Hudi's archiver moves them: never the last one, and
+    never one after a pending instant."""
     part = root / PARTITION
     part.mkdir(parents=True)
     base_file = None
@@ -361,6 +366,7 @@ def write_slice(root: Path, base: list[tuple], specs: list[dict]) -> tuple[str |
         base_file = f"{FILE_ID}_0-1-0_{BASE_INSTANT}.parquet"
         pq.write_table(_rows_table(base, [f"base-{k}" for k, _ in base], BASE_INSTANT), part / base_file)
     completed = {BASE_INSTANT}
+    pending: set[str] = set()
     files: list[list[L.LogBlock]] = [[]]
     tail: list[L.LogBlock] = []
     valid: list[tuple] = []
@@ -371,6 +377,8 @@ def write_slice(root: Path, base: list[tuple], specs: list[dict]) -> tuple[str |
             status = spec["status"]
             if status != "pending":
                 completed.add(f"{counter:017d}")
+            else:
+                pending.add(f"{counter:017d}")
         instant = f"{counter:017d}"
         if spec["new_file"] and files[-1]:
             files.append([])
@@ -406,7 +414,10 @@ def write_slice(root: Path, base: list[tuple], specs: list[dict]) -> tuple[str |
         name = f".{FILE_ID}_{BASE_INSTANT}.log.{version}_0-1-0"
         (part / name).write_bytes(b"".join(L.encode_block(b) for b in blocks))
         log_files.append(name)
-    return base_file, log_files, frozenset(completed), valid
+    order = sorted(completed)
+    gone = {t for t in order[:min(archived, len(order) - 1)] if not pending or t < min(pending)}
+    active = [t for t in order if t not in gone]
+    return base_file, log_files, CommittedInstants(frozenset(active), frozenset(pending), active[0]), valid
 
 
 def _natural(ordering) -> bool:
@@ -448,11 +459,14 @@ def _triples(table: pa.Table) -> list[tuple]:
 @given(
     base=st.lists(st.tuples(st.sampled_from(KEYS), st.sampled_from([None, 1, 2, 3])), unique_by=lambda r: r[0], max_size=4),
     specs=st.lists(_block_spec, min_size=1, max_size=8),
+    archived=st.integers(0, 3),
 )
-def test_slice_merger_matches_item_by_item_fold(base, specs):
+def test_slice_merger_matches_item_by_item_fold(base, specs, archived):
+    """The merge equals the item-by-item model, also when the timeline's first instants were
+    archived (they still count as committed)."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        base_file, log_files, completed, valid = write_slice(root, base, specs)
+        base_file, log_files, completed, valid = write_slice(root, base, specs, archived)
         note(f"valid items: {valid}")
         base_positions = {k: i for i, (k, _) in enumerate(base)}
         for mode, rule in RULES.items():

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import hudiql_rows, official_rows
-from hudiql.errors import HudiqlError
+from hudiql.errors import HudiqlError, TruncatedLogError
 from hudiql.io import log_format as L
 
 LOG_NAME = re.compile(r"^\.(?P<fid>[^_]+)_(?P<base>\d{17})\.log\.(?P<version>\d+)_(?P<token>\d+-\d+-\d+)$")
@@ -803,6 +803,16 @@ def test_read_blocks_errors_name_the_file(tmp_path):
         with pytest.raises(HudiqlError, match=re.escape("/t/.f_1.log.1_0-0-0")) as failure:
             L.read_blocks(data, "/t/.f_1.log.1_0-0-0")
         assert expected in str(failure.value)
+
+
+def test_a_block_cut_by_the_end_of_the_file_keeps_the_blocks_before_it():
+    """What a reader needs to tell a failed write's partial append from damage."""
+    block = L.encode_block(L.LogBlock(L.DELETE, {L.INSTANT_TIME: "20240101000000000"},
+                                      L.delete_content([L.DeleteRecord("k", "p", 3)], "LongWrapper")))
+    for cut, instant in [(len(block) - 5, "20240101000000000"), (30, None), (10, None)]:
+        with pytest.raises(TruncatedLogError, match="truncated") as failure:
+            L.read_blocks(block + block[:cut], "f")
+        assert len(failure.value.blocks) == 1 and failure.value.instant_time == instant
 
 
 def test_bad_write_batch_size_is_a_clear_error(session, warehouse):

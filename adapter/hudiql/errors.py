@@ -40,6 +40,20 @@ class FormatError(HudiqlError):
     """Files on storage do not follow the Hudi format (corrupt, missing or unknown)."""
 
 
+class TruncatedLogError(FormatError):
+    """A log file ends inside a block: a write that crashed while appending it, or a damaged file.
+
+    ``blocks`` are the whole blocks before the cut one (``io.log_format.LogBlock``);
+    ``instant_time`` is the cut block's instant, when its header is whole, so that a reader can
+    tell a failed write from damage.
+    """
+
+    def __init__(self, message: str, blocks: list | None = None, instant_time: str | None = None) -> None:
+        super().__init__(message)
+        self.blocks = blocks or []
+        self.instant_time = instant_time
+
+
 class WriteConflictError(HudiqlError):
     """The timeline changed in a way that makes this write unsafe."""
 

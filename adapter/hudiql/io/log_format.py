@@ -25,7 +25,7 @@ import fastavro
 import numpy as np
 import pyarrow as pa
 
-from hudiql.errors import FormatError
+from hudiql.errors import FormatError, TruncatedLogError
 from hudiql.io import avro_columnar
 
 MAGIC = b"#HUDI#"
@@ -101,17 +101,24 @@ class _Reader:
 
 
 def read_blocks(data: bytes, path: str) -> list[LogBlock]:
-    """Every block of a log file; a corrupt, truncated or unknown block is an error naming the file."""
+    """Every block of a log file; a corrupt, truncated or unknown block is an error naming the
+    file (a ``TruncatedLogError`` when the file ends inside a block)."""
     reader = _Reader(data, path)
-    blocks = []
+    blocks: list[LogBlock] = []
     while reader.pos < len(data):
         start = reader.pos
-        if reader.take(len(MAGIC)) != MAGIC:
+        if not MAGIC.startswith(data[start:start + len(MAGIC)]):
             raise FormatError(f"log file {path} is corrupt: no block magic at byte {start}")
+        if len(data) - start < len(MAGIC) + 8:
+            raise TruncatedLogError(f"log file {path} has a truncated block at byte {start} (no length)", blocks, None)
+        reader.pos += len(MAGIC)
         length = reader.int64()
         end = reader.pos + length
         if end > len(data):
-            raise FormatError(f"log file {path} has a truncated block at byte {start} ({len(data) - reader.pos} of {length} bytes)")
+            raise TruncatedLogError(
+                f"log file {path} has a truncated block at byte {start} ({len(data) - reader.pos} of {length} bytes)",
+                blocks, _instant_of_cut_block(data[reader.pos:], path),
+            )
         version, block_type = reader.int32(), reader.int32()
         if version != LOG_FORMAT_VERSION:
             raise FormatError(f"log file {path}: unsupported log format version {version} at byte {start}")
@@ -127,6 +134,16 @@ def read_blocks(data: bytes, path: str) -> list[LogBlock]:
             raise FormatError(f"log file {path} is corrupt: block at byte {start} does not end where its length says")
         blocks.append(LogBlock(block_type, header, content, footer))
     return blocks
+
+
+def _instant_of_cut_block(rest: bytes, path: str) -> str | None:
+    """The instant in the header of a block the file's end cut off, if the header is whole."""
+    reader = _Reader(rest, path)
+    try:
+        reader.take(8)  # format version, block type
+        return reader.entries().get(INSTANT_TIME)
+    except (FormatError, UnicodeDecodeError):
+        return None
 
 
 # ---- AVRO_DATA content -----------------------------------------------------------------------------

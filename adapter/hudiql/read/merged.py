@@ -5,7 +5,8 @@ the logs replace or delete (by row position), and the log records that win. Comp
 it to the whole base file (``SliceMerger.merge``). A snapshot query folds with the base file's
 key and ordering columns, then streams only the columns the query reads, a row group at a
 time, without the replaced rows (``SliceMerger.snapshot_batches``). Blocks of instants that did
-not complete, and blocks a rollback command block targets, are skipped.
+not commit (``CommittedInstants``), and blocks a rollback command block targets, are skipped; so is
+a block a failed write left cut short at the end of a file.
 
 Per record key, log items are folded in log order onto the stored record:
 - a data record replaces the current one when the merge rule says the incoming version wins;
@@ -13,7 +14,7 @@ Per record key, log items are folded in log order onto the stored record:
   is not lower than the current ordering value (event time); always under commit time.
 
 Example:
-    >>> merger = SliceMerger(base_uri, arrow_schema, rule, frozenset(completed_instants))
+    >>> merger = SliceMerger(base_uri, arrow_schema, rule, timeline.committed())
     >>> merger.merge("dt=1", base_file="f-0_0-1-0_001.parquet", log_files=[".f-0_001.log.1_0-2-0"])
     >>> merger.snapshot_batches("dt=1", "f-0_0-1-0_001.parquet", [".f-0_001.log.1_0-2-0"], ["id", "price"])
 """
@@ -21,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import io
+import posixpath
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,11 +32,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hudiql.errors import TruncatedLogError
 from hudiql.io import log_format as L
 from hudiql.io.storage import Storage
-from hudiql.table.layout import join_partition
+from hudiql.table.layout import join_partition, parse_data_file_name
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import RECORD_KEY
+from hudiql.table.timeline import CommittedInstants
 from hudiql.write.handle import conform
 
 _DELETED = object()
@@ -53,7 +57,7 @@ class SliceMerger:
     base_uri: str
     arrow_schema: pa.Schema  # meta + data columns
     merge_rule: MergeRule
-    completed: frozenset[str]
+    committed: CommittedInstants
 
     def udf(self, columns: list[str]):
         """The function ``mapInArrow`` calls for snapshot queries: slice descriptors in
@@ -125,7 +129,7 @@ class SliceMerger:
         blocks: list[tuple[str, L.LogBlock]] = []
         for name in log_files:
             path = join_partition(partition_path, name)
-            blocks.extend((path, b) for b in L.read_blocks(storage.read(path), storage.uri(path)))
+            blocks.extend((path, b) for b in self._log_blocks(storage, path))
         rolled_back = {
             b.header.get(L.TARGET_INSTANT_TIME)
             for _, b in blocks
@@ -138,7 +142,7 @@ class SliceMerger:
         seq = 0
         for path, block in blocks:
             instant = block.instant_time
-            if block.block_type == L.COMMAND or instant not in self.completed or instant in rolled_back:
+            if block.block_type == L.COMMAND or instant not in self.committed or instant in rolled_back:
                 continue
             if block.block_type == L.DELETE:
                 for d in L.read_deletes(block, path):
@@ -158,6 +162,23 @@ class SliceMerger:
             seqs = np.concatenate([np.arange(first, first + count, dtype=np.int64) for first, count, _, _ in group])
             self._add_items(tables, items, conform(table, schema), seqs)
         return tables, pa.concat_tables(items) if items else self._items_schema().empty_table(), deletes
+
+    def _log_blocks(self, storage: Storage, path: str) -> list[L.LogBlock]:
+        """A log file's blocks. A block cut short at the file's end is dropped when a write that
+        never committed was appending it, as Hudi's readers skip it: its instant did not commit,
+        or its header is cut too and the file sits on an archived slice, where no delta commit on
+        the timeline vouches for the file (``FileSystemView``). Otherwise the cut is damage."""
+        try:
+            return L.read_blocks(storage.read(path), storage.uri(path))
+        except TruncatedLogError as cut:
+            parsed = parse_data_file_name(posixpath.basename(path))
+            if cut.instant_time is not None:
+                failed = cut.instant_time not in self.committed
+            else:
+                failed = parsed is not None and self.committed.archived(parsed.instant_time)
+            if not failed:
+                raise
+            return cut.blocks
 
     def _add_items(self, tables: list[pa.Table], items: list[pa.Table], table: pa.Table, seqs: np.ndarray) -> None:
         n = table.num_rows

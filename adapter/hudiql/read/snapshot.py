@@ -76,7 +76,7 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
     if not table.config.populate_meta_fields:
         raise FormatError(f"table {table.base_uri} has log files but no meta fields; hudiql cannot merge them")
     merger = SliceMerger(
-        table.base_uri, to_arrow(table_columns(table)), table.merge_rule, frozenset(table.timeline.completed_times())
+        table.base_uri, to_arrow(table_columns(table)), table.merge_rule, table.timeline.committed()
     )
     out = schema if schema.fields else T.StructType([_row_carrier(table_columns(table))])
     # Largest slices first: Spark starts the heaviest tasks first and the light ones fill in.

@@ -171,7 +171,7 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMe
     try:
         merger = SliceMerger(
             table.base_uri, to_arrow(with_meta_columns(table.schema)), table.merge_rule,
-            frozenset(timeline.completed_times()),
+            timeline.committed(),
         )
         ops = spark.createDataFrame(
             [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],

@@ -75,12 +75,15 @@ class FileSystemView:
 
         A log file is visible when a completed delta commit lists it in its write stats (layout 1),
         or when the delta commit its name carries completed (layout 2); the files of a crashed
-        write are never opened. A layout 1 log belongs to the slice its name carries; a layout 2
-        log to the slice its delta commit's completion time falls in. A pending compaction opens
+        write are never opened. Instants older than the active timeline were archived, so their
+        files are visible too; a layout 1 log on such a slice is opened even when no delta commit
+        on the timeline lists it, and its blocks are filtered by instant (``read.merged``). A
+        layout 1 log belongs to the slice its name carries; a layout 2 log to the slice its delta
+        commit's completion time falls in. A pending compaction opens
         a new, empty slice for each file group it plans: writes after it go there, and readers
         merge it with the slice before.
         """
-        completed = timeline.completed_times()
+        committed = timeline.committed()
         completion = _completion_times(timeline)
         pending = {i.timestamp: i for i in timeline.instants if i.action == COMPACTION and not i.is_completed}
         committed_logs = _committed_log_files(timeline)
@@ -95,10 +98,13 @@ class FileSystemView:
             group = groups.setdefault((partition, parsed.file_id), FileGroup(partition, parsed.file_id))
             if parsed.is_log:
                 group.all_log_versions.setdefault(parsed.instant_time, set()).add(parsed.log_version)
-                visible = info.path in committed_logs or parsed.instant_time in completion
+                visible = (
+                    info.path in committed_logs or parsed.instant_time in completion
+                    or committed.archived(parsed.instant_time)
+                )
                 if visible:
                     logs.append((partition, parsed.file_id, parsed.instant_time, info.name, info.size))
-            elif parsed.instant_time in completed:
+            elif parsed.instant_time in committed:
                 group.slices[parsed.instant_time] = FileSlice(
                     partition, parsed.file_id, parsed.instant_time, info.name, info.size
                 )

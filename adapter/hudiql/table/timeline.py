@@ -94,6 +94,36 @@ def _parse_suffix(suffix: str) -> tuple[str, State] | None:
     return None
 
 
+@dataclass(frozen=True)
+class CommittedInstants:
+    """Which instant times committed their writes: Hudi's ``containsOrBeforeTimelineStarts``,
+    the rule its readers apply to base files and log blocks.
+
+    An instant committed when the active timeline holds it completed, or when it is older than
+    the active timeline's first completed write: archiving moved it out, and Hudi archives only
+    completed instants. Savepointed commits that archiving left behind do not count as the start.
+    An instant still pending on the timeline never committed.
+
+    Example:
+        >>> committed = timeline.committed()
+        >>> slice_.base_instant in committed   # completed on the active timeline, or archived
+    """
+
+    completed: frozenset[str]
+    pending: frozenset[str]
+    start: str | None  # the first completed write the active timeline holds
+
+    def __contains__(self, instant_time: object) -> bool:
+        return instant_time in self.completed or self.archived(instant_time)
+
+    def archived(self, instant_time: object) -> bool:
+        """Older than the active timeline: a completed write whose instant was archived."""
+        return (
+            isinstance(instant_time, str) and self.start is not None
+            and instant_time < self.start and instant_time not in self.pending
+        )
+
+
 class Timeline:
     """All instants of one table, oldest first."""
 
@@ -140,8 +170,12 @@ class Timeline:
             wanted.add(LOG_COMPACTION)
         return [i for i in self.instants if i.is_completed and i.action in wanted]
 
-    def completed_times(self) -> set[str]:
-        return {i.timestamp for i in self.completed()}
+    def committed(self) -> CommittedInstants:
+        """The instants whose writes readers see, archived ones included."""
+        completed = [i.timestamp for i in self.completed()]
+        savepoints = {i.timestamp for i in self.instants if i.action == SAVEPOINT}
+        start = next((t for t in completed if t not in savepoints), None)
+        return CommittedInstants(frozenset(completed), frozenset(i.timestamp for i in self.pending()), start)
 
     def pending(self, actions: tuple[str, ...] | None = None) -> list[Instant]:
         return [i for i in self.instants if not i.is_completed and (actions is None or i.action in actions)]
