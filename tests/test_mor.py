@@ -722,6 +722,28 @@ def test_unenforced_lower_ordering_update_applies_on_cow_and_is_refused_on_mor(s
     assert hudiql_rows(session, SELECT + "e_mor") == [(1, "a", 5, "x"), (2, "b", 5, "x")]
 
 
+def test_loading_a_table_reads_only_the_delta_commits_of_live_slices(session, warehouse, monkeypatch):
+    """The history before a compaction adds nothing to the cost of loading the table."""
+    from hudiql.table.table import HudiTable
+    from hudiql.table.timeline import Timeline
+
+    path = warehouse / "h"
+    session.sql(mor_ddl("h", "'hoodie.compact.inline'='false'", "'hoodie.parquet.small.file.limit'='0'",
+                        partitioned=False))
+    session.sql("INSERT INTO h VALUES (1,'a',1,'x'), (2,'b',1,'x')")
+    for ts in range(2, 5):
+        session.sql(f"INSERT INTO h VALUES (1,'a{ts}',{ts},'x')")
+    session.sql("CALL run_compaction(op => 'scheduleandexecute', table => 'h')")
+    session.sql("INSERT INTO h VALUES (2,'b5',5,'x')")
+    read = []
+    real_read = Timeline.read
+    monkeypatch.setattr(Timeline, "read", lambda self, instant: read.append(instant.action) or real_read(self, instant))
+    [latest] = HudiTable.load(str(path)).file_system_view().read_slices()
+    assert read == ["deltacommit"] and len(latest.log_files) == 1
+    assert len(instants(path, "deltacommit")) == 5
+    assert hudiql_rows(session, SELECT + "h") == [(1, "a4", 4, "x"), (2, "b5", 5, "x")]
+
+
 # ---- 8. Bad input ---------------------------------------------------------------------------------------
 
 def test_crashed_write_partial_log_is_invisible_and_rolled_back(session, warehouse):

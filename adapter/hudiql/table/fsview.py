@@ -82,13 +82,15 @@ class FileSystemView:
         commit's completion time falls in. A pending compaction opens
         a new, empty slice for each file group it plans: writes after it go there, and readers
         merge it with the slice before.
+
+        Only the delta commits since the oldest live slice with logs are read (``_live_since``):
+        a table's history does not add to the cost of loading it.
         """
         committed = timeline.committed()
         completion = _completion_times(timeline)
         pending = {i.timestamp: i for i in timeline.instants if i.action == COMPACTION and not i.is_completed}
-        committed_logs = _committed_log_files(timeline)
         groups: dict[tuple[str, str], FileGroup] = {}
-        logs: list[tuple[str, str, str, str, int]] = []  # partition, file id, name instant, name, size
+        candidates: list[tuple[FileGroup, str, str, str, int]] = []  # group, name instant, name, path, size
         for info in _list_data_files(storage, partitions):
             parsed = parse_data_file_name(info.name)
             if parsed is None:
@@ -98,12 +100,7 @@ class FileSystemView:
             group = groups.setdefault((partition, parsed.file_id), FileGroup(partition, parsed.file_id))
             if parsed.is_log:
                 group.all_log_versions.setdefault(parsed.instant_time, set()).add(parsed.log_version)
-                visible = (
-                    info.path in committed_logs or parsed.instant_time in completion
-                    or committed.archived(parsed.instant_time)
-                )
-                if visible:
-                    logs.append((partition, parsed.file_id, parsed.instant_time, info.name, info.size))
+                candidates.append((group, parsed.instant_time, info.name, info.path, info.size))
             elif parsed.instant_time in committed:
                 group.slices[parsed.instant_time] = FileSlice(
                     partition, parsed.file_id, parsed.instant_time, info.name, info.size
@@ -113,12 +110,19 @@ class FileSystemView:
                 group = groups.get((op.partition_path, op.file_id))
                 if group is not None:
                     group.slices.setdefault(instant.timestamp, FileSlice(op.partition_path, op.file_id, instant.timestamp))
-        for partition, file_id, name_instant, name, size in logs:
-            group = groups[(partition, file_id)]
+        # Layout 2 names each log by its delta commit, whose completion decides; layout 1 needs the write stats.
+        committed_logs = (
+            _committed_log_files(timeline, _live_since(candidates)) if timeline.layout_version < 2 else set()
+        )
+        for group, name_instant, name, path, size in candidates:
+            if not (path in committed_logs or name_instant in completion or committed.archived(name_instant)):
+                continue
             base_instant = name_instant
             if timeline.layout_version >= 2:
                 base_instant = _v8_log_slice(group, name_instant, completion.get(name_instant, name_instant))
-            slice_ = group.slices.setdefault(base_instant, FileSlice(partition, file_id, base_instant))
+            slice_ = group.slices.setdefault(
+                base_instant, FileSlice(group.partition_path, group.file_id, base_instant)
+            )
             slice_.log_files.append(name)
             slice_.log_size += size
         for group in groups.values():
@@ -209,10 +213,27 @@ def _list_data_files(storage: Storage, partitions: list[str] | None):
     return out
 
 
-def _committed_log_files(timeline: Timeline) -> set[str]:
-    """Paths of the log files completed delta commits wrote."""
+def _live_since(candidates: list[tuple[FileGroup, str, str, str, int]]) -> str:
+    """The oldest instant a delta commit can have to have written a log of a live slice (layout 1).
+
+    A layout 1 log names its slice, and a delta commit writes only to slices begun before it. The
+    live slices of a file group begin at its newest base file (later ones are pending compactions);
+    logs of older slices are never read. A group without base files counts from its oldest log.
+    """
+    since: str | None = None
+    for group, name_instant, *_ in candidates:
+        bases = [t for t, s in group.slices.items() if s.base_file]
+        floor = max(bases) if bases else name_instant
+        since = floor if since is None else min(since, floor)
+    return since or ""
+
+
+def _committed_log_files(timeline: Timeline, since: str = "") -> set[str]:
+    """Paths of the log files that completed delta commits at or after ``since`` wrote."""
     paths: set[str] = set()
     for instant in timeline.completed((DELTA_COMMIT,)):
+        if instant.timestamp < since:
+            continue
         for stat in read_commit_metadata(timeline, instant).write_stats:
             if parse_data_file_name(posixpath.basename(stat.path or "")) is not None:
                 paths.add(stat.path)
