@@ -8,6 +8,7 @@ blocks, log files and a parquet base file with the meta columns, in a temporary 
 from __future__ import annotations
 
 import json
+import re
 import struct
 import subprocess
 import sys
@@ -543,3 +544,38 @@ def test_slice_merger_closed_form_ties_and_nulls(tmp_path):
     commit = SliceMerger(str(tmp_path), ARROW, RULES["commit"], completed)
     assert _triples(commit.merge(PARTITION, base_file, log_files)) == [
         ("k1", "b0r0", 2), ("k2", "b0r1", None), ("k3", "b1r1", 2), ("k4", "b1r0", None)]
+
+
+def _cut_block(instant: str, rows: list[tuple], keep: int) -> bytes:
+    """An Avro data block of ``rows`` at ``instant``, cut after ``keep`` bytes (negative: from its end)."""
+    header = {L.INSTANT_TIME: instant, L.SCHEMA: json.dumps(AVRO)}
+    table = _rows_table(rows, [f"cut{i}" for i in range(len(rows))], instant)
+    return L.encode_block(L.LogBlock(L.AVRO_DATA, header, L.avro_table_content(table, AVRO)))[:keep]
+
+
+@pytest.mark.parametrize("rolled_back", [False, True])
+@pytest.mark.parametrize("keep", [-10, 300], ids=["cut-in-content", "cut-in-schema"])
+def test_a_block_cut_at_the_end_of_a_log_is_skipped_only_when_its_write_failed(tmp_path, keep, rolled_back):
+    """The timeline's first instants were archived, so the cut block's instant counts as committed
+    by its age; it is a failed write's only when a rollback command block names it. Otherwise the
+    cut is damage, and an error names the file, even when only the schema after the instant is cut."""
+    specs = [{"kind": "data", "rows": [("k1", 5)], "status": "ok", "encoding": "columnar",
+              "same_instant": False, "rollback_at_end": False, "new_file": False}]
+    base_file, log_files, _, _ = write_slice(tmp_path, [("k1", 1), ("k2", 1)], specs)
+    cut_instant, rollback_instant, active = "00000000000000200", "00000000000000201", "00000000000000300"
+    part = tmp_path / PARTITION
+    cut_log = f".{FILE_ID}_{BASE_INSTANT}.log.2_0-1-0"
+    (part / cut_log).write_bytes(_cut_block(cut_instant, [("k2", 9)], keep))
+    log_files.append(cut_log)
+    if rolled_back:  # Hudi 0.x rolls back a failed append with a command block in the next log version
+        rollback_log = f".{FILE_ID}_{BASE_INSTANT}.log.3_0-1-0"
+        (part / rollback_log).write_bytes(L.encode_block(L.rollback_block(rollback_instant, cut_instant)))
+        log_files.append(rollback_log)
+    committed = CommittedInstants(frozenset({active}), frozenset(), active)
+    assert cut_instant in committed
+    merger = SliceMerger(str(tmp_path), ARROW, RULES["event"], committed)
+    if rolled_back:
+        assert _triples(merger.merge(PARTITION, base_file, log_files)) == [("k1", "b0r0", 5), ("k2", "base-k2", 1)]
+    else:
+        with pytest.raises(FormatError, match=re.escape(cut_log)):
+            merger.merge(PARTITION, base_file, log_files)

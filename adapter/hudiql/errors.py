@@ -4,8 +4,13 @@ The CLI prints a ``HudiqlError`` as one line and exits 1; anything else is a bug
 """
 
 
+from __future__ import annotations
+
 import re
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from hudiql.io.log_format import LogBlock
 
 
 class HudiqlError(Exception):
@@ -43,12 +48,11 @@ class FormatError(HudiqlError):
 class TruncatedLogError(FormatError):
     """A log file ends inside a block: a write that crashed while appending it, or a damaged file.
 
-    ``blocks`` are the whole blocks before the cut one (``io.log_format.LogBlock``);
-    ``instant_time`` is the cut block's instant, when its header is whole, so that a reader can
-    tell a failed write from damage.
+    ``blocks`` are the whole blocks before the cut one; ``instant_time`` is the cut block's
+    instant, when its header entry is whole, so that a reader can tell a failed write from damage.
     """
 
-    def __init__(self, message: str, blocks: list | None = None, instant_time: str | None = None) -> None:
+    def __init__(self, message: str, blocks: list[LogBlock] | None = None, instant_time: str | None = None) -> None:
         super().__init__(message)
         self.blocks = blocks or []
         self.instant_time = instant_time

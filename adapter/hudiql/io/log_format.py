@@ -137,13 +137,19 @@ def read_blocks(data: bytes, path: str) -> list[LogBlock]:
 
 
 def _instant_of_cut_block(rest: bytes, path: str) -> str | None:
-    """The instant in the header of a block the file's end cut off, if the header is whole."""
+    """The instant in the header of a block the file's end cut off, if its entry is whole (the
+    header's other entries, such as the schema, may be cut)."""
     reader = _Reader(rest, path)
     try:
         reader.take(8)  # format version, block type
-        return reader.entries().get(INSTANT_TIME)
+        for _ in range(reader.int32()):
+            key, length = reader.int32(), reader.int32()
+            value = reader.take(length)
+            if key == INSTANT_TIME:
+                return value.decode("utf-8")
     except (FormatError, UnicodeDecodeError):
-        return None
+        pass
+    return None
 
 
 # ---- AVRO_DATA content -----------------------------------------------------------------------------

@@ -127,14 +127,23 @@ class SliceMerger:
         schema = self._schema(columns)
         storage = Storage(self.base_uri)
         blocks: list[tuple[str, L.LogBlock]] = []
+        cuts: list[tuple[str, TruncatedLogError]] = []
         for name in log_files:
             path = join_partition(partition_path, name)
-            blocks.extend((path, b) for b in self._log_blocks(storage, path))
+            try:
+                file_blocks = L.read_blocks(storage.read(path), storage.uri(path))
+            except TruncatedLogError as cut:
+                file_blocks = cut.blocks
+                cuts.append((path, cut))
+            blocks.extend((path, b) for b in file_blocks)
         rolled_back = {
             b.header.get(L.TARGET_INSTANT_TIME)
             for _, b in blocks
             if b.block_type == L.COMMAND and b.header.get(L.COMMAND_BLOCK_TYPE) == L.ROLLBACK_COMMAND
         }
+        for path, cut in cuts:
+            if not self._failed_write(path, cut.instant_time, rolled_back):
+                raise cut
         tables: list[pa.Table] = []
         items: list[pa.Table] = []
         deletes: list[tuple] = []
@@ -163,22 +172,16 @@ class SliceMerger:
             self._add_items(tables, items, conform(table, schema), seqs)
         return tables, pa.concat_tables(items) if items else self._items_schema().empty_table(), deletes
 
-    def _log_blocks(self, storage: Storage, path: str) -> list[L.LogBlock]:
-        """A log file's blocks. A block cut short at the file's end is dropped when a write that
-        never committed was appending it, as Hudi's readers skip it: its instant did not commit,
-        or its header is cut too and the file sits on an archived slice, where no delta commit on
-        the timeline vouches for the file (``FileSystemView``). Otherwise the cut is damage."""
-        try:
-            return L.read_blocks(storage.read(path), storage.uri(path))
-        except TruncatedLogError as cut:
-            parsed = parse_data_file_name(posixpath.basename(path))
-            if cut.instant_time is not None:
-                failed = cut.instant_time not in self.committed
-            else:
-                failed = parsed is not None and self.committed.archived(parsed.instant_time)
-            if not failed:
-                raise
-            return cut.blocks
+    def _failed_write(self, path: str, instant_time: str | None, rolled_back: set[str | None]) -> bool:
+        """Whether the block cut short at the end of log file ``path`` is a failed write's partial
+        append, which Hudi's readers skip, rather than damage to committed data: its instant did
+        not commit or was rolled back; or its header is cut before the instant and the file sits on
+        an archived slice, where the view opens logs no delta commit on the timeline lists (a v6
+        log names its slice; ``FileSystemView``)."""
+        if instant_time is not None:
+            return instant_time not in self.committed or instant_time in rolled_back
+        parsed = parse_data_file_name(posixpath.basename(path))
+        return parsed is not None and self.committed.archived(parsed.instant_time)
 
     def _add_items(self, tables: list[pa.Table], items: list[pa.Table], table: pa.Table, seqs: np.ndarray) -> None:
         n = table.num_rows

@@ -54,9 +54,8 @@ class FileGroup:
     def next_log_version(self, base_instant: str) -> int:
         return max(self.all_log_versions.get(base_instant, {0})) + 1
 
-    def latest_slice(self, as_of: str | None = None) -> FileSlice | None:
-        instants = sorted(i for i in self.slices if as_of is None or i <= as_of)
-        return self.slices[instants[-1]] if instants else None
+    def latest_slice(self) -> FileSlice | None:
+        return self.slices[max(self.slices)] if self.slices else None
 
 
 class FileSystemView:
@@ -83,8 +82,9 @@ class FileSystemView:
         a new, empty slice for each file group it plans: writes after it go there, and readers
         merge it with the slice before.
 
-        Only the delta commits since the oldest live slice with logs are read (``_live_since``):
-        a table's history does not add to the cost of loading it.
+        Only the delta commits since the oldest live slice of a group with log files are read
+        (``_live_since``): the history before a group's newest base file adds nothing to the cost
+        of loading the table. The logs of older slices are left out: no reader merges them.
         """
         committed = timeline.committed()
         completion = _completion_times(timeline)
@@ -140,11 +140,11 @@ class FileSystemView:
             if key not in self.replaced and (partition is None or g.partition_path == partition)
         ]
 
-    def latest_slices(self, partition: str | None = None, as_of: str | None = None) -> list[FileSlice]:
+    def latest_slices(self, partition: str | None = None) -> list[FileSlice]:
         """The latest slice of every live file group: where new log files go."""
         out = []
         for group in self.file_groups(partition):
-            latest = group.latest_slice(as_of)
+            latest = group.latest_slice()
             if latest is not None:
                 out.append(latest)
         return out
@@ -186,6 +186,8 @@ def _v8_log_slice(group: FileGroup, delta_commit: str, completion_time: str) -> 
     As in Hudi 1.x, the latest slice begun at or before the delta commit *completed*: a delta
     commit that started before a compaction was planned but finished after it is not in the
     plan, so its log goes on top of the compacted slice, not into the one compaction replaced.
+    A delta commit archived out of the active timeline passes its request time instead: hudiql
+    does not read the archived (LSM) timeline, where Hudi 1.x looks its completion time up.
     """
     earlier = [t for t in group.slices if t <= completion_time]
     return max(earlier) if earlier else delta_commit
@@ -216,19 +218,24 @@ def _list_data_files(storage: Storage, partitions: list[str] | None):
 def _live_since(candidates: list[tuple[FileGroup, str, str, str, int]]) -> str:
     """The oldest instant a delta commit can have to have written a log of a live slice (layout 1).
 
-    A layout 1 log names its slice, and a delta commit writes only to slices begun before it. The
-    live slices of a file group begin at its newest base file (later ones are pending compactions);
-    logs of older slices are never read. A group without base files counts from its oldest log.
+    A layout 1 log names its slice, and a delta commit writes only to slices begun before it (a
+    compaction is not scheduled before an earlier write completes). The live slices of a file
+    group begin at its newest base file (later ones are pending compactions), and readers never
+    merge the logs of older slices. A group without base files counts from its oldest log.
     """
-    since: str | None = None
+    oldest_log: dict[int, tuple[FileGroup, str]] = {}  # per file group (by identity)
     for group, name_instant, *_ in candidates:
+        seen = oldest_log.get(id(group))
+        if seen is None or name_instant < seen[1]:
+            oldest_log[id(group)] = (group, name_instant)
+    floors = []
+    for group, oldest in oldest_log.values():
         bases = [t for t, s in group.slices.items() if s.base_file]
-        floor = max(bases) if bases else name_instant
-        since = floor if since is None else min(since, floor)
-    return since or ""
+        floors.append(max(bases) if bases else oldest)
+    return min(floors, default="")
 
 
-def _committed_log_files(timeline: Timeline, since: str = "") -> set[str]:
+def _committed_log_files(timeline: Timeline, since: str) -> set[str]:
     """Paths of the log files that completed delta commits at or after ``since`` wrote."""
     paths: set[str] = set()
     for instant in timeline.completed((DELTA_COMMIT,)):
