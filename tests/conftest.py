@@ -60,3 +60,19 @@ def official_rows(base_path, columns: list[str], read_optimized: bool = False) -
 
 def hudiql_rows(session, sql: str) -> list[tuple]:
     return sorted(tuple(r) for r in session.sql(sql).collect())
+
+
+# ---- table files ----------------------------------------------------------------------------------
+
+def logs(table: Path) -> list[Path]:
+    """The table's log files (any slice, committed or not)."""
+    return sorted(p for p in table.rglob(".*.log.*") if ".hoodie" not in p.relative_to(table).parts)
+
+
+def timeline(table: Path) -> list[str]:
+    return sorted(p.name for p in (table / ".hoodie").iterdir() if p.is_file() and p.name != "hoodie.properties")
+
+
+def instants(table: Path, suffix: str) -> list[str]:
+    """Instant times of timeline files named ``<t>.<suffix>``."""
+    return sorted(n.split(".", 1)[0] for n in timeline(table) if n.split(".", 1)[1] == suffix)

@@ -15,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import HUDI_TABLES, hudiql_rows, official_rows
+from conftest import HUDI_TABLES, hudiql_rows, instants, logs, official_rows
 from hudiql.io import log_format as L
 
 TRIPS = HUDI_TABLES / "quickstart_trips_table" / "mor" / "avro"
@@ -32,14 +32,6 @@ def archive(table: Path, count: int) -> list[str]:
         for p in hoodie.glob(f"{instant}.*"):
             shutil.move(p, hoodie / "archived" / p.name)
     return times[:count]
-
-
-def logs(table: Path) -> list[Path]:
-    return sorted(p for p in table.rglob(".*.log.*") if ".hoodie" not in p.relative_to(table).parts)
-
-
-def active(table: Path, suffix: str) -> list[str]:
-    return sorted(p.name.split(".", 1)[0] for p in (table / ".hoodie").glob(f"*.{suffix}"))
 
 
 @pytest.mark.parametrize(
@@ -102,7 +94,7 @@ def archived_mor(session, warehouse) -> Path:
     path = warehouse / "m"
     assert len(logs(path)) == 3
     archive(path, 2)
-    assert len(active(path, "deltacommit")) == 2
+    assert len(instants(path, "deltacommit")) == 2
     return path
 
 
@@ -132,7 +124,7 @@ def _crashed_write(table: Path, whole_blocks: int, cut: int | None) -> tuple[Pat
     requested and inflight instant, the marker hudiql's writers leave first, and a new log file
     version with ``whole_blocks`` blocks of it, then a block cut short after ``cut`` bytes (a
     negative ``cut`` counts from its end; None: no cut block)."""
-    latest = active(table, "deltacommit")[-1]
+    latest = instants(table, "deltacommit")[-1]
     crashed = str(int(latest) + 1)
     hoodie = table / ".hoodie"
     (hoodie / f"{crashed}.deltacommit.requested").write_bytes(b"")
@@ -156,7 +148,7 @@ def test_crashed_write_on_an_archived_slice_stays_invisible(session, archived_mo
     assert hudiql_rows(session, SELECT + "m") == MOR_ROWS
     # the next write rolls the crashed one back first
     session.sql("INSERT INTO m VALUES (4,'d',1,'x')")
-    assert not partial.exists() and crashed not in active(archived_mor, "deltacommit.inflight")
+    assert not partial.exists() and crashed not in instants(archived_mor, "deltacommit.inflight")
     assert hudiql_rows(session, SELECT + "m") == [*MOR_ROWS, (4, "d", 1, "x")]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import hudiql_rows, official_rows
+from conftest import hudiql_rows, instants, logs, official_rows, timeline
 from hudiql.errors import HudiqlError, TruncatedLogError
 from hudiql.io import log_format as L
 
@@ -35,10 +35,6 @@ def mor_ddl(name: str, *props: str, precombine: bool = True, partitioned: bool =
 
 # ---- file helpers -------------------------------------------------------------------------------
 
-def logs(table: Path) -> list[Path]:
-    return sorted(p for p in table.rglob(".*.log.*") if ".hoodie" not in p.relative_to(table).parts)
-
-
 def bases(table: Path) -> list[Path]:
     return sorted(p for p in table.rglob("*.parquet") if ".hoodie" not in p.relative_to(table).parts)
 
@@ -57,15 +53,6 @@ def parse_base(p: Path) -> dict:
 
 def blocks(p: Path) -> list[L.LogBlock]:
     return L.read_blocks(p.read_bytes(), str(p))
-
-
-def timeline(table: Path) -> list[str]:
-    return sorted(p.name for p in (table / ".hoodie").iterdir() if p.is_file() and p.name != "hoodie.properties")
-
-
-def instants(table: Path, suffix: str) -> list[str]:
-    """Instant times of timeline files named ``<t>.<suffix>``."""
-    return sorted(n.split(".", 1)[0] for n in timeline(table) if n.split(".", 1)[1] == suffix)
 
 
 def commit_doc(table: Path, name: str) -> dict:
