@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import zipfile
 from pathlib import Path
 
 import pyarrow as pa
@@ -76,3 +77,11 @@ def timeline(table: Path) -> list[str]:
 def instants(table: Path, suffix: str) -> list[str]:
     """Instant times of timeline files named ``<t>.<suffix>``."""
     return sorted(n.split(".", 1)[0] for n in timeline(table) if n.split(".", 1)[1] == suffix)
+
+
+def unzip(zipped: Path, dest: Path) -> Path:
+    """Unzip a table ``<name>.zip`` of ``shared/hudi-tables`` into ``dest`` (without macOS
+    resource forks); returns the table folder ``dest/<name>``."""
+    with zipfile.ZipFile(zipped) as archive:
+        archive.extractall(dest, members=[m for m in archive.namelist() if not m.startswith("__MACOSX/")])
+    return dest / zipped.stem

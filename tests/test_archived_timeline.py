@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import re
 import shutil
-import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import HUDI_TABLES, hudiql_rows, instants, logs, official_rows
+from conftest import HUDI_TABLES, hudiql_rows, instants, logs, official_rows, unzip
 from hudiql.io import log_format as L
 
 TRIPS = HUDI_TABLES / "quickstart_trips_table" / "mor" / "avro"
@@ -44,9 +43,7 @@ def archive(table: Path, count: int) -> list[str]:
     ],
 )
 def test_hudi_table_with_its_first_delta_commit_archived(session, tmp_path, name, riders):
-    with zipfile.ZipFile(TRIPS / f"{name}.zip") as archive_file:
-        archive_file.extractall(tmp_path, members=[m for m in archive_file.namelist() if not m.startswith("__MACOSX/")])
-    table = tmp_path / name
+    table = unzip(TRIPS / f"{name}.zip", tmp_path)
     archive(table, 1)
     session.sql(f"CREATE TABLE t USING hudi LOCATION '{table}'")
     rows = hudiql_rows(session, "SELECT rider, fare FROM t")

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import HUDI_TABLES, hudiql_rows, official_rows
+from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
 from hudiql.table.schema import META_COLUMNS
 
 SAMPLE = HUDI_TABLES / "sample_table" / "mor" / "parquet"
@@ -90,11 +89,8 @@ READ_OPTIMIZED = "SET hoodie.datasource.query.type=read_optimized"
 
 
 def unzip_table(name: str, dest: Path) -> Path:
-    """Unzip table ``name`` into ``dest`` (without macOS resource forks); returns the table folder."""
-    folder = TRIPS if name in TRIPS_EXPECTED else SAMPLE
-    with zipfile.ZipFile(folder / f"{name}.zip") as archive:
-        archive.extractall(dest, members=[m for m in archive.namelist() if not m.startswith("__MACOSX/")])
-    return dest / name
+    """Unzip MOR table ``name`` into ``dest``; returns the table folder."""
+    return unzip((TRIPS if name in TRIPS_EXPECTED else SAMPLE) / f"{name}.zip", dest)
 
 
 def adopt(session, table_dir: Path) -> None:

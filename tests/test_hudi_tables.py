@@ -7,12 +7,11 @@ Each table of ``shared/hudi-tables/sample_table/cow/`` is unzipped, adopted with
 from __future__ import annotations
 
 import os
-import zipfile
 from pathlib import Path
 
 import pytest
 
-from conftest import HUDI_TABLES, hudiql_rows, official_rows
+from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
 from hudiql.errors import HudiqlError
 from hudiql.table.schema import META_COLUMNS
 
@@ -41,10 +40,8 @@ SCALAR_COLUMNS = ["id", "name", "isActive", "intField", "longField", "floatField
 
 
 def unzip_table(name: str, dest: Path) -> Path:
-    """Unzip ``<name>.zip`` into ``dest`` (without macOS resource forks); returns the table folder."""
-    with zipfile.ZipFile(COW / f"{name}.zip") as archive:
-        archive.extractall(dest, members=[m for m in archive.namelist() if not m.startswith("__MACOSX/")])
-    return dest / name
+    """Unzip COW table ``name`` into ``dest``; returns the table folder."""
+    return unzip(COW / f"{name}.zip", dest)
 
 
 def adopt(session, table_dir: Path) -> None:
