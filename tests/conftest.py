@@ -12,8 +12,8 @@ import pytest
 
 import hudiql
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-HUDI_TABLES = SHARED / "hudi-tables"
+# Tables Apache Hudi wrote, carried in the repository (provenance and license: data/hudi-tables/PROVENANCE.md).
+HUDI_TABLES = Path(__file__).resolve().parent / "data" / "hudi-tables"
 
 
 @pytest.fixture(scope="session")
@@ -80,7 +80,7 @@ def instants(table: Path, suffix: str) -> list[str]:
 
 
 def unzip(zipped: Path, dest: Path) -> Path:
-    """Unzip a table ``<name>.zip`` of ``shared/hudi-tables`` into ``dest`` (without macOS
+    """Unzip a table ``<name>.zip`` of ``tests/data/hudi-tables`` into ``dest`` (without macOS
     resource forks); returns the table folder ``dest/<name>``."""
     with zipfile.ZipFile(zipped) as archive:
         archive.extractall(dest, members=[m for m in archive.namelist() if not m.startswith("__MACOSX/")])

@@ -1,7 +1,7 @@
 """hudiql reads the merge-on-read tables real Apache Hudi wrote (table versions 6 and 8).
 
-Each table of ``shared/hudi-tables/sample_table/mor/parquet/`` and
-``shared/hudi-tables/quickstart_trips_table/mor/avro/`` is unzipped, adopted with
+Each table of ``tests/data/hudi-tables/sample_table/mor/parquet/`` and
+``tests/data/hudi-tables/quickstart_trips_table/mor/avro/`` is unzipped, adopted with
 ``CREATE TABLE ... LOCATION`` and queried as a snapshot (base files merged with their logs) and
 read-optimized (base files only, through ``t_ro`` and through the query type setting). The
 expected rows are those of the tables' README; the official reader must agree.

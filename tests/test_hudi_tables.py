@@ -1,6 +1,6 @@
 """hudiql reads the copy-on-write tables real Apache Hudi wrote (table versions 6 and 8).
 
-Each table of ``shared/hudi-tables/sample_table/cow/`` is unzipped, adopted with
+Each table of ``tests/data/hudi-tables/sample_table/cow/`` is unzipped, adopted with
 ``CREATE TABLE ... LOCATION`` and queried; the expected rows are those of the tables' README.
 """
 
