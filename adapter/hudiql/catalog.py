@@ -3,8 +3,9 @@
 - a managed table lives at ``<warehouse>/<table>`` (database ``default``) or
   ``<warehouse>/<db>.db/<table>``; it exists when its ``.hoodie/hoodie.properties`` does;
 - an external table (``LOCATION``) is registered by a small file
-  ``<warehouse>/.hudiql/tables/<db>/<table>`` holding its location.
-Both survive restarts, and a table folder copied elsewhere is still a Hudi table.
+  ``<warehouse>/.hudiql/tables/<db>/<table>`` holding its location;
+- a (persistent) view is a file ``<warehouse>/.hudiql/views/<db>/<view>`` holding its query.
+All survive restarts, and a table folder copied elsewhere is still a Hudi table.
 
 Example:
     >>> catalog = Catalog("/tmp/wh")
@@ -16,18 +17,37 @@ from __future__ import annotations
 
 import re
 
-from hudiql.errors import HudiqlError
+from hudiql.errors import SqlError
 from hudiql.io.storage import Storage
 from hudiql.table.layout import PROPERTIES_FILE
 
 DEFAULT_DATABASE = "default"
 _REGISTRY = ".hudiql/tables"
+_VIEWS = ".hudiql/views"
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Names become folder names; most file systems allow 255 bytes, and the registry adds a suffix.
+MAX_NAME_LENGTH = 128
 
 
 def check_name(kind: str, name: str) -> str:
+    """A table, view or database name is an identifier, never a path: letters, digits and ``_``.
+
+    Example:
+        >>> check_name("table", "Orders")
+        'orders'
+        >>> check_name("table", "../other")
+        Traceback (most recent call last):
+        hudiql.errors.SqlError: table name '../other' is not valid; use letters, digits and '_' (a name is not a path: use LOCATION '...' to place a table)
+    """
+    if not name:
+        raise SqlError(f"{kind} name is empty; use letters, digits and '_'")
+    if len(name) > MAX_NAME_LENGTH:
+        raise SqlError(f"{kind} name '{name[:20]}...' is {len(name)} characters long; use at most {MAX_NAME_LENGTH}")
     if not _NAME_RE.match(name):
-        raise HudiqlError(f"{kind} name '{name}' is not valid; use letters, digits and '_'")
+        raise SqlError(
+            f"{kind} name '{name}' is not valid; use letters, digits and '_' "
+            "(a name is not a path: use LOCATION '...' to place a table)"
+        )
     return name.lower()
 
 
@@ -73,6 +93,20 @@ class Catalog:
 
     def unregister(self, database: str, table: str) -> None:
         self.storage.delete(self._registry_path(database, table))
+
+    def view(self, database: str, view: str) -> str | None:
+        """The query of a persistent view, or ``None`` if there is no such view."""
+        entry = f"{_VIEWS}/{database}/{view}"
+        return self.storage.read(entry).decode() if self.storage.exists(entry) else None
+
+    def save_view(self, database: str, view: str, sql: str) -> None:
+        self.storage.write_atomic(f"{_VIEWS}/{database}/{view}", sql.encode())
+
+    def drop_view(self, database: str, view: str) -> None:
+        self.storage.delete(f"{_VIEWS}/{database}/{view}")
+
+    def views(self, database: str) -> list[str]:
+        return sorted(i.name for i in self.storage.list(f"{_VIEWS}/{database}") if not i.is_dir)
 
     def tables(self, database: str) -> list[str]:
         names = {i.name for i in self.storage.list(f"{_REGISTRY}/{database}") if not i.is_dir}

@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
 from dataclasses import dataclass
@@ -17,8 +18,9 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudiql.catalog import DEFAULT_DATABASE, Catalog, check_name
+from hudiql.catalog import DEFAULT_DATABASE, Catalog
 from hudiql.errors import (
+    OptionError,
     SqlError,
     TableExistsError,
     TableNotFoundError,
@@ -26,11 +28,14 @@ from hudiql.errors import (
 )
 from hudiql.io.storage import Storage
 from hudiql.read.query import QueryPlanner
+from hudiql.read.snapshot import table_columns
 from hudiql.services import compaction
 from hudiql.sql import ddl
 from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, derive_table_properties
-from hudiql.sql.parser import parse
+from hudiql.sql.parser import parse, table_name_text
+from hudiql.table import config as C
+from hudiql.table import keys
 from hudiql.table.config import TableConfig
 from hudiql.table.layout import PROPERTIES_FILE
 from hudiql.table.table import HudiTable
@@ -38,7 +43,8 @@ from hudiql.write.dml import RESULT_SCHEMA as DML_RESULT_SCHEMA
 from hudiql.write.dml import DmlCounts, DmlPlanner
 from hudiql.write.writer import Operation, align_columns, insert_rows, write_rows
 
-INSERT_OPERATION = "hoodie.spark.sql.insert.into.operation"
+INSERT_OPERATION = keys.INSERT_INTO_OPERATION
+WRITE_OPERATION = keys.WRITE_OPERATION
 
 
 @dataclass
@@ -86,8 +92,14 @@ class Session:
         spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(PARALLEL_LISTING_PATHS))
         self.catalog = Catalog(warehouse)
         self.catalog.storage.makedirs("")
-        self.conf: dict[str, str] = {k: v for k, v in (conf or {}).items() if not k.startswith("spark.")}
+        self.conf: dict[str, str] = {}
+        for key, value in (conf or {}).items():
+            if not key.startswith("spark."):
+                _warn(keys.validate_session_option(key, value))
+                self.conf[key] = value
         self.database = DEFAULT_DATABASE
+        #: Temporary views of this session: name -> query text.
+        self.temp_views: dict[str, str] = {}
         self.planner = QueryPlanner(self)
 
     @property
@@ -119,8 +131,16 @@ class Session:
         database, table = self.resolve(name)
         location = self.catalog.location(database, table)
         if location is None:
+            if self.view_sql(name) is not None:
+                raise SqlError(f"{name} is a view; this statement needs a table")
             raise TableNotFoundError(f"table {database}.{table} does not exist; see SHOW TABLES")
         return HudiTable.load(location)
+
+    def view_sql(self, name: S.TableName) -> str | None:
+        """The query of view ``name`` (a temporary view first, as in Spark), or ``None``."""
+        if name.database is None and name.name in self.temp_views:
+            return self.temp_views[name.name]
+        return self.catalog.view(*self.resolve(name))
 
     def _message(self, text: str) -> Result:
         return Result(self.spark.createDataFrame([(text,)], "result string"), False)
@@ -134,16 +154,27 @@ class Session:
         self.catalog.create_database(st.name)
         return self._message(f"created database {st.name}")
 
-    def _run_CreateTable(self, st: S.CreateTable) -> Result:
+    def _new_table_location(self, st: S.CreateTable | S.CreateTableLike) -> tuple[str, str, str] | Result:
+        """Database, name and location of a table to create, or the result when it exists (IF NOT EXISTS)."""
         database, name = self.resolve(st.table)
-        check_name("table", name)
         if not self.catalog.database_exists(database):
             raise TableNotFoundError(f"database {database} does not exist; CREATE DATABASE {database} first")
         if self.catalog.location(database, name) is not None:
             if st.if_not_exists:
                 return self._message(f"table {database}.{name} exists")
             raise TableExistsError(f"table {database}.{name} already exists; use IF NOT EXISTS or DROP TABLE first")
+        if self.catalog.view(database, name) is not None:
+            raise TableExistsError(f"{database}.{name} is a view; DROP VIEW {database}.{name} first or choose another name")
         location = st.location or self.catalog.managed_location(database, name)
+        if st.location and Storage(location).exists() and not Storage(location).is_dir():
+            raise SqlError(f"LOCATION '{st.location}' is a file; give a folder")
+        return database, name, location
+
+    def _run_CreateTable(self, st: S.CreateTable) -> Result:
+        placed = self._new_table_location(st)
+        if isinstance(placed, Result):
+            return placed
+        database, name, location = placed
         existing = HudiTable.load(location) if st.location and _is_table(location) else None
         if existing is not None:
             if st.columns is not None or st.query is not None:
@@ -164,9 +195,7 @@ class Session:
             name=name, database=database, schema=columns, primary_key=st.primary_key,
             partitioned_by=st.partitioned_by, options=st.options, dialect=st.dialect,
         ))
-        table = HudiTable.create(location, TableConfig(props))
-        if st.location:
-            self.catalog.register_external(database, name, table.base_uri)
+        table = self._create_table(database, name, location, st.location is not None, props)
         if rows is not None:
             try:
                 ordered = rows.select([F.col(f"`{f.name}`") for f in schema.fields])
@@ -178,10 +207,87 @@ class Session:
                 raise
         return self._message(f"created table {database}.{name}")
 
+    def _create_table(self, database: str, name: str, location: str, external: bool, props: dict[str, str]) -> HudiTable:
+        table = HudiTable.create(location, TableConfig(props))
+        if external:
+            self.catalog.register_external(database, name, table.base_uri)
+        return table
+
+    def _run_CreateTableLike(self, st: S.CreateTableLike) -> Result:
+        source = self.table(st.source)
+        placed = self._new_table_location(st)
+        if isinstance(placed, Result):
+            return placed
+        database, name, location = placed
+        if _has_files(location):
+            raise TableExistsError(f"{location} is not empty; choose an empty LOCATION")
+        # The source's options, without what names or identifies the source itself; the new
+        # table's own TBLPROPERTIES win.
+        options = {k: v for k, v in source.config.props.items() if k not in _IDENTITY_KEYS}
+        options.update(st.options)
+        props, _ = derive_table_properties(TableDefinition(
+            name=name, database=database, schema=source.schema, options=options,
+        ))
+        self._create_table(database, name, location, st.location is not None, props)
+        return self._message(f"created table {database}.{name} like {st.source}")
+
+    def _run_AlterTableProperties(self, st: S.AlterTableProperties) -> Result:
+        table = self.table(st.table)
+        for key in [*st.set, *st.unset]:
+            if not keys.is_alterable(key):
+                raise OptionError(
+                    f"table option '{key}' cannot change after the table is created; "
+                    "create a new table (CREATE TABLE ... LIKE or AS SELECT) with the value you want"
+                )
+        _warn(keys.validate_table_options(st.set))
+        missing = [k for k in st.unset if k not in table.config.props]
+        if missing and not st.if_exists:
+            raise OptionError(f"table {st.table} has no option '{missing[0]}'; use UNSET TBLPROPERTIES IF EXISTS")
+        props = {k: v for k, v in table.config.props.items() if k not in st.unset}
+        props.update(st.set)
+        TableConfig(props).save(table.storage)
+        return self._message(f"altered table {st.table}")
+
+    def _run_CreateView(self, st: S.CreateView) -> Result:
+        database, name = self.resolve(st.view)
+        if st.temporary and st.view.database is not None:
+            raise SqlError(f"a temporary view has no database; write CREATE TEMPORARY VIEW {name}")
+        exists = name in self.temp_views if st.temporary else self.catalog.view(database, name) is not None
+        if exists and not st.replace:
+            if st.if_not_exists:
+                return self._message(f"view {name} exists")
+            raise TableExistsError(f"view {name} already exists; use CREATE OR REPLACE VIEW")
+        if not st.temporary:
+            if not self.catalog.database_exists(database):
+                raise TableNotFoundError(f"database {database} does not exist; CREATE DATABASE {database} first")
+            if self.catalog.location(database, name) is not None:
+                raise TableExistsError(f"{database}.{name} is a table; choose another name for the view")
+        # Analysed now, so that a view that cannot run is never created.
+        self.planner.dataframe(st.query)
+        if st.temporary:
+            self.temp_views[name] = st.sql
+        else:
+            self.catalog.save_view(database, name, st.sql)
+        return self._message(f"created view {name if st.temporary else f'{database}.{name}'}")
+
+    def _run_DropView(self, st: S.DropView) -> Result:
+        database, name = self.resolve(st.view)
+        if st.view.database is None and name in self.temp_views:
+            del self.temp_views[name]
+        elif self.catalog.view(database, name) is not None:
+            self.catalog.drop_view(database, name)
+        elif self.catalog.location(database, name) is not None:
+            raise SqlError(f"{database}.{name} is a table; use DROP TABLE")
+        elif not st.if_exists:
+            raise TableNotFoundError(f"view {st.view} does not exist; use DROP VIEW IF EXISTS")
+        return self._message(f"dropped view {st.view}")
+
     def _run_DropTable(self, st: S.DropTable) -> Result:
         database, name = self.resolve(st.table)
         location = self.catalog.location(database, name)
         if location is None:
+            if self.view_sql(st.table) is not None:
+                raise SqlError(f"{st.table} is a view; use DROP VIEW")
             if st.if_exists:
                 return self._message(f"table {database}.{name} does not exist")
             raise TableNotFoundError(f"table {database}.{name} does not exist; use DROP TABLE IF EXISTS")
@@ -192,16 +298,58 @@ class Session:
         return self._message(f"dropped table {database}.{name}")
 
     def _run_Describe(self, st: S.Describe) -> Result:
-        table = self.table(st.table)
-        rows = ddl.describe(table, st.extended)
+        view = self.view_sql(st.table)
+        if view is not None and self.catalog.location(*self.resolve(st.table)) is None:
+            schema = self.planner.dataframe(parse(view)[0].expression).schema
+            rows = [(f.name, f.dataType.simpleString(), None) for f in schema.fields]
+        else:
+            rows = ddl.describe(self.table(st.table), st.extended)
         return Result(self.spark.createDataFrame(rows, "col_name string, data_type string, comment string"), True)
 
     def _run_ShowTables(self, st: S.ShowTables) -> Result:
         database = st.database or self.database
         if not self.catalog.database_exists(database):
             raise TableNotFoundError(f"database {database} does not exist")
-        rows = [(database, t, False) for t in self.catalog.tables(database)]
+        rows = [(database, t, False) for t in sorted(self.catalog.tables(database) + self.catalog.views(database))]
+        rows += [("", v, True) for v in sorted(self.temp_views)]
         return Result(self.spark.createDataFrame(rows, "namespace string, tableName string, isTemporary boolean"), True)
+
+    def _run_ShowDatabases(self, st: S.ShowDatabases) -> Result:
+        names = self.catalog.databases()
+        if st.pattern is not None:
+            # Spark's pattern: '*' for any characters, '|' between alternatives, case-insensitive.
+            alternatives = [p.strip().lower() for p in st.pattern.split("|")]
+            names = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in alternatives)]
+        return Result(self.spark.createDataFrame([(n,) for n in names], "namespace string"), True)
+
+    def _run_ShowColumns(self, st: S.ShowColumns) -> Result:
+        rows = [(f.name,) for f in table_columns(self.table(st.table)).fields]
+        return Result(self.spark.createDataFrame(rows, "col_name string"), True)
+
+    def _run_ShowTblProperties(self, st: S.ShowTblProperties) -> Result:
+        props = self.table(st.table).config.props
+        if st.key is not None:
+            database, name = self.resolve(st.table)
+            value = props.get(st.key, f"Table {database}.{name} does not have property: {st.key}")
+            rows = [(st.key, value)]
+        else:
+            rows = sorted(props.items())
+        return Result(self.spark.createDataFrame(rows, "key string, value string"), True)
+
+    def _run_ShowPartitions(self, st: S.ShowPartitions) -> Result:
+        table = self.table(st.table)
+        if not table.keygen.is_partitioned:
+            raise SqlError(f"SHOW PARTITIONS: table {st.table} is not partitioned")
+        rows = []
+        for path in table.file_system_view().partitions():
+            values = table.keygen.partition_values(path)
+            rows.append(("/".join(f"{k}={'null' if v is None else v}" for k, v in values.items()) if values else path,))
+        return Result(self.spark.createDataFrame(sorted(rows), "partition string"), True)
+
+    def _run_Explain(self, st: S.Explain) -> Result:
+        df = self.planner.dataframe(st.query)
+        plan = self.spark._jvm.PythonSQLUtils.explainString(df._jdf.queryExecution(), st.mode)
+        return Result(self.spark.createDataFrame([(plan,)], "plan string"), True)
 
     def _run_ShowCreateTable(self, st: S.ShowCreateTable) -> Result:
         database, name = self.resolve(st.table)
@@ -215,13 +363,15 @@ class Session:
             raise SqlError(f"unknown procedure '{st.procedure}'; available: {', '.join(procedures)}")
         if "table" not in st.args:
             raise SqlError(f"CALL {st.procedure} needs table => 'name'")
-        table = self.table(_name_arg(st.args["table"]))
+        table = self.table(table_name_text(st.args["table"]))
         if st.procedure == "show_table_properties":
             rows = sorted(table.config.props.items())
             return Result(self.spark.createDataFrame(rows, "key string, value string"), True)
         if st.procedure == "show_compaction":
             rows = compaction.describe(table)
             return Result(self.spark.createDataFrame(rows, "timestamp string, operation_size int, state string"), True)
+        if not table.config.is_mor:
+            raise SqlError(f"CALL {st.procedure}: table {st.args['table']} is copy-on-write; only merge-on-read tables are compacted")
         op = st.args.get("op", "scheduleandexecute").lower()
         rows = compaction.run_procedure(self.spark, table, op)
         return Result(self.spark.createDataFrame(rows, "timestamp string, operation_size int, state string"), True)
@@ -238,6 +388,7 @@ class Session:
         if st.key.startswith("spark."):
             self.spark.conf.set(st.key, st.value)
         else:
+            _warn(keys.validate_session_option(st.key, st.value))
             self.conf[st.key] = st.value
         return Result(self.spark.createDataFrame([(st.key, st.value)], "key string, value string"), False)
 
@@ -256,11 +407,14 @@ class Session:
         source = self.planner.dataframe(st.query)
         rows = insert_rows(table.schema, source, st.columns, st.partition)
         default = Operation.UPSERT if table.has_record_key else Operation.INSERT
-        raw = self.conf.get(INSERT_OPERATION) or table.config.get(INSERT_OPERATION) or default.value
+        key, raw = next(
+            ((k, v) for k, v in ((k, self.conf.get(k) or table.config.get(k)) for k in (INSERT_OPERATION, WRITE_OPERATION)) if v),
+            (INSERT_OPERATION, default.value),
+        )
         try:
             operation = Operation(raw.lower())
         except ValueError:
-            raise SqlError(f"{INSERT_OPERATION}={raw} is not valid; use insert, upsert or bulk_insert") from None
+            raise SqlError(f"{key}={raw} is not valid; use insert, upsert or bulk_insert") from None
         if not table.has_record_key:
             operation = Operation.INSERT if operation is Operation.UPSERT else operation
         meta = self._write(table, rows, operation)
@@ -293,9 +447,14 @@ def _has_files(location: str) -> bool:
     return bool(Storage(location).list(""))
 
 
-def _name_arg(text: str) -> S.TableName:
-    parts = text.lower().split(".")
-    return S.TableName(parts[0] if len(parts) == 2 else None, parts[-1])
+#: hoodie.properties keys that name or identify one table, never copied by CREATE TABLE ... LIKE.
+_IDENTITY_KEYS = {C.TABLE_NAME, C.DATABASE_NAME, C.CHECKSUM, C.CREATE_SCHEMA}
+
+
+def _warn(lines: list[str]) -> None:
+    """Options hudiql ignores where ignoring cannot change a result: one line each on stderr."""
+    for line in lines:
+        print(f"Warning: {line}", file=sys.stderr)
 
 
 def connect(warehouse: str = "warehouse", spark: SparkSession | None = None, conf: dict[str, str] | None = None) -> Session:

@@ -12,9 +12,11 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import sqlglot
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from sqlglot import exp
@@ -32,28 +34,48 @@ if TYPE_CHECKING:
     from hudiql.session import Session
 
 
+#: Views within views, at most: deeper means a view names itself.
+MAX_VIEW_DEPTH = 32
+
+
 class QueryPlanner:
     def __init__(self, session: Session) -> None:
         self.session = session
         self._views = 0
+        self._view_tables: dict[str, str] = {}  # snapshot view -> the table it reads, for error messages
 
     def dataframe(self, query: exp.Expression) -> DataFrame:
         """Run a query expression; hudiql tables are replaced by snapshot views."""
         query, views = self.with_snapshots(query)
         try:
             return self.session.spark.sql(query.sql(dialect=DIALECT))
+        except Exception as e:
+            raise self.user_error(e, views) from None
         finally:
             # The analysed DataFrame keeps the snapshot plans; the names are no longer needed.
             self.drop(views)
 
+    def user_error(self, exc: Exception, views: list[str]) -> Exception:
+        """Spark's analysis error in the user's words: positions refer to the rewritten query,
+        so they are dropped, and snapshot view names become the tables' names again."""
+        if type(exc).__name__ not in ("AnalysisException", "ParseException"):
+            return exc
+        message = str(exc).strip().splitlines()[0]
+        message = re.sub(r";?\s*line \d+ pos \d+", "", message)
+        message = re.sub(r"\s*SQLSTATE: \w+", "", message)
+        for view in views:
+            message = message.replace(view, self._view_tables.get(view, "table"))
+        return SqlError(message.strip().rstrip(";."))
+
     def drop(self, views: list[str]) -> None:
         for view in views:
             self.session.spark.catalog.dropTempView(view)
+            self._view_tables.pop(view, None)
 
     def with_snapshots(self, query: exp.Expression) -> tuple[exp.Expression, list[str]]:
         """A copy of ``query`` naming a registered snapshot view for each hudiql table it reads,
         and those views (the caller drops them once Spark has analysed the query)."""
-        query = query.copy()
+        query = self.expand_views(query.copy())
         ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
         views: list[str] = []
         for node in list(query.find_all(exp.Table)):
@@ -75,10 +97,37 @@ class QueryPlanner:
             keep = _partition_filter(self.session, table, files, node)
             columns = needed_columns(query, table_columns(table).fieldNames())
             view = self.register(snapshot(self.session.spark, table, files, keep, read_optimized, columns))
+            self._view_tables[view] = f"{database}.{table_name}"
             views.append(view)
             alias = node.alias or node.name
             node.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias))))
         return query, views
+
+    def expand_views(self, query: exp.Expression) -> exp.Expression:
+        """``query`` with each hudiql view it names replaced by the view's query, so that a view
+        reads its tables as they are when the query runs."""
+        for _ in range(MAX_VIEW_DEPTH):
+            ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+            expanded = False
+            for node in list(query.find_all(exp.Table)):
+                if not node.name or node.catalog or (not node.db and node.name.lower() in ctes):
+                    continue
+                if isinstance(node.parent, (exp.Insert, exp.Create)):
+                    continue
+                name = TableName(node.db.lower() or None, node.name.lower())
+                sql = self.session.view_sql(name)
+                if sql is None:
+                    continue
+                view_query = sqlglot.parse_one(sql, read=DIALECT)
+                alias = exp.TableAlias(this=exp.to_identifier(node.alias or node.name))
+                replacement = exp.Subquery(this=view_query, alias=alias)
+                if node is query:
+                    return view_query
+                node.replace(replacement)
+                expanded = True
+            if not expanded:
+                return query
+        raise SqlError(f"a view refers to itself (more than {MAX_VIEW_DEPTH} views deep); CREATE OR REPLACE it without the loop")
 
     def _resolve(self, database: str, name: str) -> tuple[HudiTable, bool] | None:
         """The table a name reads, and whether read-optimized: ``t_ro`` reads the base files of

@@ -1,13 +1,23 @@
 """SQL text -> typed statements, with sqlglot (Spark dialect; Flink DDL is recognised by its shape).
 
+Every statement knows where it starts in the user's text, and every parse error names the
+statement number, line and column in words (no sqlglot class names, no sqlglot warnings).
+
 Example:
     >>> [type(s).__name__ for s in parse("SET a=1; SELECT 1")]
     ['SetConf', 'Query']
+    >>> parse("SELECT 1;\nSELEC 2")
+    Traceback (most recent call last):
+    hudiql.errors.SqlError: statement 2 (line 2, column 1): 'SELEC' does not start a statement; did you mean SELECT?
 """
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import logging
 import re
+from collections.abc import Iterator
 
 import sqlglot
 from pyspark.sql import types as T
@@ -16,6 +26,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
+from hudiql.catalog import check_name
 from hudiql.errors import SqlError
 from hudiql.sql import statements as S
 from hudiql.sql.options import FLINK, SPARK
@@ -26,39 +37,165 @@ _SET_RE = re.compile(r"^SET(?:\s+(?P<key>[^=\s]+)\s*(?:=\s*(?P<value>.*?))?)?\s*
 _USE_RE = re.compile(r"^USE\s+(?:DATABASE\s+|SCHEMA\s+)?`?(?P<db>\w+)`?\s*$", re.I)
 _SHOW_TABLES_RE = re.compile(r"^SHOW\s+TABLES(?:\s+(?:IN|FROM)\s+`?(?P<db>\w+)`?)?\s*$", re.I)
 _SHOW_CREATE_RE = re.compile(r"^SHOW\s+CREATE\s+TABLE\s+(?P<table>[\w.`]+)\s*$", re.I)
-_CALL_RE = re.compile(r"^CALL\s+(?P<call>\w+\s*\(.*\))\s*$", re.I | re.S)
+_CALL_RE = re.compile(r"^CALL\s+(?P<call>.+)$", re.I | re.S)
+_NAME = r"(?P<table>[\w.`]+)"
+_SHOW_DATABASES_RE = re.compile(r"^SHOW\s+(?:DATABASES|SCHEMAS)(?:\s+(?:LIKE\s+)?'(?P<pattern>[^']*)')?\s*$", re.I)
+_SHOW_COLUMNS_RE = re.compile(rf"^SHOW\s+COLUMNS\s+(?:IN|FROM)\s+{_NAME}(?:\s+(?:IN|FROM)\s+`?(?P<db>\w+)`?)?\s*$", re.I)
+_SHOW_TBLPROPERTIES_RE = re.compile(rf"^SHOW\s+TBLPROPERTIES\s+{_NAME}(?:\s*\(\s*'?(?P<key>[^')]+?)'?\s*\))?\s*$", re.I)
+_SHOW_PARTITIONS_RE = re.compile(rf"^SHOW\s+PARTITIONS\s+{_NAME}\s*$", re.I)
+_EXPLAIN_RE = re.compile(r"^EXPLAIN(?:\s+(?P<mode>EXTENDED|FORMATTED|CODEGEN|COST|SIMPLE))?\s+(?P<query>.+)$", re.I | re.S)
+_UNSET_RE = re.compile(rf"^ALTER\s+TABLE\s+{_NAME}\s+UNSET\s+TBLPROPERTIES\s*(?P<exists>IF\s+EXISTS\s*)?\((?P<keys>[^)]*)\)\s*$", re.I | re.S)
+
+#: First words of the statements hudiql runs, for "did you mean" on a typo.
+STATEMENT_WORDS = [
+    "SELECT", "WITH", "VALUES", "INSERT", "MERGE", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "DESCRIBE",
+    "DESC", "SHOW", "CALL", "SET", "USE", "EXPLAIN", "FROM", "TABLE",
+]
+#: Statements Spark SQL or Hudi have and hudiql does not (yet): refused by name, never misread.
+_NOT_SUPPORTED = {
+    "TRUNCATE": "TRUNCATE TABLE is not supported yet; use DELETE FROM t",
+    "REFRESH": "REFRESH is not needed: every statement reads the table's latest snapshot",
+    "CACHE": "CACHE TABLE is not supported; hudiql reads each table's latest snapshot",
+    "UNCACHE": "UNCACHE TABLE is not supported; hudiql caches no table",
+    "MSCK": "MSCK REPAIR TABLE is not needed: hudiql finds partitions from the table's timeline",
+    "ANALYZE": "ANALYZE TABLE is not supported",
+    "LOAD": "LOAD DATA is not supported; use INSERT INTO t SELECT * FROM parquet.`<path>`",
+    "GRANT": "GRANT is not supported: hudiql has no access control",
+    "REVOKE": "REVOKE is not supported: hudiql has no access control",
+    "ADD": "ADD JAR/FILE is not supported",
+}
+
+
+class _Located(SqlError):
+    """A parse error at a line and column of one statement's own text (1-based)."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.line, self.column = line, column
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset`` in ``text``."""
+    before = text[:offset]
+    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
+
+
+def _pieces(text: str) -> list[tuple[str, int]]:
+    """The statements of ``text`` split on ``;`` outside strings and comments, each with the
+    offset where its code starts; empty statements are dropped."""
+    try:
+        tokens = Spark().tokenize(text)
+    except TokenError:
+        opened = _open_quote(text)
+        line, column = _position(text, opened)
+        number = len(split_statements(text[:opened] + "x"))  # the statements before, and this one
+        raise SqlError(f"statement {number} (line {line}, column {column}): a quote or comment is never closed") from None
+    out, first = [], None
+    for tok in tokens:
+        if tok.token_type == TokenType.SEMICOLON:
+            if first is not None:
+                out.append((text[first:tok.start].strip(), first))
+            first = None
+        elif first is None:
+            # A token's start skips the comments before it; the statement starts at its first token.
+            first = tok.start
+    if first is not None:
+        out.append((text[first:].strip(), first))
+    return out
+
+
+def _open_quote(text: str) -> int:
+    """Where the quote or block comment that the tokenizer could not close starts."""
+    i, quote = 0, None
+    opened = 0
+    while i < len(text):
+        ch = text[i]
+        if quote is None:
+            if text.startswith("--", i):
+                i = text.find("\n", i) if "\n" in text[i:] else len(text)
+                continue
+            if text.startswith("/*", i):
+                end = text.find("*/", i + 2)
+                if end < 0:
+                    return i
+                i = end + 2
+                continue
+            if ch in "'\"`":
+                quote, opened = ch, i
+        elif ch == "\\":
+            i += 1
+        elif ch == quote:
+            quote = None
+        i += 1
+    return opened if quote else 0
 
 
 def split_statements(text: str) -> list[str]:
     """Split on ``;`` outside strings and comments; empty statements are dropped."""
-    try:
-        tokens = Spark().tokenize(text)
-    except TokenError as e:
-        raise SqlError(f"cannot read the SQL: {e}") from None
-    out, start = [], 0
-    for tok in tokens:
-        if tok.token_type == TokenType.SEMICOLON:
-            out.append(text[start:tok.start])
-            start = tok.end + 1
-    out.append(text[start:])
-    return [s.strip() for s in out if _has_code(s)]
-
-
-def _has_code(text: str) -> bool:
-    try:
-        return bool(Spark().tokenize(text))
-    except TokenError:
-        return bool(text.strip())
+    return [piece for piece, _ in _pieces(text)]
 
 
 def parse(text: str) -> list[S.Statement]:
-    return [parse_statement(s) for s in split_statements(text)]
+    """Every statement of ``text``, parsed before anything runs; a parse error names the
+    statement's number and the line and column in ``text``."""
+    out = []
+    for number, (piece, offset) in enumerate(_pieces(text), start=1):
+        line, column = _position(text, offset)
+        try:
+            statement = parse_statement(piece)
+        except _Located as e:
+            at_line = line + e.line - 1
+            at_column = column + e.column - 1 if e.line == 1 else e.column
+            raise SqlError(f"statement {number} (line {at_line}, column {at_column}): {e}") from None
+        except SqlError as e:
+            raise SqlError(f"statement {number} (line {line}, column {column}): {e}") from None
+        statement.number, statement.line, statement.column = number, line, column
+        out.append(statement)
+    return out
 
 
 def parse_statement(text: str) -> S.Statement:
+    """One statement (no ``;``); errors are ``SqlError``, positions relative to ``text``."""
+    _check_first_word(text)
+    _check_trailing_commas(text)
     statement = _parse_command(text) or _parse_with_sqlglot(text)
     statement.text = text
     return statement
+
+
+def _check_first_word(text: str) -> None:
+    word = re.match(r"\s*([A-Za-z_]+)", _strip_comments(text))
+    if word is None:
+        if text.lstrip().startswith("("):
+            return  # a parenthesised query
+        raise _Located("a statement starts with a keyword such as SELECT, INSERT or CREATE")
+    first = word[1].upper()
+    if first in _NOT_SUPPORTED:
+        raise _Located(_NOT_SUPPORTED[first])
+    if first not in STATEMENT_WORDS:
+        guess = difflib.get_close_matches(first, STATEMENT_WORDS, n=1, cutoff=0.6)
+        hint = f"; did you mean {guess[0]}?" if guess else "; statements start with SELECT, INSERT, MERGE, UPDATE, DELETE, CREATE, ..."
+        raise _Located(f"'{word[1]}' does not start a statement{hint}")
+
+
+def _check_trailing_commas(text: str) -> None:
+    """Spark refuses a comma before ``)`` or ``FROM``; sqlglot would drop it in silence."""
+    tokens = Spark().tokenize(text)
+    for tok, nxt in zip(tokens, tokens[1:]):
+        if tok.token_type == TokenType.COMMA and nxt.token_type in (TokenType.R_PAREN, TokenType.FROM):
+            raise _Located(f"a comma before '{nxt.text}': remove the trailing comma", tok.line, tok.col)
+
+
+@contextlib.contextmanager
+def _sqlglot_quiet() -> Iterator[None]:
+    """sqlglot logs a warning when it falls back to an opaque command; hudiql decides itself."""
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _parse_command(text: str) -> S.Statement | None:
@@ -79,7 +216,36 @@ def _parse_command(text: str) -> S.Statement | None:
         return S.ShowCreateTable(table_name_text(m["table"]))
     if m := _CALL_RE.match(stripped):
         return _parse_call(m["call"])
+    if m := _SHOW_DATABASES_RE.match(stripped):
+        return S.ShowDatabases(m["pattern"])
+    if m := _SHOW_COLUMNS_RE.match(stripped):
+        table = table_name_text(m["table"])
+        if m["db"]:
+            table = S.TableName(m["db"].lower(), table.name)
+        return S.ShowColumns(table)
+    if m := _SHOW_TBLPROPERTIES_RE.match(stripped):
+        return S.ShowTblProperties(table_name_text(m["table"]), m["key"])
+    if m := _SHOW_PARTITIONS_RE.match(stripped):
+        return S.ShowPartitions(table_name_text(m["table"]))
+    if stripped.upper().startswith("SHOW"):
+        raise SqlError(
+            "SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t and CREATE TABLE t"
+        )
+    if m := _EXPLAIN_RE.match(stripped):
+        return _explain(m["query"], (m["mode"] or "simple").lower())
+    if m := _UNSET_RE.match(stripped):
+        keys = [k.strip().strip("'\"`") for k in m["keys"].split(",") if k.strip()]
+        if not keys:
+            raise SqlError("UNSET TBLPROPERTIES needs at least one key, e.g. UNSET TBLPROPERTIES ('hoodie.x')")
+        return S.AlterTableProperties(table_name_text(m["table"]), {}, keys, bool(m["exists"]))
     return None
+
+
+def _explain(text: str, mode: str) -> S.Explain:
+    inner = parse_statement(text)
+    if not isinstance(inner, S.Query):
+        raise SqlError("EXPLAIN shows the plan of a query; write EXPLAIN SELECT ...")
+    return S.Explain(inner.expression, mode)
 
 
 def _strip_comments(text: str) -> str:
@@ -88,17 +254,19 @@ def _strip_comments(text: str) -> str:
 
 
 def table_name_text(text: str) -> S.TableName:
-    parts = [p.strip("`").lower() for p in text.split(".")]
+    """``[db.]table`` as written in a command or a procedure argument."""
+    parts = [p.strip().strip("`").lower() for p in text.split(".")]
     if len(parts) > 2 or not all(parts):
         raise SqlError(f"'{text}' is not a table name; use [database.]table")
-    return S.TableName(parts[0] if len(parts) == 2 else None, parts[-1])
+    return S.TableName(check_name("database", parts[0]) if len(parts) == 2 else None, check_name("table", parts[-1]))
 
 
 def _parse_call(text: str) -> S.Call:
     try:
-        call = sqlglot.parse_one(text, read=DIALECT)
+        with _sqlglot_quiet():
+            call = sqlglot.parse_one(text, read=DIALECT)
     except ParseError as e:
-        raise SqlError(f"cannot parse CALL: {_first_line(e)}") from None
+        raise _syntax_error(e) from None
     args: dict[str, str] = {}
     for arg in call.expressions:
         if not isinstance(arg, exp.Kwarg):
@@ -107,23 +275,43 @@ def _parse_call(text: str) -> S.Call:
     return S.Call(call.name.lower(), args)
 
 
-def _first_line(e: Exception) -> str:
-    return str(e).splitlines()[0]
+def _syntax_error(error: ParseError) -> _Located:
+    """sqlglot's parse error in words: where it is and the text there, without class names."""
+    detail = error.errors[0] if error.errors else {}
+    near = (detail.get("highlight") or "").strip()
+    description = detail.get("description") or ""
+    if description.startswith("Expecting "):
+        what = f"expected {description.removeprefix('Expecting ')}"
+    elif "missing" in description or description.startswith("Expected"):
+        what = "the statement ends too early" if not detail.get("end_context") else "something is missing"
+    else:
+        what = "unexpected text"
+    where = f" near '{near}'" if near else ""
+    return _Located(f"syntax error{where}: {what}", detail.get("line") or 1, max(1, (detail.get("col") or 1) - len(near) + 1))
 
 
 def _parse_with_sqlglot(text: str) -> S.Statement:
     try:
-        tree = sqlglot.parse_one(text, read=DIALECT)
-    except (ParseError, TokenError) as e:
-        raise SqlError(f"cannot parse SQL: {_first_line(e)}") from None
+        with _sqlglot_quiet():
+            tree = sqlglot.parse_one(text, read=DIALECT)
+    except ParseError as e:
+        raise _syntax_error(e) from None
+    except TokenError:
+        raise SqlError("a quote or comment is never closed") from None
+    _refuse_time_travel(tree)
     if isinstance(tree, exp.Create):
-        return _create(tree)
+        return _create(tree, text)
+    if isinstance(tree, exp.Alter):
+        return _alter(tree)
     if isinstance(tree, exp.Drop):
-        if (tree.args.get("kind") or "").upper() != "TABLE":
-            raise SqlError(f"DROP {tree.args.get('kind')} is not supported; use DROP TABLE")
+        kind = (tree.args.get("kind") or "").upper()
+        if kind not in ("TABLE", "VIEW"):
+            raise SqlError(f"DROP {kind} is not supported; use DROP TABLE or DROP VIEW")
         targets = tree.args.get("tables") or [tree.this]
         if len(targets) != 1:
-            raise SqlError("DROP TABLE takes one table")
+            raise SqlError(f"DROP {kind} takes one name")
+        if kind == "VIEW":
+            return S.DropView(table_name(targets[0]), bool(tree.args.get("exists")))
         return S.DropTable(table_name(targets[0]), bool(tree.args.get("exists")))
     if isinstance(tree, exp.Insert):
         return _insert(tree)
@@ -133,6 +321,8 @@ def _parse_with_sqlglot(text: str) -> S.Statement:
         where = tree.args.get("where")
         if tree.args.get("from_") or tree.args.get("from"):
             raise SqlError("UPDATE ... FROM is not supported; use MERGE INTO")
+        if not tree.expressions:
+            raise SqlError("UPDATE needs SET: UPDATE t SET column = value [WHERE ...]")
         return S.Update(table_name(tree.this), tree.this.alias or None, _assignments(tree.expressions),
                         where.this if where else None)
     if isinstance(tree, exp.Delete):
@@ -142,34 +332,58 @@ def _parse_with_sqlglot(text: str) -> S.Statement:
         return S.Delete(table_name(tree.this), tree.this.alias or None, where.this if where else None)
     if isinstance(tree, exp.Describe):
         style = (tree.args.get("style") or "").upper()
+        if style == "HISTORY":
+            raise SqlError("DESCRIBE HISTORY is not supported yet; hudiql has no history queries (the timeline is in <table>/.hoodie)")
+        if style not in ("", "EXTENDED", "FORMATTED"):
+            raise SqlError(f"DESCRIBE {style} is not supported; use DESCRIBE [EXTENDED] t")
+        if not isinstance(tree.this, exp.Table):
+            raise SqlError("DESCRIBE takes a table name: DESCRIBE [EXTENDED] t")
         return S.Describe(table_name(tree.this), style in ("EXTENDED", "FORMATTED"))
     if isinstance(tree, exp.Query):
         return S.Query(tree)
-    if isinstance(tree, exp.Command):
-        raise SqlError(f"unsupported statement: {text.split()[0].upper()} {tree.expression.name[:40] if tree.expression else ''}".strip())
-    raise SqlError(f"unsupported statement: {type(tree).__name__.upper()}")
+    words = " ".join(text.split()[:2]).upper()
+    raise SqlError(f"{words} ... is not a statement hudiql runs; see the README's list of supported SQL")
+
+
+def _refuse_time_travel(tree: exp.Expression) -> None:
+    for node in tree.find_all(exp.Table):
+        version = node.args.get("version")
+        if version is not None:
+            raise SqlError(
+                f"time travel ('{node.name} {version.sql(DIALECT)}') is not supported yet; "
+                "hudiql reads the latest snapshot only"
+            )
 
 
 def table_name(node: exp.Expression) -> S.TableName:
+    """A table (or view) name; each part is an identifier, never a path."""
     if isinstance(node, exp.Schema):
         node = node.this
     if not isinstance(node, exp.Table) or not node.name:
         raise SqlError(f"expected a table name, got '{node.sql(DIALECT) if node else ''}'")
     if node.catalog:
         raise SqlError(f"'{node.sql(DIALECT)}': catalogs are not supported; use [database.]table")
-    return S.TableName(node.db.lower() or None, node.name.lower())
+    database = check_name("database", node.db) if node.db else None
+    return S.TableName(database, check_name("table", node.name))
 
 
-def _create(tree: exp.Create) -> S.Statement:
+def _create(tree: exp.Create, text: str) -> S.Statement:
     kind = (tree.args.get("kind") or "").upper()
     if kind in ("DATABASE", "SCHEMA"):
-        return S.CreateDatabase(tree.this.name.lower(), bool(tree.args.get("exists")))
+        # sqlglot reads the name of CREATE SCHEMA s as a database part of a table name
+        name = tree.this.name or tree.this.args.get("db") and tree.this.db
+        return S.CreateDatabase(check_name("database", name or ""), bool(tree.args.get("exists")))
+    if kind == "VIEW":
+        return _create_view(tree, text)
     if kind != "TABLE":
-        raise SqlError(f"CREATE {kind} is not supported; use CREATE TABLE")
+        raise SqlError(f"CREATE {kind} is not supported; use CREATE TABLE, CREATE VIEW or CREATE DATABASE")
+    if tree.args.get("replace"):
+        raise SqlError("CREATE OR REPLACE TABLE is not supported yet; DROP TABLE then CREATE TABLE")
     options: dict[str, str] = {}
     partitioned_by: list[str] = []
     location = None
     file_format = None
+    like = None
     for prop in (tree.args.get("properties") or exp.Properties(expressions=[])).expressions:
         if isinstance(prop, exp.FileFormatProperty):
             file_format = prop.this.name.lower()
@@ -177,12 +391,22 @@ def _create(tree: exp.Create) -> S.Statement:
             partitioned_by = [c.name for c in prop.this.expressions]
         elif isinstance(prop, exp.LocationProperty):
             location = prop.this.name
+            if not location.strip():
+                raise SqlError("LOCATION '' is empty; give a folder, e.g. LOCATION '/data/orders'")
+        elif isinstance(prop, exp.LikeProperty):
+            like = table_name(prop.this)
         elif isinstance(prop, exp.OptionsProperty):
             options.update(_property_pairs(prop.expressions))
         elif isinstance(prop, exp.Property):
             options.update(_property_pairs([prop]))
         else:
             raise SqlError(f"unsupported table clause: {prop.sql(DIALECT)}")
+    if like is not None:
+        if file_format not in (None, "hudi"):
+            raise SqlError(f"CREATE TABLE ... LIKE makes a Hudi table; remove USING {file_format}")
+        if partitioned_by or isinstance(tree.this, exp.Schema) or tree.expression is not None:
+            raise SqlError("CREATE TABLE ... LIKE copies columns and partitioning; remove the column list, PARTITIONED BY or AS SELECT")
+        return S.CreateTableLike(table_name(tree.this), like, bool(tree.args.get("exists")), options, location)
     connector = options.pop("connector", None)
     dialect = FLINK if connector is not None else SPARK
     if connector is not None and connector.lower() != "hudi":
@@ -195,8 +419,12 @@ def _create(tree: exp.Create) -> S.Statement:
     target = tree.this
     if isinstance(target, exp.Schema):
         fields = []
+        if not target.expressions:
+            raise SqlError("CREATE TABLE needs at least one column, e.g. CREATE TABLE t (id BIGINT, ...)")
         for item in target.expressions:
             if isinstance(item, exp.ColumnDef):
+                if item.args.get("kind") is None:
+                    raise SqlError(f"column '{item.name}' has no type; write {item.name} <type>, e.g. {item.name} STRING")
                 fields.append(T.StructField(item.name, spark_type(item.args["kind"]), True))
                 for constraint in item.args.get("constraints") or []:
                     if isinstance(constraint.args.get("kind"), exp.PrimaryKeyColumnConstraint):
@@ -207,12 +435,63 @@ def _create(tree: exp.Create) -> S.Statement:
                 raise SqlError(f"unsupported column definition: {item.sql(DIALECT)}")
         columns = T.StructType(fields)
     query = tree.expression if isinstance(tree.expression, exp.Query) else None
+    if columns is not None:
+        _check_columns(columns)
     if columns is not None and query is not None:
         raise SqlError("CREATE TABLE ... AS SELECT takes its columns from the query; remove the column list")
     return S.CreateTable(
         table=table_name(target), if_not_exists=bool(tree.args.get("exists")), columns=columns,
         primary_key=primary_key, partitioned_by=partitioned_by, options=options, location=location,
         dialect=dialect, query=query,
+    )
+
+
+def _check_columns(columns: T.StructType) -> None:
+    """Column names a Hudi table can hold: each once (case-insensitively, as Spark compares them),
+    none of Hudi's own meta columns."""
+    seen: dict[str, str] = {}
+    for name in columns.fieldNames():
+        if name.lower() in seen:
+            raise SqlError(f"column '{name}' is defined twice (as '{seen[name.lower()]}' and '{name}'); column names ignore case")
+        if name.lower().startswith("_hoodie_") and name.lower() != "_hoodie_is_deleted":
+            raise SqlError(f"column '{name}': names starting with _hoodie_ are Hudi's meta columns; rename it")
+        seen[name.lower()] = name
+
+
+def _create_view(tree: exp.Create, text: str) -> S.CreateView:
+    query = tree.expression
+    if not isinstance(query, exp.Query):
+        raise SqlError("CREATE VIEW needs AS SELECT ...: CREATE [OR REPLACE] [TEMPORARY] VIEW v AS SELECT ...")
+    props = (tree.args.get("properties") or exp.Properties(expressions=[])).expressions
+    temporary = any(isinstance(p, exp.TemporaryProperty) for p in props)
+    others = [p for p in props if not isinstance(p, exp.TemporaryProperty)]
+    if others or isinstance(tree.this, exp.Schema):
+        raise SqlError("CREATE VIEW takes a name and AS SELECT only (no column list or properties)")
+    if tree.args.get("replace") and tree.args.get("exists"):
+        raise SqlError("CREATE OR REPLACE VIEW and IF NOT EXISTS cannot be used together")
+    found = re.search(r"\bAS\b", text, re.I)
+    sql = query.sql(DIALECT)
+    if found is not None:
+        # The query as the user wrote it, when sqlglot reads it back to the same tree.
+        candidate = text[found.end():].strip()
+        with contextlib.suppress(ParseError, TokenError), _sqlglot_quiet():
+            if sqlglot.parse_one(candidate, read=DIALECT) == query:
+                sql = candidate
+    return S.CreateView(table_name(tree.this), query, sql, temporary, bool(tree.args.get("replace")),
+                        bool(tree.args.get("exists")))
+
+
+def _alter(tree: exp.Alter) -> S.AlterTableProperties:
+    if (tree.args.get("kind") or "").upper() != "TABLE":
+        raise SqlError("ALTER supports ALTER TABLE t SET TBLPROPERTIES (...) and UNSET TBLPROPERTIES (...)")
+    actions = tree.args.get("actions") or []
+    if len(actions) == 1 and isinstance(actions[0], exp.AlterSet):
+        props = actions[0].expressions
+        if len(props) == 1 and isinstance(props[0], exp.Properties):
+            return S.AlterTableProperties(table_name(tree.this), _property_pairs(props[0].expressions), [])
+    raise SqlError(
+        "ALTER TABLE supports SET TBLPROPERTIES (...) and UNSET TBLPROPERTIES (...) only; "
+        "columns, renames and partitions cannot change yet"
     )
 
 
@@ -271,11 +550,16 @@ def spark_type(node: exp.DataType) -> T.DataType:
     params = node.expressions
     if kind == exp.DataType.Type.DECIMAL:
         nums = [int(p.this.name) for p in params] if params else [10, 0]
-        return T.DecimalType(nums[0], nums[1] if len(nums) > 1 else 0)
-    if kind == exp.DataType.Type.ARRAY:
+        precision, scale = nums[0], nums[1] if len(nums) > 1 else 0
+        if not 1 <= precision <= 38 or not 0 <= scale <= precision or len(nums) > 2:
+            raise SqlError(f"{node.sql(DIALECT)}: DECIMAL(precision, scale) needs 1 <= precision <= 38 and 0 <= scale <= precision")
+        return T.DecimalType(precision, scale)
+    if kind == exp.DataType.Type.ARRAY and len(params) == 1:
         return T.ArrayType(spark_type(params[0]), True)
-    if kind == exp.DataType.Type.MAP:
+    if kind == exp.DataType.Type.MAP and len(params) == 2:
         return T.MapType(spark_type(params[0]), spark_type(params[1]), True)
+    if kind in (exp.DataType.Type.ARRAY, exp.DataType.Type.MAP):
+        raise SqlError(f"column type {node.sql(DIALECT)} is not complete; write ARRAY<type> or MAP<key type, value type>")
     if kind == exp.DataType.Type.STRUCT:
         return T.StructType([T.StructField(p.name, spark_type(p.args["kind"]), True) for p in params])
     raise SqlError(f"column type {node.sql(DIALECT)} is not supported")

@@ -24,7 +24,18 @@ class TableName:
 
 @dataclass
 class Statement:
+    """One statement; ``number``, ``line`` and ``column`` place it in the text the user wrote
+    (1-based), so that every error can point there."""
+
     text: str = field(default="", kw_only=True, repr=False)
+    number: int = field(default=1, kw_only=True, repr=False)
+    line: int = field(default=1, kw_only=True, repr=False)
+    column: int = field(default=1, kw_only=True, repr=False)
+
+    @property
+    def where(self) -> str:
+        """``statement N (line L, column C)``: how errors name the statement."""
+        return f"statement {self.number} (line {self.line}, column {self.column})"
 
 
 @dataclass
@@ -38,6 +49,74 @@ class CreateTable(Statement):
     location: str | None
     dialect: str
     query: exp.Expression | None = None
+
+
+@dataclass
+class CreateTableLike(Statement):
+    """``CREATE TABLE t LIKE s``: the schema, keys, partitioning and options of ``s``."""
+
+    table: TableName
+    source: TableName
+    if_not_exists: bool
+    options: dict[str, str]
+    location: str | None
+
+
+@dataclass
+class AlterTableProperties(Statement):
+    """``ALTER TABLE t SET TBLPROPERTIES (...)`` or ``... UNSET TBLPROPERTIES [IF EXISTS] (...)``."""
+
+    table: TableName
+    set: dict[str, str]
+    unset: list[str]
+    if_exists: bool = False
+
+
+@dataclass
+class CreateView(Statement):
+    """``CREATE [OR REPLACE] [TEMPORARY] VIEW v AS query``; ``sql`` is the query as written."""
+
+    view: TableName
+    query: exp.Expression
+    sql: str
+    temporary: bool
+    replace: bool
+    if_not_exists: bool
+
+
+@dataclass
+class DropView(Statement):
+    view: TableName
+    if_exists: bool
+
+
+@dataclass
+class ShowDatabases(Statement):
+    pattern: str | None
+
+
+@dataclass
+class ShowColumns(Statement):
+    table: TableName
+
+
+@dataclass
+class ShowTblProperties(Statement):
+    table: TableName
+    key: str | None
+
+
+@dataclass
+class ShowPartitions(Statement):
+    table: TableName
+
+
+@dataclass
+class Explain(Statement):
+    """``EXPLAIN [EXTENDED | FORMATTED | ...] query``: the Spark plan of the query hudiql runs."""
+
+    query: exp.Expression
+    mode: str
 
 
 @dataclass
