@@ -145,6 +145,17 @@ def test_non_timestamp_keygen_writes_no_timebased_options():
 
 
 @pytest.mark.parametrize("key", ["hoodie.datasource.write.keygenerator.class", "hoodie.table.keygenerator.class"])
+def test_short_keygen_class_name_gets_the_hudi_package(key):
+    assert props_of(primary_key=["id"], partitioned_by=["dt"], options={key: "ComplexKeyGenerator"})[KEYGEN] == COMPLEX
+
+
+@pytest.mark.parametrize("key", ["hoodie.datasource.write.keygenerator.class", "hoodie.table.keygenerator.class"])
+def test_unknown_keygen_class_is_refused(key):
+    with pytest.raises(OptionError, match=rf"^{key}=com\.acme\.MyKeyGen is not valid; use one of .*SimpleKeyGenerator"):
+        props_of(primary_key=["id"], partitioned_by=["dt"], options={key: "com.acme.MyKeyGen"})
+
+
+@pytest.mark.parametrize("key", ["hoodie.datasource.write.keygenerator.class", "hoodie.table.keygenerator.class"])
 def test_explicit_keygen_wins(key):
     props = props_of(primary_key=["id"], partitioned_by=["day"], options={key: CUSTOM})
     assert props[KEYGEN] == CUSTOM
@@ -199,10 +210,51 @@ def test_no_ordering_field_even_with_a_ts_column():
     assert props[MERGE_MODE] == "COMMIT_TIME_ORDERING"
 
 
-def test_explicit_payload_ordering_field_is_kept():
-    props = props_of(primary_key=["id"], options={"preCombineField": "ts", PAYLOAD_ORDERING: "name"})
-    assert props[PRECOMBINE] == "ts"
-    assert props[PAYLOAD_ORDERING] == "name"
+def test_payload_ordering_field_must_be_the_ordering_field():
+    # hudiql orders by the ordering field; another payload ordering field would be ignored in silence.
+    props = props_of(primary_key=["id"], options={"preCombineField": "ts", PAYLOAD_ORDERING: "TS"})
+    assert props[PRECOMBINE] == "ts" and props[PAYLOAD_ORDERING] == "ts"
+    with pytest.raises(OptionError) as info:
+        props_of(primary_key=["id"], options={"preCombineField": "ts", PAYLOAD_ORDERING: "name"})
+    assert str(info.value) == (
+        "hoodie.payload.ordering.field=name is not supported: hudiql orders records by the ordering field (ts); "
+        "leave it out, or set preCombineField instead"
+    )
+    with pytest.raises(OptionError, match="none is set"):
+        props_of(primary_key=["id"], options={PAYLOAD_ORDERING: "ts"})
+
+
+@pytest.mark.parametrize("key", ["recordMergeMode", MERGE_MODE])
+def test_explicit_merge_mode_picks_the_payload(key):
+    props = props_of(primary_key=["id"], options={"preCombineField": "ts", key: "COMMIT_TIME_ORDERING"})
+    assert (props[PAYLOAD], props[MERGE_MODE]) == (OVERWRITE_PAYLOAD, "COMMIT_TIME_ORDERING")
+    props = props_of(primary_key=["id"], options={"preCombineField": "ts", key: "event_time_ordering"})
+    assert (props[PAYLOAD], props[MERGE_MODE]) == (DEFAULT_PAYLOAD, "EVENT_TIME_ORDERING")
+    props = props_of(primary_key=["id"], options={key: "COMMIT_TIME_ORDERING"})
+    assert (props[PAYLOAD], props[MERGE_MODE]) == (OVERWRITE_PAYLOAD, "COMMIT_TIME_ORDERING")
+
+
+def test_merge_mode_that_cannot_be_honoured_is_refused():
+    with pytest.raises(OptionError) as info:
+        props_of(primary_key=["id"], options={"recordMergeMode": "EVENT_TIME_ORDERING"})
+    assert str(info.value) == "recordMergeMode=EVENT_TIME_ORDERING needs an ordering field; add preCombineField='<column>'"
+    with pytest.raises(OptionError) as info:
+        props_of(primary_key=["id"], options={"preCombineField": "ts", "recordMergeMode": "COMMIT_TIME_ORDERING",
+                                              "payloadClass": "DefaultHoodieRecordPayload"})
+    assert str(info.value) == (
+        "recordMergeMode=COMMIT_TIME_ORDERING does not match payloadClass=DefaultHoodieRecordPayload, "
+        "which merges by EVENT_TIME_ORDERING; leave one of them out"
+    )
+    with pytest.raises(OptionError, match="custom mergers are not supported"):
+        props_of(primary_key=["id"], options={"preCombineField": "ts", MERGE_MODE: "CUSTOM"})
+
+
+def test_unknown_payload_class_is_refused():
+    with pytest.raises(OptionError) as info:
+        props_of(primary_key=["id"], options={"preCombineField": "ts", "payloadClass": "PartialUpdateAvroPayload"})
+    message = str(info.value)
+    assert message.startswith("payloadClass=PartialUpdateAvroPayload is not valid; use one of ")
+    assert "DefaultHoodieRecordPayload" in message and "EventTimeAvroPayload" in message
 
 
 @pytest.mark.parametrize("key", ["payloadClass", "payload.class", "hoodie.datasource.write.payload.class",
@@ -268,7 +320,7 @@ def test_bad_table_type_is_rejected():
     with pytest.raises(OptionError) as info:
         props_of(primary_key=["id"], options={"type": "merge"})
     message = str(info.value)
-    assert "'merge'" in message and "cow" in message and "mor" in message
+    assert message.startswith("type=merge is not valid; use one of ") and "cow" in message and "mor" in message
 
 
 def test_unknown_short_option_suggests_precombinefield():
@@ -284,9 +336,60 @@ def test_unknown_short_option_suggests_primarykey():
         props_of(options={"primary_key": "id"})
 
 
-def test_unknown_hoodie_option_is_passed_through():
-    props = props_of(primary_key=["id"], options={"hoodie.index.type": "BLOOM"})
-    assert props["hoodie.index.type"] == "BLOOM"
+def test_implemented_hoodie_option_is_passed_through():
+    props = props_of(primary_key=["id"], options={"hoodie.index.type": "bucket", "hoodie.parquet.max.file.size": "1048576"})
+    assert props["hoodie.index.type"] == "bucket"
+    assert props["hoodie.parquet.max.file.size"] == "1048576"
+
+
+@pytest.mark.parametrize("key", ["hoodie.index.type", "index.type"])
+def test_bloom_index_is_refused_at_create(key):
+    with pytest.raises(OptionError) as info:
+        props_of(primary_key=["id"], options={key: "BLOOM"})
+    assert str(info.value) == (
+        f"{key}=BLOOM is not supported: hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest "
+        "base files) or BUCKET"
+    )
+
+
+def test_unknown_hoodie_option_names_the_closest_key():
+    with pytest.raises(OptionError) as info:
+        props_of(primary_key=["id"], options={"hoodie.parquet.small.file.limt": "0"})
+    assert str(info.value) == "unknown table option 'hoodie.parquet.small.file.limt'; did you mean 'hoodie.parquet.small.file.limit'?"
+
+
+def test_bad_number_fails_the_create_not_the_first_write():
+    with pytest.raises(OptionError) as info:
+        props_of(primary_key=["id"], options={"hoodie.parquet.max.file.size": "big"})
+    assert str(info.value) == (
+        "hoodie.parquet.max.file.size=big is not valid; give a whole number of bytes, at least 1 (default 125829120)"
+    )
+
+
+@pytest.mark.parametrize("key", ["hoodie.table.name", "hoodie.database.name", "hoodie.table.create.schema",
+                                 "hoodie.table.checksum"])
+def test_properties_hudiql_writes_from_the_statement_are_refused(key):
+    with pytest.raises(OptionError) as info:
+        props_of(primary_key=["id"], options={key: "x"})
+    assert str(info.value) == f"{key} is written by hudiql from the CREATE TABLE statement; remove the option"
+
+
+def test_derived_properties_can_be_given_back():
+    # SHOW CREATE TABLE repeats every derived property but the ones written from the statement:
+    # running its output again must give the same table.
+    first = props_of(primary_key=["id"], partitioned_by=["day"], options={"preCombineField": "ts", "type": "mor"})
+    written = {"hoodie.table.name", "hoodie.database.name", "hoodie.table.create.schema"}
+    again = props_of(primary_key=["id"], partitioned_by=["day"], options={k: v for k, v in first.items() if k not in written})
+    assert again == first
+
+
+def test_session_option_is_not_a_table_option():
+    with pytest.raises(OptionError) as info:
+        props_of(primary_key=["id"], options={"hoodie.datasource.query.type": "read_optimized"})
+    assert str(info.value) == (
+        "hoodie.datasource.query.type is a session option, not a table option; "
+        "give it with SET hoodie.datasource.query.type=read_optimized"
+    )
 
 
 def test_short_options_are_not_stored_as_properties():

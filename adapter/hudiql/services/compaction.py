@@ -27,6 +27,7 @@ from hudiql.errors import HudiqlError, WriteConflictError, raise_user_error
 from hudiql.io.storage import Storage
 from hudiql.read.merged import SliceMerger
 from hudiql.services.rollback import files_from_markers
+from hudiql.table import keys as K
 from hudiql.table import layout
 from hudiql.table.commit import CommitMetadata, WriteStat
 from hudiql.table.compaction_plan import CompactionOperation, decode_plan, encode_plan
@@ -43,11 +44,11 @@ from hudiql.table.timeline import (
 )
 from hudiql.write.handle import STATS_SCHEMA, stats_arrow_schema
 
-INLINE = "hoodie.compact.inline"
-TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
-MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
-MAX_DELTA_SECONDS = "hoodie.compact.inline.max.delta.seconds"
-STRATEGIES = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME")
+INLINE = K.INLINE_COMPACT
+TRIGGER_STRATEGY = K.TRIGGER_STRATEGY
+MAX_DELTA_COMMITS = K.MAX_DELTA_COMMITS
+MAX_DELTA_SECONDS = K.MAX_DELTA_SECONDS
+_TRIGGER_KEYS = (INLINE, TRIGGER_STRATEGY, MAX_DELTA_COMMITS, MAX_DELTA_SECONDS)
 
 def pending_compactions(table: HudiTable) -> list[Instant]:
     return [i for i in table.timeline.instants if i.action == COMPACTION and not i.is_completed]
@@ -59,31 +60,24 @@ def read_plan(table: HudiTable, instant: Instant) -> list[CompactionOperation]:
 
 def check_settings(settings: dict[str, str]) -> None:
     """Refuse a bad trigger setting before a write starts, not after it committed."""
-    strategy = settings.get(TRIGGER_STRATEGY, "NUM_COMMITS").upper()
-    if strategy not in STRATEGIES:
-        raise HudiqlError(f"{TRIGGER_STRATEGY}={strategy} is not valid; use one of {', '.join(STRATEGIES)}")
-    for key in (MAX_DELTA_COMMITS, MAX_DELTA_SECONDS):
-        try:
-            if float(settings.get(key, "0")) < 0:
-                raise ValueError
-        except ValueError:
-            raise HudiqlError(f"{key}={settings[key]} is not valid; give a number of 0 or more") from None
+    for key in _TRIGGER_KEYS:
+        K.KEYS[key].check(K.setting(settings, key))
 
 
 def is_due(table: HudiTable, settings: dict[str, str]) -> bool:
     """Whether the inline trigger fires: delta commits and/or time since the last compaction."""
     check_settings(settings)
-    strategy = settings.get(TRIGGER_STRATEGY, "NUM_COMMITS").upper()
+    strategy = K.setting(settings, TRIGGER_STRATEGY).strip().upper()
     timeline = table.timeline
     compactions = [i for i in timeline.instants if i.action == COMPACTION]
     since = compactions[-1].timestamp if compactions else ""
     deltas = [i for i in timeline.completed((DELTA_COMMIT,)) if i.timestamp > since]
     if not deltas:
         return False
-    enough_commits = len(deltas) >= int(settings.get(MAX_DELTA_COMMITS, "5"))
+    enough_commits = len(deltas) >= int(K.setting(settings, MAX_DELTA_COMMITS))
     start = since or deltas[0].timestamp
     elapsed = time.time() - parse_instant_time(start).timestamp()
-    enough_time = elapsed >= float(settings.get(MAX_DELTA_SECONDS, "3600"))
+    enough_time = elapsed >= int(K.setting(settings, MAX_DELTA_SECONDS))
     return {
         "NUM_COMMITS": enough_commits,
         "TIME_ELAPSED": enough_time,
@@ -247,6 +241,6 @@ def run_procedure(spark: SparkSession, table: HudiTable, op: str) -> list[tuple[
 
 def compact_inline_if_due(spark: SparkSession, table: HudiTable, settings: dict[str, str]) -> CommitMetadata | None:
     """After a delta commit: schedule and run a compaction when the inline trigger fires."""
-    if settings.get(INLINE, "false").lower() != "true" or not is_due(table, settings):
+    if K.setting(settings, INLINE).strip().lower() != "true" or not is_due(table, settings):
         return None
     return schedule_and_execute(spark, table)

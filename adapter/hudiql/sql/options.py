@@ -7,7 +7,10 @@ The seeds' rules, decided here and nowhere else:
   field and at most one key field -> TimestampBased; several partition or key fields -> Complex;
   otherwise Simple.
 - Ordering field from any of its spellings; no hidden default. Payload: DefaultHoodieRecordPayload
-  with an ordering field, OverwriteWithLatestAvroPayload without; an explicit payload class wins.
+  with an ordering field, OverwriteWithLatestAvroPayload without; an explicit payload class wins,
+  and an explicit merge mode picks the payload (it must agree with an explicit one).
+- Every option is checked against ``hudiql.table.keys`` first: unknown, misspelt, unimplemented
+  or badly valued options fail the CREATE, not the first write.
 
 Example:
     >>> props = derive_table_properties(TableDefinition(
@@ -19,39 +22,31 @@ Example:
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 
 from pyspark.sql import types as T
 
 from hudiql.errors import ColumnError, OptionError
 from hudiql.table import config as C
+from hudiql.table import keys as K
+from hudiql.table.keys import closest, validate_table_options  # noqa: F401 - closest: the project modules import it here
 from hudiql.table.schema import storage_type, to_avro_json
-from hudiql.write.index import INDEX_TYPE, IndexConfig
+from hudiql.write.index import IndexConfig
 
 SPARK = "spark"
 FLINK = "flink"
 
 # Spellings of one option, most specific first. Each list maps onto one derived property.
-RECORD_KEY_OPTIONS = ["primaryKey", "hoodie.datasource.write.recordkey.field", C.RECORD_KEY_FIELDS]
-PARTITION_OPTIONS = ["hoodie.datasource.write.partitionpath.field", C.PARTITION_FIELDS]
-ORDERING_OPTIONS = [
-    "preCombineField", "orderingFields", "precombine.field", "write.precombine.field",
-    "hoodie.datasource.write.precombine.field", C.PRECOMBINE_FIELD,
-]
-PAYLOAD_OPTIONS = ["payloadClass", "payload.class", "hoodie.datasource.write.payload.class", C.PAYLOAD_CLASS]
-TABLE_TYPE_OPTIONS = ["type", "table.type", "hoodie.datasource.write.table.type", C.TABLE_TYPE]
-KEYGEN_OPTIONS = ["hoodie.datasource.write.keygenerator.class", C.KEYGEN_CLASS]
-PAYLOAD_ORDERING_FIELD = "hoodie.payload.ordering.field"
-INLINE_COMPACT = "hoodie.compact.inline"
-FLINK_INDEX_TYPE = "index.type"
+RECORD_KEY_OPTIONS = [K.SHORT_PRIMARY_KEY, K.RECORD_KEY_OPTION, C.RECORD_KEY_FIELDS]
+PARTITION_OPTIONS = [K.PARTITION_OPTION, C.PARTITION_FIELDS]
+ORDERING_OPTIONS = [*K.SHORT_ORDERING, K.PRECOMBINE_OPTION, C.PRECOMBINE_FIELD]
+PAYLOAD_OPTIONS = [*K.SHORT_PAYLOAD, K.PAYLOAD_OPTION, C.PAYLOAD_CLASS]
+TABLE_TYPE_OPTIONS = [*K.SHORT_TABLE_TYPE, K.TABLE_TYPE_OPTION, C.TABLE_TYPE]
+KEYGEN_OPTIONS = [K.KEYGEN_OPTION, C.KEYGEN_CLASS]
+MERGE_MODE_OPTIONS = [K.SHORT_MERGE_MODE, C.MERGE_MODE]
 
 #: Short (non ``hoodie.*``) option names we understand; anything else is a typo to report.
-SHORT_OPTIONS = {
-    "primaryKey", "preCombineField", "orderingFields", "type", "payloadClass", "connector", "path",
-    "table.type", "precombine.field", "write.precombine.field", "payload.class", "write.operation",
-    "recordMergeMode", FLINK_INDEX_TYPE,
-}
+SHORT_OPTIONS = K.short_table_options()
 
 _TYPE_ALIASES = {
     "cow": C.COPY_ON_WRITE, "copy_on_write": C.COPY_ON_WRITE,
@@ -72,13 +67,6 @@ class TableDefinition:
     dialect: str = SPARK
 
 
-def closest(name: str, candidates: list[str] | set[str]) -> str | None:
-    """The candidate most like ``name``, ignoring case (``precombinekey`` -> ``preCombineField``)."""
-    lowered = {c.lower(): c for c in candidates}
-    match = difflib.get_close_matches(name.lower(), sorted(lowered), n=1, cutoff=0.5)
-    return lowered[match[0]] if match else None
-
-
 def _first(options: dict[str, str], names: list[str]) -> str | None:
     for name in names:
         if options.get(name):
@@ -90,13 +78,9 @@ def _split(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def validate_option_names(options: dict[str, str]) -> None:
-    for key in options:
-        if key.startswith("hoodie.") or key in SHORT_OPTIONS:
-            continue
-        guess = closest(key, SHORT_OPTIONS)
-        hint = f"; did you mean '{guess}'?" if guess else f"; valid names are {', '.join(sorted(SHORT_OPTIONS))} or any 'hoodie.*' key"
-        raise OptionError(f"unknown table option '{key}'{hint}")
+def validate_option_names(options: dict[str, str]) -> list[str]:
+    """Check every table option (name and value); raise ``OptionError``, return warning lines."""
+    return validate_table_options(options)
 
 
 def _require_columns(kind: str, names: list[str], schema: T.StructType) -> None:
@@ -147,9 +131,12 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
 
     # Write-side spellings of the key and partition fields are replaced by the table's own keys,
     # so hoodie.properties never holds a value the DDL overrode.
-    overridden = {RECORD_KEY_OPTIONS[1], PARTITION_OPTIONS[0]}
+    overridden = {K.RECORD_KEY_OPTION, K.PARTITION_OPTION}
     props: dict[str, str] = {k: v for k, v in options.items() if k.startswith("hoodie.") and k not in overridden}
-    keygen = _first(options, KEYGEN_OPTIONS) or _derive_keygen(record_key, partition_fields, schema)
+    keygen = _first(options, KEYGEN_OPTIONS)
+    if keygen and "." not in keygen:
+        keygen = C.KEYGEN_PACKAGE + keygen
+    keygen = keygen or _derive_keygen(record_key, partition_fields, schema)
     if keygen == C.TIMESTAMP_KEYGEN and len(partition_fields) != 1:
         raise OptionError("TimestampBasedKeyGenerator needs exactly one partition field; add PARTITIONED BY (<column>)")
     if keygen == C.TIMESTAMP_KEYGEN and C.TIMESTAMP_OUTPUT_FORMAT not in props:
@@ -161,13 +148,13 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
         props[C.TIMESTAMP_OUTPUT_FORMAT] = "yyyyMMdd" if is_date else "yyyyMMddHH"
         props[C.TIMESTAMP_OUTPUT_TZ] = "UTC"
 
-    payload = _first(options, PAYLOAD_OPTIONS)
-    if payload and "." not in payload:
-        payload = C.PAYLOAD_PACKAGE + payload
-    payload = payload or (C.DEFAULT_PAYLOAD if ordering else C.OVERWRITE_WITH_LATEST_PAYLOAD)
-    merge_mode = (
-        C.COMMIT_TIME_ORDERING if payload == C.OVERWRITE_WITH_LATEST_PAYLOAD or not ordering else C.EVENT_TIME_ORDERING
-    )
+    payload, merge_mode = _payload_and_merge_mode(options, ordering)
+    payload_ordering = options.get(K.PAYLOAD_ORDERING_FIELD)
+    if payload_ordering and [payload_ordering.strip().lower()] != [o.lower() for o in ordering]:
+        raise OptionError(
+            f"{K.PAYLOAD_ORDERING_FIELD}={payload_ordering} is not supported: hudiql orders records by the ordering "
+            f"field ({ordering[0] if ordering else 'none is set'}); leave it out, or set preCombineField instead"
+        )
     hive_default = "true" if definition.dialect == SPARK else "false"
     stored_schema = table_schema(schema, partition_fields)
 
@@ -195,13 +182,36 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
         del props[C.RECORD_KEY_FIELDS]
     if ordering:
         props[C.PRECOMBINE_FIELD] = ordering[0]
-        props.setdefault(PAYLOAD_ORDERING_FIELD, ordering[0])
+        props[K.PAYLOAD_ORDERING_FIELD] = ordering[0]
     if table_type == C.MERGE_ON_READ:
-        props.setdefault(INLINE_COMPACT, "true")
-    if options.get(FLINK_INDEX_TYPE):
-        props.setdefault(INDEX_TYPE, options[FLINK_INDEX_TYPE])
+        props.setdefault(K.INLINE_COMPACT, "true")
+    if options.get(K.FLINK_INDEX_TYPE):
+        props.setdefault(K.INDEX_TYPE, options[K.FLINK_INDEX_TYPE])
     IndexConfig.from_settings(props, record_key)  # a bad index option fails the CREATE, not the first write
     return props, stored_schema
+
+
+def _payload_and_merge_mode(options: dict[str, str], ordering: list[str]) -> tuple[str, str]:
+    """The payload class and the merge mode readers infer from it (v6); an explicit merge mode
+    picks the payload, and must agree with an explicit payload class."""
+    payload = _first(options, PAYLOAD_OPTIONS)
+    if payload and "." not in payload:
+        payload = C.PAYLOAD_PACKAGE + payload
+    wanted = (_first(options, MERGE_MODE_OPTIONS) or "").strip().upper()
+    if not payload:
+        commit_time = wanted == C.COMMIT_TIME_ORDERING or (not wanted and not ordering)
+        payload = C.OVERWRITE_WITH_LATEST_PAYLOAD if commit_time else C.DEFAULT_PAYLOAD
+    merge_mode = (
+        C.COMMIT_TIME_ORDERING if payload == C.OVERWRITE_WITH_LATEST_PAYLOAD or not ordering else C.EVENT_TIME_ORDERING
+    )
+    if wanted == C.EVENT_TIME_ORDERING and not ordering:
+        raise OptionError(f"recordMergeMode={wanted} needs an ordering field; add preCombineField='<column>'")
+    if wanted and wanted != merge_mode:
+        raise OptionError(
+            f"recordMergeMode={wanted} does not match payloadClass={payload.rsplit('.', 1)[1]}, "
+            f"which merges by {merge_mode}; leave one of them out"
+        )
+    return payload, merge_mode
 
 
 def _derive_keygen(record_key: list[str], partition_fields: list[str], schema: T.StructType) -> str:

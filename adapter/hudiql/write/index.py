@@ -1,7 +1,7 @@
 """The index: which file group stores, or receives, each incoming record (``hoodie.index.type``).
 
-- ``SIMPLE`` (the default; ``BLOOM`` finds the same files): incoming keys are joined with the
-  record keys of the latest base files in the touched partitions. Keys found are updates of
+- ``SIMPLE`` (the default): incoming keys are joined with the record keys of the latest base
+  files in the touched partitions. Keys found are updates of
   their file group; the others are inserts, placed by bucket assignment (``write.bucket``).
 - ``BUCKET`` (Hudi's simple bucket index): a key's file group follows from the key alone.
   Bucket = (Java ``List<String>.hashCode()`` of the hash-field values ``& Integer.MAX_VALUE``)
@@ -9,6 +9,8 @@
   one whose file id starts with b as 8 digits. Nothing is read from storage, so a write costs
   what its rows cost, not what the table holds. Every record of a bucket that has a file group
   goes to it (a log append in a merge-on-read table); a bucket without one gets a new group.
+
+``BLOOM`` and the other Hudi index types are refused (``hudiql.table.keys`` says why).
 
 Example:
     >>> index = IndexConfig.from_settings({"hoodie.index.type": "BUCKET",
@@ -26,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudiql.errors import HudiqlError, OptionError
+from hudiql.table import keys as K
 from hudiql.table.fsview import FileSystemView
 from hudiql.table.keygen import EMPTY_KEY, NULL_KEY
 from hudiql.table.layout import bucket_file_id, bucket_of_file_id
@@ -33,17 +36,14 @@ from hudiql.table.schema import PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import BASE_FILE, FILE_ID
 
-INDEX_TYPE = "hoodie.index.type"
-BUCKET_ENGINE = "hoodie.index.bucket.engine"
-NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
-HASH_FIELD = "hoodie.bucket.index.hash.field"
-#: HoodieIndexConfig's default (Flink's is 4).
-DEFAULT_NUM_BUCKETS = 256
+INDEX_TYPE = K.INDEX_TYPE
+BUCKET_ENGINE = K.BUCKET_ENGINE
+NUM_BUCKETS = K.NUM_BUCKETS
+HASH_FIELD = K.HASH_FIELD
+DEFAULT_NUM_BUCKETS = int(K.KEYS[NUM_BUCKETS].default)
 
-SIMPLE = "SIMPLE"
-BUCKET = "BUCKET"
-#: Index types that find the same file groups as a key lookup in the latest base files.
-_LOOKUP_TYPES = {SIMPLE, "BLOOM"}
+SIMPLE = K.SIMPLE_INDEX
+BUCKET = K.BUCKET_INDEX
 
 #: Set on tagged rows of a bucket index: the row's bucket has no file group yet.
 NEW_GROUP = "__hudiql_new_group"
@@ -78,21 +78,13 @@ class IndexConfig:
     @classmethod
     def from_settings(cls, settings: dict[str, str], record_key_fields: list[str]) -> IndexConfig:
         """The index a table's properties (and session settings) ask for; validated."""
-        kind = settings.get(INDEX_TYPE, SIMPLE).strip().upper()
-        if kind in _LOOKUP_TYPES:
+        for key in (INDEX_TYPE, BUCKET_ENGINE, NUM_BUCKETS):
+            K.KEYS[key].check(K.setting(settings, key))
+        if K.setting(settings, INDEX_TYPE).strip().upper() == SIMPLE:
             return cls(SIMPLE)
-        if kind != BUCKET:
-            raise OptionError(
-                f"{INDEX_TYPE}={settings[INDEX_TYPE]} is not supported; use SIMPLE (the default), BLOOM or BUCKET"
-            )
-        engine = settings.get(BUCKET_ENGINE, SIMPLE).strip().upper()
-        if engine != SIMPLE:
-            raise OptionError(f"{BUCKET_ENGINE}={settings[BUCKET_ENGINE]} is not supported; use SIMPLE")
         if not record_key_fields:
             raise OptionError(f"{INDEX_TYPE}=BUCKET needs a record key; add PRIMARY KEY (...) to the table")
-        raw = settings.get(NUM_BUCKETS, str(DEFAULT_NUM_BUCKETS))
-        if not raw.strip().isdigit() or int(raw) < 1:
-            raise OptionError(f"{NUM_BUCKETS}={raw} is not valid; give a whole number of buckets, at least 1 (e.g. 4)")
+        raw = K.setting(settings, NUM_BUCKETS)
         hash_fields = [f.strip() for f in settings.get(HASH_FIELD, "").split(",") if f.strip()] or record_key_fields
         unknown = [f for f in hash_fields if f not in record_key_fields]
         if unknown:

@@ -1,0 +1,490 @@
+"""Every ``hoodie.*`` option hudiql knows: the ones it implements, and Hudi's that it does not.
+
+The one place that says, for each option key, its default, where it may be given (a table
+option of CREATE TABLE ``TBLPROPERTIES`` / ``OPTIONS`` / ``WITH``, a session ``SET k=v``, or
+both), the values it takes, and whether ``ALTER TABLE ... SET/UNSET TBLPROPERTIES`` may change
+it after the table is created. A key hudiql does not implement is refused with what hudiql
+does instead, unless the value asks for what hudiql does anyway (``hoodie.metadata.enable=false``);
+a key whose only effect is speed or file layout is accepted with a one-line warning. Any other
+``hoodie.*`` key is a typo: the error names the closest implemented key.
+
+Example:
+    >>> validate_table_options({"primaryKey": "id", "hoodie.parquet.max.file.size": "big"})
+    Traceback (most recent call last):
+    ...
+    hudiql.errors.OptionError: hoodie.parquet.max.file.size=big is not valid; give a whole number of bytes, at least 1 (default 125829120)
+    >>> validate_session_option("hoodie.metadata.enable", "false")
+    []
+    >>> validate_session_option("hoodie.upsert.shuffle.parallelism", "200")
+    ['warning: hoodie.upsert.shuffle.parallelism is ignored: Spark chooses how many tasks a write runs (spark.sql.shuffle.partitions)']
+    >>> is_alterable("hoodie.parquet.max.file.size"), is_alterable("hoodie.table.recordkey.fields")
+    (True, False)
+    >>> setting({}, NUM_BUCKETS)
+    '256'
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Mapping
+
+from hudiql.errors import OptionError
+from hudiql.table import config as C
+
+TABLE = "table"
+SESSION = "session"
+BOTH = "table or session"
+
+# Kinds of value.
+TEXT = "text"
+COLUMNS = "columns"
+ENUM = "enum"
+BOOL = "bool"
+INT = "int"
+MEGABYTES = "megabytes"
+#: Written by hudiql from the statement itself (name, schema, ...); never given.
+WRITTEN = "written"
+
+# ---- implemented keys, named once ------------------------------------------------------------------
+# Keys of hoodie.properties are named in table.config; the others here.
+RECORD_KEY_OPTION = "hoodie.datasource.write.recordkey.field"
+PARTITION_OPTION = "hoodie.datasource.write.partitionpath.field"
+PRECOMBINE_OPTION = "hoodie.datasource.write.precombine.field"
+PAYLOAD_OPTION = "hoodie.datasource.write.payload.class"
+TABLE_TYPE_OPTION = "hoodie.datasource.write.table.type"
+KEYGEN_OPTION = "hoodie.datasource.write.keygenerator.class"
+WRITE_TABLE_VERSION = "hoodie.write.table.version"
+PAYLOAD_ORDERING_FIELD = "hoodie.payload.ordering.field"
+TIMESTAMP_INPUT_FORMAT = "hoodie.keygen.timebased.input.dateformat"
+
+INDEX_TYPE = "hoodie.index.type"
+BUCKET_ENGINE = "hoodie.index.bucket.engine"
+NUM_BUCKETS = "hoodie.bucket.index.num.buckets"
+HASH_FIELD = "hoodie.bucket.index.hash.field"
+
+MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
+SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
+COMPRESSION = "hoodie.parquet.compression.codec"
+RECORD_SIZE_ESTIMATE = "hoodie.copyonwrite.record.size.estimate"
+LOG_BLOCK_FORMAT = "hoodie.logfile.data.block.format"
+WRITE_BATCH_SIZE = "write.batch.size"
+WRITE_TASK_MAX_SIZE = "write.task.max.size"
+
+INLINE_COMPACT = "hoodie.compact.inline"
+TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
+MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
+MAX_DELTA_SECONDS = "hoodie.compact.inline.max.delta.seconds"
+
+INSERT_INTO_OPERATION = "hoodie.spark.sql.insert.into.operation"
+WRITE_OPERATION = "hoodie.datasource.write.operation"
+QUERY_TYPE = "hoodie.datasource.query.type"
+#: hudiql's own: ``false`` lets MERGE / UPDATE write a version older than the stored one (COW).
+ENFORCE_ORDERING = "hoodie.merge.ordering.enforce"
+
+# Short (non ``hoodie.*``) table options: Spark SQL's and Flink's spellings.
+SHORT_PRIMARY_KEY = "primaryKey"
+SHORT_ORDERING = ("preCombineField", "orderingFields", "precombine.field", "write.precombine.field")
+SHORT_PAYLOAD = ("payloadClass", "payload.class")
+SHORT_TABLE_TYPE = ("type", "table.type")
+SHORT_MERGE_MODE = "recordMergeMode"
+FLINK_INDEX_TYPE = "index.type"
+
+SIMPLE_INDEX = "SIMPLE"
+BUCKET_INDEX = "BUCKET"
+COMPACTION_STRATEGIES = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME")
+WRITE_OPERATIONS = ("upsert", "insert", "bulk_insert")
+KEY_GENERATORS = (C.SIMPLE_KEYGEN, C.COMPLEX_KEYGEN, C.NONPARTITIONED_KEYGEN, C.TIMESTAMP_KEYGEN, C.CUSTOM_KEYGEN)
+PAYLOADS = (C.DEFAULT_PAYLOAD, C.OVERWRITE_WITH_LATEST_PAYLOAD, C.EVENT_TIME_PAYLOAD)
+
+_NO_OVERWRITE = "INSERT OVERWRITE is not supported yet; use upsert, insert or bulk_insert"
+_V6 = "hudiql writes table version 6; remove the option or set it to 6"
+_NO_BLOOM = "hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest base files) or BUCKET"
+
+
+@dataclass(frozen=True)
+class Key:
+    """An option hudiql implements."""
+
+    name: str
+    where: str  # TABLE, SESSION or BOTH
+    kind: str = TEXT
+    default: str | None = None  # None: derived (see ``doc``) or not set
+    values: tuple[str, ...] = ()  # ENUM: accepted values, compared ignoring case
+    refused: Mapping[str, str] | None = None  # ENUM: known value (lower case) -> why hudiql refuses it
+    otherwise: str | None = None  # ENUM: why any other value is refused (a property hudiql writes one way)
+    minimum: int = 0  # INT
+    unit: str = ""  # INT: " of bytes", " of seconds", ...
+    alterable: bool = False
+    doc: str = ""
+    #: The ``hoodie.*`` key a short option stands for.
+    same_as: str | None = None
+
+    def check(self, value: str) -> None:
+        """Raise ``OptionError`` when ``value`` is not one this key takes."""
+        text = value.strip()
+        if self.kind == WRITTEN:
+            raise OptionError(f"{self.name} is written by hudiql from the CREATE TABLE statement; remove the option")
+        if self.kind == ENUM:
+            allowed = {v.lower() for v in self.values}
+            if text.lower() in allowed:
+                return
+            why = (self.refused or {}).get(text.lower()) or self.otherwise
+            if why:
+                raise OptionError(f"{self.name}={value} is not supported: {why}")
+            raise OptionError(f"{self.name}={value} is not valid; use one of {', '.join(self.values)}")
+        if self.kind == BOOL and text.lower() not in ("true", "false"):
+            raise OptionError(f"{self.name}={value} is not valid; use true or false")
+        if self.kind == INT and not (text.isdigit() and int(text) >= self.minimum):
+            default = f" (default {self.default})" if self.default else ""
+            raise OptionError(
+                f"{self.name}={value} is not valid; give a whole number{self.unit}, at least {self.minimum}{default}"
+            )
+        if self.kind == MEGABYTES:
+            try:
+                ok = float(text) > 0
+            except ValueError:
+                ok = False
+            if not ok:
+                raise OptionError(f"{self.name}={value} is not valid; give a size in MB greater than 0 (e.g. 256)")
+        if self.kind == COLUMNS and not [c for c in text.split(",") if c.strip()]:
+            raise OptionError(f"{self.name} is empty; give one or more column names, separated by commas")
+
+
+def _enum(name: str, where: str, values: tuple[str, ...], default: str | None = None, **kw) -> Key:
+    return Key(name, where, ENUM, default, values, **kw)
+
+
+def _fixed(name: str, value: str, why: str | None = None) -> Key:
+    """A table property hudiql always writes with one value (it may be repeated, e.g. by SHOW CREATE TABLE)."""
+    why = why or f"hudiql writes {name}={value}; remove the option or set it to {value}"
+    return Key(name, TABLE, ENUM, value, (value,), otherwise=why)
+
+
+_KEYGEN_VALUES = KEY_GENERATORS + tuple(k.rsplit(".", 1)[1] for k in KEY_GENERATORS)
+_PAYLOAD_VALUES = PAYLOADS + tuple(p.rsplit(".", 1)[1] for p in PAYLOADS)
+_TABLE_TYPES = (C.COPY_ON_WRITE, C.MERGE_ON_READ, "cow", "mor")
+_INDEX_REFUSED = {"bloom": _NO_BLOOM, "global_bloom": _NO_BLOOM}
+_OPERATION_REFUSED = {
+    op: _NO_OVERWRITE for op in ("insert_overwrite", "insert_overwrite_table", "delete_partition")
+} | {
+    "delete": "use DELETE FROM <table> WHERE ...; INSERT takes upsert, insert or bulk_insert",
+    "bootstrap": "hudiql does not bootstrap tables; use upsert, insert or bulk_insert",
+}
+_MERGE_MODES = (C.EVENT_TIME_ORDERING, C.COMMIT_TIME_ORDERING)
+_CUSTOM_MERGE = {"custom": "hudiql merges records by the ordering field (EVENT_TIME_ORDERING) or by commit "
+                           "time (COMMIT_TIME_ORDERING); custom mergers are not supported"}
+
+_KEY_LIST: list[Key] = [
+    # -- what the table is: fixed when it is created --------------------------------------------------
+    Key(C.TABLE_NAME, TABLE, WRITTEN, doc="the table's name, from CREATE TABLE"),
+    Key(C.DATABASE_NAME, TABLE, WRITTEN, doc="the table's database, from CREATE TABLE"),
+    Key(C.CREATE_SCHEMA, TABLE, WRITTEN, doc="the table's schema (Avro), from CREATE TABLE's columns"),
+    Key(C.CHECKSUM, TABLE, WRITTEN, doc="checksum of the table and database names"),
+    _enum(C.TABLE_TYPE, TABLE, _TABLE_TYPES, C.COPY_ON_WRITE, doc="copy-on-write or merge-on-read"),
+    _enum(TABLE_TYPE_OPTION, TABLE, _TABLE_TYPES, C.COPY_ON_WRITE, same_as=C.TABLE_TYPE),
+    _enum(SHORT_TABLE_TYPE[0], TABLE, _TABLE_TYPES, "cow", same_as=C.TABLE_TYPE),
+    _enum(SHORT_TABLE_TYPE[1], TABLE, _TABLE_TYPES, "cow", same_as=C.TABLE_TYPE),
+    _fixed(C.TABLE_VERSION, "6", _V6),
+    _fixed(WRITE_TABLE_VERSION, "6", _V6),
+    _fixed(C.TIMELINE_LAYOUT_VERSION, "1"),
+    _fixed(C.BASE_FILE_FORMAT, "PARQUET"),
+    _fixed(C.ARCHIVELOG_FOLDER, "archived"),
+    _fixed(C.TIMELINE_TIMEZONE, "UTC"),
+    _fixed(C.POPULATE_META_FIELDS, "true", "hudiql writes only tables with meta fields; remove the option or set it to true"),
+    _fixed(C.DROP_PARTITION_COLUMNS, "false", "hudiql keeps partition columns in the data files; remove the option "
+                                              "or set it to false"),
+    Key(C.RECORD_KEY_FIELDS, TABLE, COLUMNS, doc="record key columns; PRIMARY KEY (...) wins"),
+    Key(RECORD_KEY_OPTION, TABLE, COLUMNS, same_as=C.RECORD_KEY_FIELDS),
+    Key(SHORT_PRIMARY_KEY, TABLE, COLUMNS, same_as=C.RECORD_KEY_FIELDS),
+    Key(C.PARTITION_FIELDS, TABLE, COLUMNS, doc="partition columns; PARTITIONED BY (...) wins"),
+    Key(PARTITION_OPTION, TABLE, COLUMNS, same_as=C.PARTITION_FIELDS),
+    Key(C.PRECOMBINE_FIELD, TABLE, COLUMNS, doc="the ordering (preCombine) field; none by default"),
+    Key(PRECOMBINE_OPTION, TABLE, COLUMNS, same_as=C.PRECOMBINE_FIELD),
+    *[Key(name, TABLE, COLUMNS, same_as=C.PRECOMBINE_FIELD) for name in SHORT_ORDERING],
+    Key(PAYLOAD_ORDERING_FIELD, TABLE, COLUMNS, doc="the ordering field payloads compare; must be the ordering field"),
+    _enum(C.KEYGEN_CLASS, TABLE, _KEYGEN_VALUES, doc="derived from the key and partition columns"),
+    _enum(KEYGEN_OPTION, TABLE, _KEYGEN_VALUES, same_as=C.KEYGEN_CLASS),
+    _enum(C.PAYLOAD_CLASS, TABLE, _PAYLOAD_VALUES,
+          doc="DefaultHoodieRecordPayload with an ordering field, else OverwriteWithLatestAvroPayload"),
+    _enum(PAYLOAD_OPTION, TABLE, _PAYLOAD_VALUES, same_as=C.PAYLOAD_CLASS),
+    *[_enum(name, TABLE, _PAYLOAD_VALUES, same_as=C.PAYLOAD_CLASS) for name in SHORT_PAYLOAD],
+    _enum(C.MERGE_MODE, TABLE, _MERGE_MODES, refused=_CUSTOM_MERGE,
+          doc="EVENT_TIME_ORDERING with an ordering field, else COMMIT_TIME_ORDERING"),
+    _enum(SHORT_MERGE_MODE, TABLE, _MERGE_MODES, refused=_CUSTOM_MERGE, same_as=C.MERGE_MODE),
+    Key(C.HIVE_STYLE, TABLE, BOOL, doc="true in Spark SQL, false in Flink SQL"),
+    Key(C.URL_ENCODE, TABLE, BOOL, "false"),
+    _enum(C.TIMESTAMP_TYPE, TABLE, ("EPOCHMILLISECONDS", "UNIX_TIMESTAMP", "SCALAR", "DATE_STRING"),
+          refused={v: "hudiql reads EPOCHMILLISECONDS, UNIX_TIMESTAMP (seconds), SCALAR (days) or DATE_STRING "
+                      "partition values" for v in ("epochmicroseconds", "mixed")},
+          doc="SCALAR for a DATE partition column, EPOCHMILLISECONDS otherwise"),
+    _fixed(C.TIMESTAMP_SCALAR_UNIT, "DAYS", "hudiql reads SCALAR partition values as days; remove the option or set it to DAYS"),
+    Key(C.TIMESTAMP_OUTPUT_FORMAT, TABLE, TEXT, doc="yyyyMMdd for a DATE partition column, yyyyMMddHH otherwise"),
+    _fixed(C.TIMESTAMP_OUTPUT_TZ, "UTC", "hudiql formats partition timestamps in UTC; remove the option or set it to UTC"),
+    Key(TIMESTAMP_INPUT_FORMAT, TABLE, TEXT, "yyyy-MM-dd HH:mm:ss", doc="how STRING partition values are parsed"),
+    # -- the index: the file groups on storage follow it, so a session may repeat it, not change it ----
+    _enum(INDEX_TYPE, BOTH, (SIMPLE_INDEX, BUCKET_INDEX), SIMPLE_INDEX, refused=_INDEX_REFUSED),
+    _enum(FLINK_INDEX_TYPE, TABLE, (SIMPLE_INDEX, BUCKET_INDEX), SIMPLE_INDEX, refused=_INDEX_REFUSED, same_as=INDEX_TYPE),
+    _enum(BUCKET_ENGINE, BOTH, (SIMPLE_INDEX,), SIMPLE_INDEX,
+          refused={"consistent_hashing": "hudiql's bucket index has a fixed number of buckets; use SIMPLE"}),
+    Key(NUM_BUCKETS, BOTH, INT, "256", minimum=1, unit=" of buckets", doc="HoodieIndexConfig's default (Flink's is 4)"),
+    Key(HASH_FIELD, BOTH, COLUMNS, doc="the record key fields"),
+    # -- write tuning: may change at any time --------------------------------------------------------
+    Key(MAX_FILE_SIZE, BOTH, INT, str(120 * 1024 * 1024), minimum=1, unit=" of bytes", alterable=True),
+    Key(SMALL_FILE_LIMIT, BOTH, INT, str(100 * 1024 * 1024), unit=" of bytes", alterable=True,
+        doc="0: no small file handling"),
+    _enum(COMPRESSION, BOTH, ("snappy", "gzip", "zstd", "lz4", "brotli", "none"), "snappy", alterable=True,
+          refused={"uncompressed": "hudiql spells it 'none'", "lzo": "Arrow cannot write LZO; use snappy, gzip or zstd"}),
+    Key(RECORD_SIZE_ESTIMATE, BOTH, INT, "0", unit=" of bytes", alterable=True, doc="bytes per record; 0: the table's average"),
+    _enum(LOG_BLOCK_FORMAT, BOTH, ("avro", "parquet"), "avro", alterable=True,
+          refused={"hfile": "hudiql writes log data blocks as avro or parquet"}),
+    Key(WRITE_BATCH_SIZE, SESSION, MEGABYTES, "256", doc="MB buffered per file group before a log block is written"),
+    Key(WRITE_TASK_MAX_SIZE, SESSION, MEGABYTES, "1024", doc="MB a write task buffers in all"),
+    # -- inline compaction of merge-on-read tables ---------------------------------------------------
+    Key(INLINE_COMPACT, BOTH, BOOL, "false", alterable=True, doc="true for new merge-on-read tables"),
+    _enum(TRIGGER_STRATEGY, BOTH, COMPACTION_STRATEGIES, "NUM_COMMITS", alterable=True),
+    Key(MAX_DELTA_COMMITS, BOTH, INT, "5", unit=" of delta commits", alterable=True),
+    Key(MAX_DELTA_SECONDS, BOTH, INT, "3600", unit=" of seconds", alterable=True),
+    # -- what a statement does ------------------------------------------------------------------------
+    _enum(INSERT_INTO_OPERATION, BOTH, WRITE_OPERATIONS, refused=_OPERATION_REFUSED, alterable=True,
+          doc="upsert with a record key, else insert"),
+    _enum(WRITE_OPERATION, BOTH, WRITE_OPERATIONS, refused=_OPERATION_REFUSED, alterable=True,
+          doc="what INSERT does, as hoodie.spark.sql.insert.into.operation"),
+    _enum(QUERY_TYPE, SESSION, ("snapshot", "read_optimized"), "snapshot",
+          refused={"incremental": "incremental queries are not supported yet; use snapshot or read_optimized"}),
+    Key(ENFORCE_ORDERING, SESSION, BOOL, "true"),
+]
+
+#: Every option hudiql implements, by name.
+KEYS: dict[str, Key] = {k.name: k for k in _KEY_LIST}
+
+
+def implemented_keys() -> list[str]:
+    """The ``hoodie.*`` keys hudiql implements (for docs), sorted."""
+    return sorted(k for k in KEYS if k.startswith("hoodie."))
+
+
+def short_table_options() -> set[str]:
+    """Non ``hoodie.*`` options CREATE TABLE takes (Spark SQL's and Flink's short spellings)."""
+    names = {k.name for k in _KEY_LIST if not k.name.startswith("hoodie.") and k.where != SESSION}
+    return names | {"connector", "path"}  # Flink's connector='hudi' and path='...', read by the parser
+
+
+def setting(settings: Mapping[str, str], name: str) -> str:
+    """The value of ``name`` in ``settings`` (table properties and session settings), else its default."""
+    value = settings.get(name)
+    if value is not None:
+        return value
+    default = KEYS[name].default
+    if default is None:
+        raise KeyError(f"{name} has no default")
+    return default
+
+
+def is_alterable(key: str) -> bool:
+    """May ``ALTER TABLE ... SET/UNSET TBLPROPERTIES`` change ``key`` after the table is created?"""
+    spec = KEYS.get(key)
+    return bool(spec and spec.alterable)
+
+
+# ---- Hudi keys hudiql does not implement -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unimplemented:
+    """Hudi options (glob patterns) hudiql does not implement.
+
+    ``accepted``: values that ask for what hudiql does anyway. ``warn``: ignoring the option
+    cannot change a result a user sees (speed, parallelism, file layout), so it is a warning.
+    """
+
+    patterns: tuple[str, ...]
+    why: str
+    accepted: tuple[str, ...] = ()
+    warn: bool = False
+
+    def matches(self, key: str) -> bool:
+        return any(fnmatchcase(key, p) for p in self.patterns)
+
+
+_NO_CLEAN = "hudiql does not clean or archive yet (every file version and instant is kept); remove the option"
+_ONE_WRITER = "hudiql runs one writer at a time (no concurrency control or locks); remove the option"
+
+#: First match wins: specific keys before the families they belong to.
+UNIMPLEMENTED: list[Unimplemented] = [
+    Unimplemented(("hoodie.metadata.enable",), "hudiql does not write the metadata table (it lists files on storage); "
+                                               "remove the option or set it to false", ("false",)),
+    Unimplemented(("hoodie.metadata.*", "hoodie.table.metadata.partitions*"),
+                  "hudiql does not write the metadata table or its indexes; remove the option", ("false",)),
+    Unimplemented(("hoodie.table.cdc.*",), "hudiql does not write change data capture (CDC) logs; remove the option "
+                                           "or set it to false", ("false",)),
+    Unimplemented(("hoodie.cleaner.policy.failed.writes",),
+                  "hudiql rolls back failed writes eagerly before the next write; remove the option or set it to EAGER",
+                  ("EAGER",)),
+    Unimplemented(("hoodie.clean.automatic", "hoodie.clean.async", "hoodie.archive.automatic", "hoodie.archive.async"),
+                  _NO_CLEAN, ("false",)),
+    Unimplemented(("hoodie.clean.*", "hoodie.cleaner.*", "hoodie.keep.min.commits", "hoodie.keep.max.commits",
+                   "hoodie.archive.*", "hoodie.commits.archival.batch"), _NO_CLEAN),
+    Unimplemented(("hoodie.clustering.inline", "hoodie.clustering.async.enabled", "hoodie.clustering.schedule.inline"),
+                  "hudiql does not cluster tables; remove the option", ("false",)),
+    Unimplemented(("hoodie.clustering.*", "hoodie.layout.optimize.*"), "hudiql does not cluster tables; remove the option"),
+    Unimplemented(("hoodie.bloom.*", "hoodie.index.bloom.*"), _NO_BLOOM + " as hoodie.index.type; remove the option"),
+    Unimplemented(("hoodie.simple.index.parallelism", "hoodie.global.simple.index.parallelism"),
+                  "Spark chooses the parallelism of hudiql's index lookup (spark.sql.shuffle.partitions)", warn=True),
+    Unimplemented(("hoodie.index.class", "hoodie.global.simple.index.*", "hoodie.simple.index.*", "hoodie.record.index.*",
+                   "hoodie.hbase.index.*", "hoodie.bucket.index.*", "hoodie.index.*"),
+                  "hudiql's indexes are hoodie.index.type=SIMPLE and BUCKET (hoodie.bucket.index.num.buckets, "
+                  "hoodie.bucket.index.hash.field); remove the option"),
+    Unimplemented(("hoodie.table.ordering.fields", "hoodie.table.keygenerator.type", "hoodie.timeline.path",
+                   "hoodie.record.merge.strategy.id", "hoodie.table.initial.version", "hoodie.table.partition.stats*"),
+                  "this is a table version 8 property; hudiql writes table version 6 (use preCombineField, "
+                  "hoodie.table.keygenerator.class, payloadClass); remove the option"),
+    Unimplemented(("hoodie.datasource.write.keygenerator.type",),
+                  "give the class instead: hoodie.datasource.write.keygenerator.class="
+                  + ", ".join(k.rsplit(".", 1)[1] for k in KEY_GENERATORS)),
+    Unimplemented(("hoodie.compaction.record.merger.strategy", "hoodie.datasource.write.record.merger.*",
+                   "hoodie.write.record.merge.*", "hoodie.record.merger.*"),
+                  "hudiql merges records by the payload class (payloadClass) and merge mode (recordMergeMode); "
+                  "remove the option"),
+    Unimplemented(("hoodie.combine.before.insert",), "INSERT with operation insert keeps every row; use "
+                  f"{INSERT_INTO_OPERATION}=upsert to keep one row per key, and remove the option", ("false",)),
+    Unimplemented(("hoodie.combine.before.upsert", "hoodie.combine.before.delete"),
+                  "hudiql always combines rows of one key before an upsert or delete; remove the option", ("true",)),
+    Unimplemented(("hoodie.datasource.write.insert.drop.duplicates", "hoodie.sql.bulk.insert.enable"),
+                  f"choose what INSERT does with {INSERT_INTO_OPERATION}=upsert, insert or bulk_insert; remove the option",
+                  ("false",)),
+    Unimplemented(("hoodie.datasource.insert.dup.policy", "hoodie.sql.insert.mode"),
+                  f"choose what INSERT does with {INSERT_INTO_OPERATION}=upsert, insert or bulk_insert; remove the option",
+                  ("none",)),
+    Unimplemented(("hoodie.merge.allow.duplicate.on.inserts",),
+                  "INSERT with operation insert keeps duplicate keys; remove the option or set it to true", ("true",)),
+    Unimplemented(("hoodie.datasource.overwrite.mode",), _NO_OVERWRITE.split(";")[0] + "; remove the option"),
+    Unimplemented(("hoodie.write.concurrency.mode",), _ONE_WRITER + " or set it to SINGLE_WRITER", ("SINGLE_WRITER",)),
+    Unimplemented(("hoodie.write.lock.*", "hoodie.write.concurrency.*"), _ONE_WRITER),
+    Unimplemented(("hoodie.schema.on.read.enable", "hoodie.datasource.write.reconcile.schema", "hoodie.avro.schema.validate",
+                   "hoodie.datasource.write.schema.allow.auto.evolution.column.drop"),
+                  "hudiql writes the table's own schema (change it with ALTER TABLE); remove the option or set it to false",
+                  ("false",)),
+    Unimplemented(("hoodie.avro.schema", "hoodie.write.schema", "hoodie.base.path", "hoodie.datasource.write.table.name"),
+                  "hudiql takes the schema, name and location from CREATE TABLE; remove the option"),
+    Unimplemented(("hoodie.datasource.hive_sync.enable", "hoodie.datasource.meta.sync.enable", "hoodie.meta.sync.enable"),
+                  "hudiql does not sync tables to a Hive metastore (its warehouse is the catalog); remove the option",
+                  ("false",)),
+    Unimplemented(("hoodie.datasource.hive_sync.*", "hoodie.meta.sync.*", "hoodie.meta_sync.*"),
+                  "hudiql does not sync tables to a Hive metastore (its warehouse is the catalog); remove the option"),
+    Unimplemented(("hoodie.bootstrap.*",), "hudiql does not bootstrap tables from existing files; remove the option"),
+    Unimplemented(("hoodie.datasource.read.*", "hoodie.datasource.query.incremental.*", "hoodie.read.timeline.*"),
+                  "incremental and time travel reads are not supported yet; remove the option"),
+    Unimplemented(("hoodie.datasource.write.streaming.*",), "hudiql does not write streams; remove the option"),
+    Unimplemented(("hoodie.compact.schedule.inline", "hoodie.compaction.reverse.log.read"),
+                  "hudiql schedules and runs compaction together (hoodie.compact.inline, CALL run_compaction); "
+                  "remove the option or set it to false", ("false",)),
+    Unimplemented(("hoodie.compaction.lazy.block.read",),
+                  "hudiql reads each log file whole when it merges; nothing else changes", warn=True),
+    Unimplemented(("hoodie.compaction.*", "hoodie.log.compaction.*", "hoodie.compact.*"),
+                  "hudiql compacts every file group with log files, triggered by hoodie.compact.inline.* or CALL "
+                  "run_compaction; remove the option"),
+    Unimplemented(("hoodie.orc.*", "hoodie.hfile.*"), "hudiql writes Parquet base files; remove the option"),
+    Unimplemented(("hoodie.parquet.outputtimestamptype",),
+                  "hudiql writes timestamps as TIMESTAMP_MICROS; remove the option or set it to TIMESTAMP_MICROS",
+                  ("TIMESTAMP_MICROS",)),
+    Unimplemented(("hoodie.parquet.writelegacyformat.enabled",),
+                  "hudiql writes the standard Parquet format; remove the option or set it to false", ("false",)),
+    Unimplemented(("hoodie.table.log.file.format",), "hudiql writes Hudi log files; remove the option or set it to HOODIE_LOG",
+                  ("HOODIE_LOG",)),
+    Unimplemented(("hoodie.auto.commit",), "every hudiql statement commits when it ends; remove the option or set it to true",
+                  ("true",)),
+    # Speed and file layout only: a warning.
+    Unimplemented(("hoodie.*.parallelism", "hoodie.*.shuffle.parallelism"),
+                  "Spark chooses how many tasks a write runs (spark.sql.shuffle.partitions)", warn=True),
+    Unimplemented(("hoodie.parquet.block.size", "hoodie.parquet.page.size", "hoodie.parquet.dictionary.enabled",
+                   "hoodie.parquet.compression.ratio", "hoodie.parquet.field_id.write.enabled", "hoodie.logfile.max.size",
+                   "hoodie.logfile.data.block.max.size", "hoodie.logfile.to.parquet.compression.ratio",
+                   "hoodie.copyonwrite.insert.split.size", "hoodie.copyonwrite.insert.auto.split",
+                   "hoodie.record.size.estimation.threshold", "hoodie.merge.small.file.group.candidates.limit"),
+                  "hudiql sizes files from hoodie.parquet.max.file.size and hoodie.parquet.small.file.limit", warn=True),
+    Unimplemented(("hoodie.write.markers.*", "hoodie.markers.*", "hoodie.embed.timeline.server*", "hoodie.filesystem.view.*",
+                   "hoodie.write.buffer.limit.bytes", "hoodie.memory.*", "hoodie.write.status.storage.level*",
+                   "hoodie.consistency.check.*", "hoodie.datasource.write.row.writer.enable",
+                   "hoodie.spark.sql.optimized.writes.enable", "hoodie.fail.on.timeline.archiving"),
+                  "it tunes Hudi's Java writer, which hudiql does not use", warn=True),
+]
+
+
+def unimplemented(key: str) -> Unimplemented | None:
+    """The entry for a known Hudi key hudiql does not implement, else ``None``."""
+    return next((u for u in UNIMPLEMENTED if u.matches(key)), None)
+
+
+def is_known(key: str) -> bool:
+    """Implemented, or a Hudi key hudiql knows it does not implement."""
+    return key in KEYS or unimplemented(key) is not None
+
+
+def closest(name: str, candidates: list[str] | set[str]) -> str | None:
+    """The candidate most like ``name``, ignoring case (``precombinekey`` -> ``preCombineField``)."""
+    lowered = {c.lower(): c for c in candidates}
+    match = difflib.get_close_matches(name.lower(), sorted(lowered), n=1, cutoff=0.5)
+    return lowered[match[0]] if match else None
+
+
+# ---- validation --------------------------------------------------------------------------------------
+
+
+def _check_hoodie(key: str, value: str, where: str) -> list[str]:
+    """Check one ``hoodie.*`` option given as a table option (``where=TABLE``) or SET (``SESSION``)."""
+    spec = KEYS.get(key)
+    if spec is not None:
+        spec.check(value)  # a value hudiql cannot honour says why, wherever it was given
+        if spec.where == SESSION and where == TABLE:
+            raise OptionError(f"{key} is a session option, not a table option; give it with SET {key}={value}")
+        if spec.where == TABLE and where == SESSION:
+            raise OptionError(
+                f"{key} is a table option, not a session option; give it in CREATE TABLE ... "
+                f"TBLPROPERTIES ('{key}'='{value}')"
+            )
+        return []
+    entry = unimplemented(key)
+    if entry is None:
+        guess = closest(key, implemented_keys())
+        hint = f"; did you mean '{guess}'?" if guess else "; hudiql's options are listed in hudiql.table.keys"
+        raise OptionError(f"unknown {'table ' if where == TABLE else ''}option '{key}'{hint}")
+    if value.strip().lower() in {v.lower() for v in entry.accepted}:
+        return []
+    if entry.warn:
+        return [f"warning: {key} is ignored: {entry.why}"]
+    raise OptionError(f"{key}={value} is not supported: {entry.why}")
+
+
+def validate_table_options(options: dict[str, str]) -> list[str]:
+    """Check CREATE TABLE options; raise ``OptionError`` on the first bad one, return warning lines."""
+    warnings: list[str] = []
+    short = short_table_options()
+    for key, value in options.items():
+        value = "" if value is None else str(value)
+        if key.startswith("hoodie."):
+            warnings += _check_hoodie(key, value, TABLE)
+        elif key in short:
+            if key in KEYS:
+                KEYS[key].check(value)
+        else:
+            guess = closest(key, short)
+            hint = (f"; did you mean '{guess}'?" if guess
+                    else f"; valid names are {', '.join(sorted(short))} or a 'hoodie.*' key")
+            raise OptionError(f"unknown table option '{key}'{hint}")
+    return warnings
+
+
+def validate_session_option(key: str, value: str) -> list[str]:
+    """Check ``SET key=value``; raise ``OptionError`` when it is bad, return warning lines.
+
+    ``spark.*``, ``hudiql.*`` and other keys that are neither ``hoodie.*`` nor a session option
+    of the registry (``write.batch.size``) are the caller's business.
+    """
+    if key.startswith("hoodie."):
+        return _check_hoodie(key, value, SESSION)
+    spec = KEYS.get(key)
+    if spec is not None and spec.where == SESSION:
+        spec.check(value)
+    return []
