@@ -80,13 +80,28 @@ def from_spark_error(exc: BaseException) -> HudiqlError | None:
         detail = detail.split(". SQLSTATE")[0].rstrip(".\"' ")
         return DataError(f"{detail}; every row needs a record key value")
     if type(exc).__name__ in ("AnalysisException", "ParseException"):
-        return SqlError(text.splitlines()[0].strip())
+        return SqlError(spark_message(text))
     for marker in ("CAST_INVALID_INPUT", "CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE", "ARITHMETIC_OVERFLOW",
                    "INVALID_ARRAY_INDEX", "DIVIDE_BY_ZERO"):
         if marker in text:
             line = next((ln for ln in text.splitlines() if marker in ln), text.splitlines()[0])
             return DataError(line.strip())
     return None
+
+
+def spark_message(text: str) -> str:
+    """The first line of a Spark error without what only makes sense for the SQL hudiql gave
+    Spark (positions in the rewritten text, its snapshot view names) or for Spark's developers.
+
+    Example:
+        >>> spark_message("[UNRESOLVED_COLUMN] `x` cannot be resolved. SQLSTATE: 42703; line 1 pos 261;\\n'Project")
+        '[UNRESOLVED_COLUMN] `x` cannot be resolved'
+    """
+    line = text.strip().splitlines()[0] if text.strip() else type(text).__name__
+    line = re.sub(r";?\s*line \d+ pos \d+;?", "", line)
+    line = re.sub(r"\.?\s*SQLSTATE: \w+", "", line)
+    line = re.sub(r"`?__hudiql_snapshot_\d+_\d+`?", "the table", line)
+    return line.strip().rstrip(";")
 
 
 def raise_user_error(exc: BaseException) -> NoReturn:

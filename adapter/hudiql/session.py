@@ -233,16 +233,16 @@ class Session:
 
     def _run_AlterTableProperties(self, st: S.AlterTableProperties) -> Result:
         table = self.table(st.table)
-        for key in [*st.set, *st.unset]:
+        missing = [k for k in st.unset if k not in table.config.props]
+        if missing and not st.if_exists:
+            raise OptionError(f"table {st.table} has no option '{missing[0]}'; use UNSET TBLPROPERTIES IF EXISTS")
+        _warn(keys.validate_table_options(st.set))
+        for key in [*st.set, *(k for k in st.unset if k not in missing)]:
             if not keys.is_alterable(key):
                 raise OptionError(
                     f"table option '{key}' cannot change after the table is created; "
                     "create a new table (CREATE TABLE ... LIKE or AS SELECT) with the value you want"
                 )
-        _warn(keys.validate_table_options(st.set))
-        missing = [k for k in st.unset if k not in table.config.props]
-        if missing and not st.if_exists:
-            raise OptionError(f"table {st.table} has no option '{missing[0]}'; use UNSET TBLPROPERTIES IF EXISTS")
         props = {k: v for k, v in table.config.props.items() if k not in st.unset}
         props.update(st.set)
         TableConfig(props).save(table.storage)

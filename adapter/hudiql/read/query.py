@@ -12,7 +12,6 @@ Example:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -21,7 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from hudiql.errors import SqlError, TableNotFoundError
+from hudiql.errors import SqlError, TableNotFoundError, spark_message
 from hudiql.read.snapshot import snapshot, table_columns
 from hudiql.sql.parser import DIALECT
 from hudiql.sql.statements import TableName
@@ -60,12 +59,10 @@ class QueryPlanner:
         so they are dropped, and snapshot view names become the tables' names again."""
         if type(exc).__name__ not in ("AnalysisException", "ParseException"):
             return exc
-        message = str(exc).strip().splitlines()[0]
-        message = re.sub(r";?\s*line \d+ pos \d+", "", message)
-        message = re.sub(r"\s*SQLSTATE: \w+", "", message)
+        message = str(exc)
         for view in views:
             message = message.replace(view, self._view_tables.get(view, "table"))
-        return SqlError(message.strip().rstrip(";."))
+        return SqlError(spark_message(message))
 
     def drop(self, views: list[str]) -> None:
         for view in views:
