@@ -16,7 +16,7 @@ Example:
     >>> validate_session_option("hoodie.metadata.enable", "false")
     []
     >>> validate_session_option("hoodie.upsert.shuffle.parallelism", "200")
-    ['warning: hoodie.upsert.shuffle.parallelism is ignored: Spark chooses how many tasks a write runs (spark.sql.shuffle.partitions)']
+    ['hoodie.upsert.shuffle.parallelism is ignored: Spark chooses how many tasks a write runs (spark.sql.shuffle.partitions)']
     >>> is_alterable("hoodie.parquet.max.file.size"), is_alterable("hoodie.table.recordkey.fields")
     (True, False)
     >>> setting({}, NUM_BUCKETS)
@@ -307,6 +307,10 @@ class Unimplemented:
     def matches(self, key: str) -> bool:
         return any(fnmatchcase(key, p) for p in self.patterns)
 
+    def names(self, key: str) -> bool:
+        """Whether ``key`` is one of the listed keys, not only in a listed family (``hoodie.index.*``)."""
+        return key in self.patterns
+
 
 _NO_CLEAN = "hudiql does not clean or archive yet (every file version and instant is kept); remove the option"
 _ONE_WRITER = "hudiql runs one writer at a time (no concurrency control or locks); remove the option"
@@ -332,7 +336,8 @@ UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.bloom.*", "hoodie.index.bloom.*"), _NO_BLOOM + " as hoodie.index.type; remove the option"),
     Unimplemented(("hoodie.simple.index.parallelism", "hoodie.global.simple.index.parallelism"),
                   "Spark chooses the parallelism of hudiql's index lookup (spark.sql.shuffle.partitions)", warn=True),
-    Unimplemented(("hoodie.index.class", "hoodie.global.simple.index.*", "hoodie.simple.index.*", "hoodie.record.index.*",
+    Unimplemented(("hoodie.index.class", "hoodie.bucket.index.max.num.buckets", "hoodie.bucket.index.min.num.buckets",
+                   "hoodie.global.simple.index.*", "hoodie.simple.index.*", "hoodie.record.index.*",
                    "hoodie.hbase.index.*", "hoodie.bucket.index.*", "hoodie.index.*"),
                   "hudiql's indexes are hoodie.index.type=SIMPLE and BUCKET (hoodie.bucket.index.num.buckets, "
                   "hoodie.bucket.index.hash.field); remove the option"),
@@ -412,9 +417,23 @@ UNIMPLEMENTED: list[Unimplemented] = [
 ]
 
 
+#: How alike a key in a refused family and an implemented key must be to be taken for its typo.
+_TYPO_CUTOFF = 0.9
+
+
 def unimplemented(key: str) -> Unimplemented | None:
-    """The entry for a known Hudi key hudiql does not implement, else ``None``."""
-    return next((u for u in UNIMPLEMENTED if u.matches(key)), None)
+    """The entry for a known Hudi key hudiql does not implement, else ``None``.
+
+    A key that is only in a family (``hoodie.index.*``) and nearly spells an implemented key
+    (``hoodie.index.typ``) is a typo, not a Hudi key: ``None``.
+    """
+    if key in KEYS:
+        return None
+    entry = next((u for u in UNIMPLEMENTED if u.matches(key)), None)
+    if entry is None or entry.names(key):
+        return entry
+    typo = difflib.get_close_matches(key.lower(), [k.lower() for k in KEYS], n=1, cutoff=_TYPO_CUTOFF)
+    return None if typo else entry
 
 
 def is_known(key: str) -> bool:
@@ -447,13 +466,15 @@ def _check_hoodie(key: str, value: str, where: str) -> list[str]:
         return []
     entry = unimplemented(key)
     if entry is None:
-        guess = closest(key, implemented_keys())
+        # Compared without the "hoodie." every key shares, which would make any two keys look alike.
+        guess = closest(key.removeprefix("hoodie."), [k.removeprefix("hoodie.") for k in implemented_keys()])
+        guess = guess and "hoodie." + guess
         hint = f"; did you mean '{guess}'?" if guess else "; hudiql's options are listed in hudiql.table.keys"
         raise OptionError(f"unknown {'table ' if where == TABLE else ''}option '{key}'{hint}")
     if value.strip().lower() in {v.lower() for v in entry.accepted}:
         return []
     if entry.warn:
-        return [f"warning: {key} is ignored: {entry.why}"]
+        return [f"{key} is ignored: {entry.why}"]
     raise OptionError(f"{key}={value} is not supported: {entry.why}")
 
 
