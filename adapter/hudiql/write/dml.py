@@ -8,6 +8,7 @@ Then one path finishes every statement: precombine (several source rows for one 
 rule (an update older than the stored row is skipped and counted, unless
 ``hoodie.merge.ordering.enforce=false``), partition moves (delete at the old path, insert at the
 new one), counts, and the write. Nothing is written before validation passes.
+An INSERT's counts (``insert_counts``) are the same five, counted by its write tasks.
 
 Example:
     >>> DmlPlanner(session).merge(statement)
@@ -16,12 +17,12 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from sqlglot import exp
 
 from hudiql.errors import ColumnError, DataError, SqlError
@@ -29,10 +30,11 @@ from hudiql.read.query import conjuncts, partition_filter
 from hudiql.read.snapshot import snapshot
 from hudiql.sql import statements as S
 from hudiql.sql.parser import DIALECT
-from hudiql.table.schema import IS_DELETED, PARTITION_PATH, RECORD_KEY
+from hudiql.table.commit import CommitMetadata
+from hudiql.table.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import DELETE, SEQUENCE
-from hudiql.write.writer import Operation, write_rows
+from hudiql.write.writer import DmlCounts, Operation, write_rows
 
 if TYPE_CHECKING:
     from hudiql.session import Session
@@ -47,29 +49,17 @@ MATCHED = "__hudiql_matched"
 UPDATE, DELETE_KIND, INSERT = "update", "delete", "insert"
 
 
-@dataclass(frozen=True)
-class DmlCounts:
-    updated: int = 0
-    deleted: int = 0
-    inserted: int = 0
-    skipped_older: int = 0
-
-    @property
-    def affected(self) -> int:
-        return self.updated + self.deleted + self.inserted
-
-    def row(self) -> tuple[int, int, int, int, int]:
-        return (self.affected, self.updated, self.deleted, self.inserted, self.skipped_older)
-
-    def metadata(self) -> dict[str, str]:
-        names = ("num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows", "num_skipped_older_rows")
-        return {f"hudiql.{n}": str(v) for n, v in zip(names, self.row())}
-
-
 RESULT_SCHEMA = (
     "num_affected_rows long, num_updated_rows long, num_deleted_rows long, "
     "num_inserted_rows long, num_skipped_older_rows long"
 )
+
+
+def insert_counts(meta: CommitMetadata) -> DmlCounts:
+    """What an INSERT did (the commit ``write_rows`` made), counted by its write tasks as MERGE's
+    counts are: rows updated, deleted (``_hoodie_is_deleted``), inserted, and skipped because the
+    stored row has a greater ordering value."""
+    return DmlCounts.from_metadata(meta.extra_metadata)
 
 
 def _column(name: str, table: HudiTable, what: str) -> str:
@@ -108,7 +98,7 @@ class DmlPlanner:
             exp.Table(this=st.source.this, db=st.source.args.get("db"))
         )
         source_df = self.session.planner.dataframe(query)
-        self._check_clauses(table, st.clauses, source_df.columns)
+        self._check_clauses(table, st.clauses, source_df.columns, source)
 
         files = table.file_system_view()
         keep = partition_filter(self.session, table, files, st.on, {target, st.table.name}, unqualified_ok=False)
@@ -143,6 +133,9 @@ class DmlPlanner:
                     label = f"WHEN {'MATCHED' if clause.matched else 'NOT MATCHED'} THEN {clause.action.upper()}"
                     checks.append((f"{label}: column {field.name}", _cast(value(clause, field.name), field.dataType)))
             projections.append(exp.alias_(_cast(case, field.dataType), field.name, quoted=True))
+        deleted_flag = self._source_delete_flag(table, st.clauses, conditions, source_df.columns, source)
+        if deleted_flag is not None:
+            projections.append(exp.alias_(deleted_flag, IS_DELETED, quoted=True))
         ordering = table.config.ordering_field
         if ordering:
             # Several source rows for one key are ranked by the source's own ordering value.
@@ -301,19 +294,34 @@ class DmlPlanner:
                 f"({', '.join(table.config.record_key_fields)}); add {need} (qualify source columns with the source alias)"
             )
 
-    def _check_clauses(self, table: HudiTable, clauses: list[S.MergeClause], source_columns: list[str]) -> None:
+    def _check_clauses(self, table: HudiTable, clauses: list[S.MergeClause], source_columns: list[str], source: str) -> None:
         available = {c.lower() for c in source_columns}
+        columns = table.schema.fieldNames()
+        # Source columns a star clause cannot store. The meta columns (a hudiql table as the source)
+        # and _hoodie_is_deleted (it deletes the key, see _source_delete_flag) are not data to store.
+        skipped = {c.lower() for c in columns} | {c.lower() for c in META_COLUMNS} | {IS_DELETED}
+        extra = [c for c in source_columns if c.lower() not in skipped]
         for clause in clauses:
             label = f"WHEN {'MATCHED' if clause.matched else 'NOT MATCHED'} THEN {clause.action.upper()}"
             if clause.action == DELETE_KIND:
                 continue
             if clause.assignments is None:
-                missing = [f.name for f in table.schema.fields if f.name.lower() not in available]
+                star = "UPDATE SET *" if clause.action == UPDATE else "INSERT *"
+                missing = [c for c in columns if c.lower() not in available]
                 if missing:
-                    star = "UPDATE SET *" if clause.action == UPDATE else "INSERT *"
                     raise ColumnError(
                         f"{star} needs source columns {', '.join(missing)}; the source has {', '.join(source_columns)} "
                         "(assign the columns explicitly instead)"
+                    )
+                if extra:
+                    keys = {k.lower() for k in table.config.record_key_fields}  # an UPDATE never assigns them
+                    listed = (
+                        f"UPDATE SET {', '.join(f'{c} = {source}.{c}' for c in columns if c.lower() not in keys)}"
+                        if clause.action == UPDATE else f"INSERT ({', '.join(columns)}) VALUES ({', '.join(f'{source}.{c}' for c in columns)})"
+                    )
+                    raise ColumnError(
+                        f"{star} would drop source column {', '.join(extra)}: table {table.config.name} has no such "
+                        f"column; list the columns to write instead, e.g. {listed}"
                     )
                 continue
             names = {_column(k, table, label).lower() for k in clause.assignments}
@@ -323,6 +331,24 @@ class DmlPlanner:
                 unassigned = [k for k in table.config.record_key_fields if k.lower() not in names]
                 if unassigned:
                     raise ColumnError(f"{label} leaves record key column {', '.join(unassigned)} unassigned; give it a value")
+
+    def _source_delete_flag(
+        self, table: HudiTable, clauses: list[S.MergeClause], conditions: list[exp.Expression],
+        source_columns: list[str], source: str,
+    ) -> exp.Expression | None:
+        """A source ``_hoodie_is_deleted`` the target lacks still deletes the key, as in Hudi: under
+        ``UPDATE SET *`` and ``INSERT *`` its value travels with the row (a column the target has is
+        assigned like any other). ``None`` when there is nothing to carry."""
+        if IS_DELETED in {c.lower() for c in table.schema.fieldNames()}:
+            return None
+        name = next((c for c in source_columns if c.lower() == IS_DELETED), None)
+        stars = [clause.assignments is None and clause.action != DELETE_KIND for clause in clauses]
+        if name is None or not any(stars):
+            return None
+        flag = exp.Case()  # the first clause whose condition holds decides, as for the columns
+        for star, cond in zip(stars, conditions):
+            flag = flag.when(cond.copy(), _col(name, source) if star else exp.false())
+        return _cast(flag, T.BooleanType())
 
     def _check_keys_unassigned(self, table: HudiTable, assigned, label: str) -> None:
         keys = [k for k in table.config.record_key_fields if k.lower() in assigned]

@@ -18,6 +18,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import dataclass
 from enum import Enum
 from functools import reduce
 
@@ -86,6 +88,43 @@ WRITE_BATCH_SIZE = "write.batch.size"
 WRITE_TASK_MAX_SIZE = "write.task.max.size"
 
 
+@dataclass(frozen=True)
+class DmlCounts:
+    """What a write did to the table's rows, as a statement reports it and the commit's
+    ``extraMetadata`` records it (``hudiql.num_*``)."""
+
+    updated: int = 0
+    deleted: int = 0
+    inserted: int = 0
+    skipped_older: int = 0  # lost to a stored row with a greater ordering value
+
+    NAMES = ("num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows", "num_skipped_older_rows")
+
+    @property
+    def affected(self) -> int:
+        return self.updated + self.deleted + self.inserted
+
+    def row(self) -> tuple[int, int, int, int, int]:
+        return (self.affected, self.updated, self.deleted, self.inserted, self.skipped_older)
+
+    def metadata(self) -> dict[str, str]:
+        return {f"hudiql.{n}": str(v) for n, v in zip(self.NAMES, self.row())}
+
+    @classmethod
+    def from_metadata(cls, extra: dict[str, str]) -> DmlCounts:
+        values = {n: int(extra.get(f"hudiql.{n}", 0)) for n in cls.NAMES}
+        return cls(values["num_updated_rows"], values["num_deleted_rows"], values["num_inserted_rows"],
+                   values["num_skipped_older_rows"])
+
+    @classmethod
+    def from_write_stats(cls, rows: list[dict]) -> DmlCounts:
+        """The sum of the tasks' stats rows (``STATS_SCHEMA``), one per file group."""
+        def total(name: str) -> int:
+            return sum(r[name] or 0 for r in rows)
+
+        return cls(total("num_update_writes"), total("num_deletes"), total("num_inserts"), total("num_skipped_older"))
+
+
 class Operation(str, Enum):
     UPSERT = "upsert"
     INSERT = "insert"
@@ -133,14 +172,18 @@ def write_rows(
         if precombine and not index.is_bucket:
             rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
         incoming = rows.persist(StorageLevel.MEMORY_AND_DISK)
-        stats = _write_file_groups(
+        task_stats = _write_file_groups(
             spark, table, index, incoming, operation, instant.timestamp, settings, planned, precombine and index.is_bucket
         )
+        stats = [WriteStat.from_row(r) for r in task_stats]
+        # The tasks count what the incoming rows did (``insert_counts`` reads it back). A MERGE /
+        # UPDATE / DELETE decided its rows while planning and passes its own counts, which win.
+        counts = DmlCounts.from_write_stats(task_stats)
         metadata = CommitMetadata(
             operation_type=operation.value.upper(),
             schema=to_avro_json(table.schema, table.config.name),
             write_stats=stats,
-            extra_metadata=dict(extra_metadata or {}),
+            extra_metadata={**counts.metadata(), **(extra_metadata or {})},
         )
         _reconcile_markers(table, instant.timestamp, {s.path for s in stats})
         timeline.complete(instant, metadata.to_json())
@@ -177,9 +220,9 @@ def _write_file_groups(
     settings: dict,
     planned: bool,
     precombine: bool,
-) -> list[WriteStat]:
+) -> list[dict]:
     """Tag ``incoming`` and write it by file group; ``precombine``: keep one row per key in the
-    shuffle by file group (bucket index)."""
+    shuffle by file group (bucket index). Returns the tasks' stats rows (``STATS_SCHEMA``)."""
     partitions = [r[0] for r in incoming.select(PARTITION_PATH).distinct().collect()]
     view = table.file_system_view(partitions)
     _write_partition_metadata(table, partitions, instant_time)
@@ -221,7 +264,7 @@ def _write_tagged(
     settings: dict,
     planned: bool,
     partitioned: bool,
-) -> list[WriteStat]:
+) -> list[dict]:
     """Write the tagged rows; ``partitioned``: they are already shuffled by file group."""
     updates, inserts = _split(tagged)
     mor = table.config.is_mor
@@ -275,7 +318,7 @@ def _write_tagged(
         to_merge = updates.unionByName(inserts) if inserts is not None else updates
     if to_merge is not None:
         rows += by_file_group(to_merge).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA).collect()
-    return [WriteStat.from_row(r.asDict()) for r in rows]
+    return [r.asDict() for r in rows]
 
 
 def _by_file_group(spark: SparkSession, rows: DataFrame, groups: int) -> DataFrame:
@@ -404,11 +447,15 @@ def insert_rows(
     source: DataFrame,
     columns: list[str] | None,
     partition: dict | None,
+    record_key_fields: Collection[str] = (),
+    partition_fields: Collection[str] = (),
 ) -> DataFrame:
     """The rows of ``INSERT INTO t [PARTITION (...)] [(cols)] <query>`` as the table's columns.
 
     Without a column list, the query's columns fill the table's columns by position, except
-    the partition columns given static values in PARTITION (...).
+    the partition columns given static values in PARTITION (...). A column list leaves the
+    other columns NULL, but never a record key or partition column: a NULL there gives the key
+    another record (or another partition) than its stored version.
     """
     from sqlglot import exp
 
@@ -426,6 +473,16 @@ def insert_rows(
         targets = [_column(c, names) for c in columns]
         if len(set(targets)) != len(targets):
             raise DataError(f"a column is listed twice in INSERT INTO ({', '.join(columns)})")
+        given = set(targets) | set(static)
+        for kind, fields in (("record key", record_key_fields), ("partition", partition_fields)):
+            for field in fields:
+                name = next((n for n in names if n.lower() == field.lower()), None)
+                if name is not None and name not in given:  # (not a column: a key generator derives it)
+                    how = f"list {name} in it" + (f" or give PARTITION ({name} = <value>)" if kind == "partition" else "")
+                    raise ColumnError(
+                        f"the INSERT column list ({', '.join(columns)}) leaves out {kind} column {name}: "
+                        f"every row needs its {kind} value; {how}"
+                    )
     if len(source.columns) != len(targets):
         raise DataError(
             f"INSERT provides {len(source.columns)} columns but expects {len(targets)}: {', '.join(targets)}"
