@@ -173,10 +173,10 @@ def test_options_clause_equals_tblproperties(session):
 
 
 def test_create_with_quoted_option_keys_and_hoodie_options(session):
-    session.sql("CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES ('primaryKey'='id', 'hoodie.index.type'='BLOOM')")
+    session.sql("CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES ('primaryKey'='id', 'hoodie.index.type'='BUCKET')")
     props = table_properties(session, "t")
     assert props["hoodie.table.recordkey.fields"] == "id"
-    assert props["hoodie.index.type"] == "BLOOM"
+    assert props["hoodie.index.type"] == "BUCKET"
 
 
 def test_create_if_not_exists_leaves_the_table_alone(session, warehouse):
@@ -525,7 +525,7 @@ def _comparable(props: dict[str, str]) -> dict[str, str]:
         ORDERS_DDL,
         "CREATE TABLE orders (id INT, region STRING, amount DECIMAL(12,2), tags ARRAY<STRING>, attrs MAP<STRING,BIGINT>, "
         "at TIMESTAMP, ok BOOLEAN, day DATE) USING hudi PARTITIONED BY (region, day) "
-        "TBLPROPERTIES (primaryKey='id', type='mor', 'hoodie.index.type'='BLOOM')",
+        "TBLPROPERTIES (primaryKey='id', type='mor', 'hoodie.index.type'='BUCKET')",
         "CREATE TABLE orders (id INT PRIMARY KEY NOT ENFORCED, v STRING, ts BIGINT, dt DATE) PARTITIONED BY (dt) "
         "WITH ('connector'='hudi', 'precombine.field'='ts', 'payload.class'='EventTimeAvroPayload')",
     ],
@@ -599,7 +599,7 @@ def test_tables_survive_a_new_session(session, spark, warehouse, tmp_path):
         "SELEC 1",
         "CREATE TABLE t (id INT USING hudi",
         "CREATE TABLE t (id INT) USING hudi TBLPROPERTIES ('primaryKey'='id'",
-        "DROP VIEW v",
+        "TRUNCATE TABLE t",
         "CREATE TABLE a.b.c (id INT) USING hudi",
     ],
 )

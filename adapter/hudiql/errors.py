@@ -98,7 +98,7 @@ def spark_message(text: str) -> str:
         '[UNRESOLVED_COLUMN] `x` cannot be resolved'
     """
     line = text.strip().splitlines()[0] if text.strip() else type(text).__name__
-    line = re.sub(r";?\s*line \d+ pos \d+;?", "", line)
+    line = re.sub(r";?\s*line \d+ pos \d+;?|\s*\(line \d+, pos \d+\)", "", line)
     line = re.sub(r"\.?\s*SQLSTATE: \w+", "", line)
     line = re.sub(r"`?__hudiql_snapshot_\d+_\d+`?", "the table", line)
     return line.strip().rstrip(";")

@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from sqlglot import exp
 
+from hudiql.catalog import check_name
 from hudiql.errors import SqlError, TableNotFoundError, spark_message
 from hudiql.read.snapshot import snapshot, table_columns
 from hudiql.sql.parser import DIALECT
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from hudiql.session import Session
 
 
+#: ``<format>.`<path>``` reads files directly in Spark SQL; such names are not tables.
+FILE_FORMATS = {"parquet", "csv", "json", "orc", "avro", "text", "binaryfile"}
 #: Views within views, at most: deeper means a view names itself.
 MAX_VIEW_DEPTH = 32
 
@@ -80,7 +83,9 @@ class QueryPlanner:
                 continue
             if isinstance(node.parent, (exp.Insert, exp.Create)):
                 continue
-            name = TableName(node.db.lower() or None, node.name.lower())
+            if node.db.lower() in FILE_FORMATS:
+                continue  # Spark reads files directly: parquet.`/path`
+            name = _table_name(node)
             database, table_name = self.session.resolve(name)
             if not node.db and self._is_temp_view(table_name):
                 continue  # a Spark temporary view shadows tables, as in Spark
@@ -111,8 +116,9 @@ class QueryPlanner:
                     continue
                 if isinstance(node.parent, (exp.Insert, exp.Create)):
                     continue
-                name = TableName(node.db.lower() or None, node.name.lower())
-                sql = self.session.view_sql(name)
+                if node.db.lower() in FILE_FORMATS:
+                    continue
+                sql = self.session.view_sql(_table_name(node))
                 if sql is None:
                     continue
                 view_query = sqlglot.parse_one(sql, read=DIALECT)
@@ -155,6 +161,11 @@ class QueryPlanner:
         view = f"__hudiql_snapshot_{id(self)}_{self._views}"
         df.createOrReplaceTempView(view)
         return view
+
+
+def _table_name(node: exp.Table) -> TableName:
+    """The name a query reads: an identifier, never a path."""
+    return TableName(check_name("database", node.db) if node.db else None, check_name("table", node.name))
 
 
 def needed_columns(query: exp.Expression, columns: list[str]) -> list[str] | None:

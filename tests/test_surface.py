@@ -1,0 +1,231 @@
+"""The surface a user meets: every statement form and option the README lists either has its
+documented effect (checked) or is refused with one exact message, and a refusal changes nothing.
+
+Refusals run against one populated warehouse (a partitioned COW table ``t`` and a MOR table
+``m``); after each, every file of the warehouse is as it was. Effects run on a fresh warehouse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+import hudiql
+from hudiql.errors import OptionError, SqlError, TableExistsError, TableNotFoundError
+from hudiql.sql.parser import parse
+
+from conftest import official_rows
+
+T_DDL = (
+    "CREATE TABLE t (id INT, v STRING, ts BIGINT, day STRING) USING hudi PARTITIONED BY (day) "
+    "TBLPROPERTIES (primaryKey='id', preCombineField='ts')"
+)
+M_DDL = "CREATE TABLE m (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id', type='mor')"
+NAME_RULE = "use letters, digits and '_' (a name is not a path: use LOCATION '...' to place a table)"
+
+
+def files_of(root: Path) -> dict[str, str]:
+    """Every file below ``root`` with a digest of its bytes."""
+    return {str(p.relative_to(root)): hashlib.sha1(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def populated(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("surface")
+    session = hudiql.connect(warehouse=str(root / "wh"), spark=spark)
+    session.sql(T_DDL)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd2')")
+    session.sql(M_DDL)
+    session.sql("INSERT INTO m VALUES (1, 'a')")
+    (root / "other_wh" / "o").mkdir(parents=True)
+    (root / "other_wh" / "o" / "keep.txt").write_text("outside the warehouse")
+    return session, root
+
+
+# ---- refusals: (statement, error class, exact message) ---------------------------------------------
+
+REFUSED = [
+    # syntax, in words, with the statement's place
+    ("SELEC * FROM t", SqlError, "statement 1 (line 1, column 1): 'SELEC' does not start a statement; did you mean SELECT?"),
+    ("SELECT 1;\n  SELECT * FROM t WHERE", SqlError,
+     "statement 2 (line 2, column 19): syntax error near 'WHERE': the statement ends too early"),
+    ("SELECT * FROM\n t\n WHERE id = (1", SqlError, "statement 1 (line 3, column 14): syntax error near '1': expected )"),
+    ("SELECT id, FROM t", SqlError, "statement 1 (line 1, column 10): a comma before 'FROM': remove the trailing comma"),
+    ("SELECT 'abc", SqlError, "statement 1 (line 1, column 8): a quote or comment is never closed"),
+    # time travel and history: not built yet
+    ("SELECT * FROM t TIMESTAMP AS OF '2024-01-01'", SqlError,
+     "statement 1 (line 1, column 1): time travel ('t TIMESTAMP AS OF '2024-01-01'') is not supported yet; hudiql reads the latest snapshot only"),
+    ("SELECT * FROM t VERSION AS OF 0", SqlError,
+     "statement 1 (line 1, column 1): time travel ('t VERSION AS OF 0') is not supported yet; hudiql reads the latest snapshot only"),
+    ("SELECT * FROM t FOR SYSTEM_TIME AS OF '2024-01-01'", SqlError,
+     "statement 1 (line 1, column 1): time travel ('t TIMESTAMP AS OF '2024-01-01'') is not supported yet; hudiql reads the latest snapshot only"),
+    ("DESCRIBE HISTORY t", SqlError,
+     "statement 1 (line 1, column 1): DESCRIBE HISTORY is not supported yet; hudiql has no history queries (the timeline is in <table>/.hoodie)"),
+    # statements hudiql does not run
+    ("TRUNCATE TABLE t", SqlError, "statement 1 (line 1, column 1): TRUNCATE TABLE is not supported yet; use DELETE FROM t"),
+    ("INSERT OVERWRITE t SELECT * FROM t", SqlError,
+     "statement 1 (line 1, column 1): INSERT OVERWRITE is not supported yet; use INSERT INTO (upsert) or DELETE then INSERT"),
+    ("ALTER TABLE t ADD COLUMNS (x INT)", SqlError,
+     "statement 1 (line 1, column 1): ALTER TABLE supports SET TBLPROPERTIES (...) and UNSET TBLPROPERTIES (...) only; "
+     "columns, renames and partitions cannot change yet"),
+    ("SHOW FUNCTIONS", SqlError,
+     "statement 1 (line 1, column 1): SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t and CREATE TABLE t"),
+    ("EXPLAIN INSERT INTO t VALUES (3, 'c', 1, 'd1')", SqlError,
+     "statement 1 (line 1, column 1): EXPLAIN shows the plan of a query; write EXPLAIN SELECT ..."),
+    ("UPDATE t WHERE id = 1", SqlError, "statement 1 (line 1, column 1): UPDATE needs SET: UPDATE t SET column = value [WHERE ...]"),
+    ("CREATE OR REPLACE TABLE t (id INT) USING hudi", SqlError,
+     "statement 1 (line 1, column 1): CREATE OR REPLACE TABLE is not supported yet; DROP TABLE then CREATE TABLE"),
+    # names are identifiers, never paths
+    ("DROP TABLE `../other_wh/o`", SqlError, f"statement 1 (line 1, column 1): table name '../other_wh/o' is not valid; {NAME_RULE}"),
+    ("INSERT INTO `../other_wh/o` VALUES (1)", SqlError,
+     f"statement 1 (line 1, column 1): table name '../other_wh/o' is not valid; {NAME_RULE}"),
+    ("SELECT * FROM `a/b`", SqlError, f"table name 'a/b' is not valid; {NAME_RULE}"),
+    ("SELECT * FROM parquet.`/no/such/folder`", SqlError, "[PATH_NOT_FOUND] Path does not exist: file:/no/such/folder"),
+    ("CREATE TABLE `x``y` (id INT) USING hudi", SqlError, f"statement 1 (line 1, column 1): table name 'x`y' is not valid; {NAME_RULE}"),
+    ("CREATE TABLE " + "n" * 200 + " (id INT) USING hudi", SqlError,
+     "statement 1 (line 1, column 1): table name 'nnnnnnnnnnnnnnnnnnnn...' is 200 characters long; use at most 128"),
+    ("CREATE SCHEMA `..`", SqlError, f"statement 1 (line 1, column 1): database name '..' is not valid; {NAME_RULE}"),
+    # bad table definitions
+    ("CREATE TABLE n (v STRING, V INT) USING hudi", SqlError,
+     "statement 1 (line 1, column 1): column 'V' is defined twice (as 'v' and 'V'); column names ignore case"),
+    ("CREATE TABLE n () USING hudi", SqlError,
+     "statement 1 (line 1, column 1): CREATE TABLE needs at least one column, e.g. CREATE TABLE t (id BIGINT, ...)"),
+    ("CREATE TABLE n (_hoodie_x INT) USING hudi", SqlError,
+     "statement 1 (line 1, column 1): column '_hoodie_x': names starting with _hoodie_ are Hudi's meta columns; rename it"),
+    ("CREATE TABLE n (d DECIMAL(50)) USING hudi", SqlError,
+     "statement 1 (line 1, column 1): DECIMAL(50): DECIMAL(precision, scale) needs 1 <= precision <= 38 and 0 <= scale <= precision"),
+    ("CREATE TABLE n (m MAP<INT>) USING hudi", SqlError,
+     "statement 1 (line 1, column 1): column type MAP<INT> is not complete; write ARRAY<type> or MAP<key type, value type>"),
+    ("CREATE TABLE n (id INT, v STRING,) USING hudi", SqlError,
+     "statement 1 (line 1, column 33): a comma before ')': remove the trailing comma"),
+    ("CREATE TABLE n (id INT) USING hudi LOCATION ''", SqlError,
+     "statement 1 (line 1, column 1): LOCATION '' is empty; give a folder, e.g. LOCATION '/data/orders'"),
+    ("CREATE TABLE t LIKE nope", TableNotFoundError, "table default.nope does not exist; see SHOW TABLES"),
+    # options that cannot change
+    ("ALTER TABLE t SET TBLPROPERTIES ('hoodie.table.recordkey.fields'='v')", OptionError,
+     "table option 'hoodie.table.recordkey.fields' cannot change after the table is created; "
+     "create a new table (CREATE TABLE ... LIKE or AS SELECT) with the value you want"),
+    ("ALTER TABLE t UNSET TBLPROPERTIES ('hoodie.nope')", OptionError,
+     "table t has no option 'hoodie.nope'; use UNSET TBLPROPERTIES IF EXISTS"),
+    # procedures and tables that do not fit
+    ("CALL run_compaction(table => 't')", SqlError,
+     "CALL run_compaction: table t is copy-on-write; only merge-on-read tables are compacted"),
+    ("SHOW PARTITIONS m", SqlError, "SHOW PARTITIONS: table m is not partitioned"),
+    ("DROP VIEW t", SqlError, "default.t is a table; use DROP TABLE"),
+    ("DROP VIEW nope", TableNotFoundError, "view nope does not exist; use DROP VIEW IF EXISTS"),
+    ("SELECT nope FROM t", SqlError,
+     "[UNRESOLVED_COLUMN.WITHOUT_SUGGESTION] A column, variable, or function parameter with name `nope` cannot be resolved"),
+]
+
+
+@pytest.mark.parametrize(("sql", "error", "message"), REFUSED, ids=[r[0][:40] for r in REFUSED])
+def test_a_refusal_is_one_exact_line_and_changes_nothing(populated, sql, error, message):
+    session, root = populated
+    before = files_of(root)
+    with pytest.raises(error) as info:
+        session.sql(sql)
+    assert str(info.value) == message
+    assert files_of(root) == before
+
+
+def test_parse_errors_need_no_spark():
+    """The parser runs before any Spark session: it names the statement and place in words."""
+    with pytest.raises(SqlError, match=r"^statement 3 \(line 4, column 3\): 'SELEC'"):
+        parse("SET a=1;\nSELECT 1;\n\n  SELEC 2")
+    statements = parse("-- a comment\nSELECT 1;  SELECT 2")
+    assert [(s.number, s.line, s.column) for s in statements] == [(1, 2, 1), (2, 2, 12)]
+
+
+# ---- effects ---------------------------------------------------------------------------------------
+
+
+def rows(session, sql: str) -> list[tuple]:
+    return sorted(tuple(r) for r in session.sql(sql).collect())
+
+
+def test_create_table_like_copies_schema_keys_partitioning_and_options(session, warehouse):
+    session.sql(T_DDL.replace("preCombineField='ts')", "preCombineField='ts', type='mor', 'hoodie.index.type'='BUCKET')"))
+    session.sql("CREATE TABLE t2 LIKE t TBLPROPERTIES ('hoodie.bucket.index.num.buckets'='4')")
+    source = dict(rows(session, "SHOW TBLPROPERTIES t"))
+    copy = dict(rows(session, "SHOW TBLPROPERTIES t2"))
+    for key in ("hoodie.table.recordkey.fields", "hoodie.table.partition.fields", "hoodie.table.precombine.field",
+                "hoodie.table.type", "hoodie.table.keygenerator.class", "hoodie.compaction.payload.class",
+                "hoodie.index.type"):
+        assert copy[key] == source[key], key
+    assert copy["hoodie.table.name"] == "t2" and copy["hoodie.bucket.index.num.buckets"] == "4"
+    assert rows(session, "SHOW COLUMNS IN t2") == rows(session, "SHOW COLUMNS IN t")
+    assert rows(session, "SELECT * FROM t2") == []
+    session.sql("INSERT INTO t2 VALUES (1, 'a', 5, 'd1'), (1, 'old', 4, 'd1')")
+    assert rows(session, "SELECT id, v, day FROM t2") == [(1, "a", "d1")]
+    assert official_rows(warehouse / "t2", ["id", "v"]) == [(1, "a")]
+
+
+def test_alter_table_set_and_unset_tblproperties(session, warehouse):
+    session.sql(T_DDL)
+    session.sql("ALTER TABLE t SET TBLPROPERTIES ('hoodie.parquet.max.file.size'='1048576')")
+    assert rows(session, "SHOW TBLPROPERTIES t ('hoodie.parquet.max.file.size')") == [("hoodie.parquet.max.file.size", "1048576")]
+    assert "hoodie.parquet.max.file.size=1048576" in (warehouse / "t" / ".hoodie" / "hoodie.properties").read_text()
+    session.sql("ALTER TABLE t UNSET TBLPROPERTIES ('hoodie.parquet.max.file.size')")
+    assert rows(session, "SHOW TBLPROPERTIES t ('hoodie.parquet.max.file.size')") == [
+        ("hoodie.parquet.max.file.size", "Table default.t does not have property: hoodie.parquet.max.file.size")]
+    session.sql("ALTER TABLE t UNSET TBLPROPERTIES IF EXISTS ('hoodie.parquet.max.file.size')")
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1')")
+    assert official_rows(warehouse / "t", ["id", "v"]) == [(1, "a")]
+
+
+def test_databases_schemas_columns_and_partitions(session):
+    session.sql("CREATE SCHEMA sales")
+    session.sql("CREATE DATABASE IF NOT EXISTS sales")
+    assert rows(session, "SHOW DATABASES") == [("default",), ("sales",)]
+    assert rows(session, "SHOW SCHEMAS LIKE 'sal*'") == [("sales",)]
+    session.sql("USE sales")
+    session.sql(T_DDL)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd2')")
+    assert [r[0] for r in session.sql("SHOW COLUMNS IN t").collect()][-4:] == ["id", "v", "ts", "day"]
+    assert rows(session, "SHOW PARTITIONS sales.t") == [("day=d1",), ("day=d2",)]
+    assert rows(session, "SHOW TABLES IN sales") == [("sales", "t", False)]
+
+
+def test_explain_shows_the_plan_hudiql_runs(session):
+    session.sql(T_DDL)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd2')")
+    plan = session.sql("EXPLAIN SELECT count(*) FROM t WHERE day = 'd1'").first().plan
+    assert "== Physical Plan ==" in plan and "InMemoryFileIndex(1 paths)" in plan  # one partition of two is read
+    assert "== Analyzed Logical Plan ==" in session.sql("EXPLAIN EXTENDED SELECT * FROM t").first().plan
+
+
+def test_views_read_their_tables_as_they_are_and_persistent_ones_survive_a_restart(session, spark, warehouse):
+    session.sql(T_DDL)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd2')")
+    session.sql("CREATE VIEW big AS SELECT id, v FROM t WHERE id > 1")
+    session.sql("CREATE TEMPORARY VIEW tv AS SELECT count(*) AS n FROM big")
+    assert rows(session, "SELECT * FROM tv") == [(1,)]
+    session.sql("INSERT INTO t VALUES (3, 'c', 1, 'd1')")
+    assert rows(session, "SELECT * FROM big") == [(2, "b"), (3, "c")]
+    assert rows(session, "SELECT * FROM tv") == [(2,)]
+    assert rows(session, "SHOW TABLES") == [("", "tv", True), ("default", "big", False), ("default", "t", False)]
+    assert rows(session, "DESCRIBE big") == [("id", "int", None), ("v", "string", None)]
+    with pytest.raises(TableExistsError, match="^view big already exists; use CREATE OR REPLACE VIEW$"):
+        session.sql("CREATE VIEW big AS SELECT 1")
+    session.sql("CREATE OR REPLACE VIEW big AS SELECT id FROM t WHERE id = 1")
+    with pytest.raises(SqlError, match="^big is a view; this statement needs a table$"):
+        session.sql("INSERT INTO big VALUES (9)")
+
+    restarted = hudiql.connect(warehouse=str(warehouse), spark=spark)
+    assert rows(restarted, "SELECT * FROM big") == [(1,)]
+    with pytest.raises(TableNotFoundError):
+        restarted.sql("SELECT * FROM tv")  # temporary: this session only
+    restarted.sql("DROP VIEW big")
+    with pytest.raises(TableNotFoundError):
+        session.sql("SELECT * FROM big")
+
+
+def test_insert_honours_hoodie_datasource_write_operation(session):
+    session.sql(T_DDL)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1')")
+    session.sql("SET hoodie.datasource.write.operation=insert")
+    session.sql("INSERT INTO t VALUES (1, 'again', 2, 'd1')")  # insert: no key lookup, a second row
+    assert rows(session, "SELECT id, v FROM t") == [(1, "a"), (1, "again")]
+
