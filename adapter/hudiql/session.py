@@ -40,7 +40,7 @@ from hudiql.table.config import TableConfig
 from hudiql.table.layout import PROPERTIES_FILE
 from hudiql.table.table import HudiTable
 from hudiql.write.dml import RESULT_SCHEMA as DML_RESULT_SCHEMA
-from hudiql.write.dml import DmlCounts, DmlPlanner
+from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
 from hudiql.write.writer import Operation, align_columns, insert_rows, write_rows
 
 INSERT_OPERATION = keys.INSERT_INTO_OPERATION
@@ -417,11 +417,7 @@ class Session:
             raise SqlError(f"{key}={raw} is not valid; use insert, upsert or bulk_insert") from None
         if not table.has_record_key:
             operation = Operation.INSERT if operation is Operation.UPSERT else operation
-        meta = self._write(table, rows, operation)
-        inserted = meta.total("num_inserts") + meta.total("num_update_writes")
-        return Result(
-            self.spark.createDataFrame([(inserted, inserted)], "num_affected_rows long, num_inserted_rows long"), True
-        )
+        return self._dml_result(insert_counts(self._write(table, rows, operation)))
 
     def _run_Merge(self, st: S.Merge) -> Result:
         return self._dml_result(DmlPlanner(self).merge(st))
