@@ -20,7 +20,7 @@ from hudiql.table.keys import is_alterable, validate_session_option, validate_ta
 from hudiql.write.index import IndexConfig
 
 NO_CLEAN = "hudiql does not clean or archive yet (every file version and instant is kept); remove the option"
-NO_OVERWRITE = "INSERT OVERWRITE is not supported yet; use upsert, insert or bulk_insert"
+NO_OVERWRITE = "INSERT OVERWRITE is not supported yet; use insert, upsert or bulk_insert"
 NO_BLOOM = "hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest base files) or BUCKET"
 V6 = "hudiql writes table version 6; remove the option or set it to 6"
 
@@ -94,10 +94,10 @@ def test_write_operations_hudiql_runs_are_accepted(operation):
 def test_other_operations_say_what_to_use():
     assert session_error("hoodie.datasource.write.operation", "delete") == (
         "hoodie.datasource.write.operation=delete is not supported: "
-        "use DELETE FROM <table> WHERE ...; INSERT takes upsert, insert or bulk_insert"
+        "use DELETE FROM <table> WHERE ...; INSERT takes insert, upsert or bulk_insert"
     )
     assert session_error("hoodie.datasource.write.operation", "merge") == (
-        "hoodie.datasource.write.operation=merge is not valid; use one of upsert, insert, bulk_insert"
+        "hoodie.datasource.write.operation=merge is not valid; use insert, upsert or bulk_insert"
     )
 
 
@@ -205,15 +205,15 @@ def test_non_hoodie_session_keys_are_the_callers_business():
          "(default 5)"),
         ("hoodie.compact.inline", "yes", "hoodie.compact.inline=yes is not valid; use true or false"),
         ("hoodie.compact.inline.trigger.strategy", "SOMETIMES",
-         "hoodie.compact.inline.trigger.strategy=SOMETIMES is not valid; use one of NUM_COMMITS, TIME_ELAPSED, "
-         "NUM_AND_TIME, NUM_OR_TIME"),
+         "hoodie.compact.inline.trigger.strategy=SOMETIMES is not valid; use NUM_COMMITS, TIME_ELAPSED, "
+         "NUM_AND_TIME or NUM_OR_TIME"),
         ("hoodie.parquet.compression.codec", "lzo",
          "hoodie.parquet.compression.codec=lzo is not supported: Arrow cannot write LZO; use snappy, gzip or zstd"),
-        ("hoodie.index.type", "HBASE", "hoodie.index.type=HBASE is not valid; use one of SIMPLE, BUCKET"),
+        ("hoodie.index.type", "HBASE", "hoodie.index.type=HBASE is not valid; use SIMPLE or BUCKET"),
         ("hoodie.index.bucket.engine", "CONSISTENT_HASHING",
          "hoodie.index.bucket.engine=CONSISTENT_HASHING is not supported: hudiql's bucket index has a fixed number of "
          "buckets; use SIMPLE"),
-        ("hoodie.logfile.data.block.format", "orc", "hoodie.logfile.data.block.format=orc is not valid; use one of avro, parquet"),
+        ("hoodie.logfile.data.block.format", "orc", "hoodie.logfile.data.block.format=orc is not valid; use avro or parquet"),
     ],
 )
 def test_bad_values_are_one_clear_line(key, value, message):
@@ -251,7 +251,7 @@ def test_bad_session_values(key, value, message):
          "hoodie.keygen.timebased.timestamp.type=EPOCHMICROSECONDS is not supported: hudiql reads EPOCHMILLISECONDS, "
          "UNIX_TIMESTAMP (seconds), SCALAR (days) or DATE_STRING partition values"),
         ("hoodie.table.type", "merge",
-         "hoodie.table.type=merge is not valid; use one of COPY_ON_WRITE, MERGE_ON_READ, cow, mor"),
+         "hoodie.table.type=merge is not valid; use COPY_ON_WRITE, MERGE_ON_READ, cow or mor"),
         ("hoodie.datasource.write.keygenerator.type", "SIMPLE",
          "hoodie.datasource.write.keygenerator.type=SIMPLE is not supported: give the class instead: "
          "hoodie.datasource.write.keygenerator.class=SimpleKeyGenerator, ComplexKeyGenerator, "

@@ -94,11 +94,11 @@ FLINK_INDEX_TYPE = "index.type"
 SIMPLE_INDEX = "SIMPLE"
 BUCKET_INDEX = "BUCKET"
 COMPACTION_STRATEGIES = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME")
-WRITE_OPERATIONS = ("upsert", "insert", "bulk_insert")
+WRITE_OPERATIONS = ("insert", "upsert", "bulk_insert")
 KEY_GENERATORS = (C.SIMPLE_KEYGEN, C.COMPLEX_KEYGEN, C.NONPARTITIONED_KEYGEN, C.TIMESTAMP_KEYGEN, C.CUSTOM_KEYGEN)
 PAYLOADS = (C.DEFAULT_PAYLOAD, C.OVERWRITE_WITH_LATEST_PAYLOAD, C.EVENT_TIME_PAYLOAD)
 
-_NO_OVERWRITE = "INSERT OVERWRITE is not supported yet; use upsert, insert or bulk_insert"
+_NO_OVERWRITE = "INSERT OVERWRITE is not supported yet; use insert, upsert or bulk_insert"
 _V6 = "hudiql writes table version 6; remove the option or set it to 6"
 _NO_BLOOM = "hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest base files) or BUCKET"
 
@@ -133,7 +133,8 @@ class Key:
             why = (self.refused or {}).get(text.lower()) or self.otherwise
             if why:
                 raise OptionError(f"{self.name}={value} is not supported: {why}")
-            raise OptionError(f"{self.name}={value} is not valid; use one of {', '.join(self.values)}")
+            choices = ", ".join(self.values[:-1]) + " or " + self.values[-1]
+            raise OptionError(f"{self.name}={value} is not valid; use {choices}")
         if self.kind == BOOL and text.lower() not in ("true", "false"):
             raise OptionError(f"{self.name}={value} is not valid; use true or false")
         if self.kind == INT and not (text.isdigit() and int(text) >= self.minimum):
@@ -169,8 +170,8 @@ _INDEX_REFUSED = {"bloom": _NO_BLOOM, "global_bloom": _NO_BLOOM}
 _OPERATION_REFUSED = {
     op: _NO_OVERWRITE for op in ("insert_overwrite", "insert_overwrite_table", "delete_partition")
 } | {
-    "delete": "use DELETE FROM <table> WHERE ...; INSERT takes upsert, insert or bulk_insert",
-    "bootstrap": "hudiql does not bootstrap tables; use upsert, insert or bulk_insert",
+    "delete": "use DELETE FROM <table> WHERE ...; INSERT takes insert, upsert or bulk_insert",
+    "bootstrap": "hudiql does not bootstrap tables; use insert, upsert or bulk_insert",
 }
 _MERGE_MODES = (C.EVENT_TIME_ORDERING, C.COMMIT_TIME_ORDERING)
 _CUSTOM_MERGE = {"custom": "hudiql merges records by the ordering field (EVENT_TIME_ORDERING) or by commit "
@@ -357,10 +358,10 @@ UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.combine.before.upsert", "hoodie.combine.before.delete"),
                   "hudiql always combines rows of one key before an upsert or delete; remove the option", ("true",)),
     Unimplemented(("hoodie.datasource.write.insert.drop.duplicates", "hoodie.sql.bulk.insert.enable"),
-                  f"choose what INSERT does with {INSERT_INTO_OPERATION}=upsert, insert or bulk_insert; remove the option",
+                  f"choose what INSERT does with {INSERT_INTO_OPERATION}=insert, upsert or bulk_insert; remove the option",
                   ("false",)),
     Unimplemented(("hoodie.datasource.insert.dup.policy", "hoodie.sql.insert.mode"),
-                  f"choose what INSERT does with {INSERT_INTO_OPERATION}=upsert, insert or bulk_insert; remove the option",
+                  f"choose what INSERT does with {INSERT_INTO_OPERATION}=insert, upsert or bulk_insert; remove the option",
                   ("none",)),
     Unimplemented(("hoodie.merge.allow.duplicate.on.inserts",),
                   "INSERT with operation insert keeps duplicate keys; remove the option or set it to true", ("true",)),
