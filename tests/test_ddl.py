@@ -630,7 +630,7 @@ def test_unknown_table_errors_name_the_table(session):
          ColumnError, ["'ts'", "id, v"]),
         ("CREATE TABLE t (a INT, v STRING, PRIMARY KEY (a, b) NOT ENFORCED) WITH ('connector'='hudi')",
          ColumnError, ["'b'", "a, v"]),
-        ("CREATE TABLE t (id INT) USING hudi TBLPROPERTIES (type='xyz')", OptionError, ["'xyz'", "cow", "mor"]),
+        ("CREATE TABLE t (id INT) USING hudi TBLPROPERTIES (type='xyz')", OptionError, ["type=xyz", "cow", "mor"]),
         ("CREATE TABLE t (id INT, ts INT) USING hudi TBLPROPERTIES (primaryKey='id', precombineKey='ts')",
          OptionError, ["precombineKey"]),
     ],

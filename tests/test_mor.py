@@ -827,17 +827,19 @@ def test_a_block_cut_by_the_end_of_the_file_keeps_the_blocks_before_it():
 def test_bad_write_batch_size_is_a_clear_error(session, warehouse):
     session.sql(mor_ddl("bs", "'hoodie.compact.inline'='false'", partitioned=False))
     session.sql("INSERT INTO bs VALUES (1,'a',1,'x')")
-    session.sql("SET write.batch.size=lots")
     with pytest.raises(HudiqlError, match="write.batch.size"):
-        session.sql("INSERT INTO bs VALUES (1,'b',2,'x')")
+        session.sql("SET write.batch.size=lots")
+    session.sql("INSERT INTO bs VALUES (1,'b',2,'x')")
+    assert hudiql_rows(session, "SELECT name FROM bs") == [("b",)]
 
 
 def test_invalid_trigger_strategy_fails_before_anything_is_committed(session, warehouse):
     path = warehouse / "bad"
     session.sql(mor_ddl("bad", partitioned=False))
     session.sql("INSERT INTO bad VALUES (1,'a',1,'x')")
-    session.sql("SET hoodie.compact.inline.trigger.strategy=BOGUS")
     with pytest.raises(HudiqlError, match="BOGUS"):
-        session.sql("INSERT INTO bad VALUES (1,'b',2,'x')")
+        session.sql("SET hoodie.compact.inline.trigger.strategy=BOGUS")
+    with pytest.raises(HudiqlError, match="BOGUS"):
+        session.sql(mor_ddl("bad2", "'hoodie.compact.inline.trigger.strategy'='BOGUS'", partitioned=False))
     assert len(instants(path, "deltacommit")) == 1
     assert hudiql_rows(session, "SELECT name FROM bad") == [("a",)]

@@ -8,6 +8,10 @@ Refusals run against one populated warehouse (a partitioned COW table ``t`` and 
 from __future__ import annotations
 
 import hashlib
+import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -229,3 +233,31 @@ def test_insert_honours_hoodie_datasource_write_operation(session):
     session.sql("INSERT INTO t VALUES (1, 'again', 2, 'd1')")  # insert: no key lookup, a second row
     assert rows(session, "SELECT id, v FROM t") == [(1, "a"), (1, "again")]
 
+
+
+# ---- the README's examples run as written ----------------------------------------------------------
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+README_WAREHOUSE = "/tmp/hudiql-wh"
+
+
+def readme_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+
+
+def test_the_readme_examples_run_as_written(spark, tmp_path, capsys):
+    """The Python example, then the shell one on the table it made; only the warehouse moves to a
+    fresh folder (connect() joins the running SparkSession, as getOrCreate does)."""
+    warehouse = str(tmp_path / "wh")
+    (example,) = [b for b in readme_blocks("python") if "hudiql.connect" in b]
+    assert README_WAREHOUSE in example
+    exec(compile(example.replace(README_WAREHOUSE, warehouse), "README.md", "exec"), {})
+    shown = capsys.readouterr().out
+    assert "num_inserted_rows" in shown and "29.5" in shown
+
+    (commands,) = [b for b in readme_blocks("bash") if f"--warehouse {README_WAREHOUSE} -e" in b]
+    command = next(line for line in commands.splitlines() if " -e " in line)
+    args = shlex.split(command.replace(README_WAREHOUSE, warehouse))
+    done = subprocess.run([str(Path(sys.executable).with_name("hudiql")), *args[1:]], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "2"

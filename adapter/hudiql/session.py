@@ -34,7 +34,6 @@ from hudiql.sql import ddl
 from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, derive_table_properties
 from hudiql.sql.parser import parse, table_name_text
-from hudiql.table import config as C
 from hudiql.table import keys
 from hudiql.table.config import TableConfig
 from hudiql.table.layout import PROPERTIES_FILE
@@ -191,6 +190,7 @@ class Session:
             columns = rows.schema
         if columns is None:
             raise SqlError(f"no Hudi table at {location}: give the columns or AS SELECT")
+        _warn(keys.validate_table_options(st.options))
         props, schema = derive_table_properties(TableDefinition(
             name=name, database=database, schema=columns, primary_key=st.primary_key,
             partitioned_by=st.partitioned_by, options=st.options, dialect=st.dialect,
@@ -443,8 +443,8 @@ def _has_files(location: str) -> bool:
     return bool(Storage(location).list(""))
 
 
-#: hoodie.properties keys that name or identify one table, never copied by CREATE TABLE ... LIKE.
-_IDENTITY_KEYS = {C.TABLE_NAME, C.DATABASE_NAME, C.CHECKSUM, C.CREATE_SCHEMA}
+#: hoodie.properties keys hudiql writes from the statement itself, never copied by CREATE TABLE ... LIKE.
+_IDENTITY_KEYS = {k for k, spec in keys.KEYS.items() if spec.kind == keys.WRITTEN}
 
 
 def _warn(lines: list[str]) -> None:

@@ -236,7 +236,7 @@ def _parse_command(text: str) -> S.Statement | None:
     if m := _UNSET_RE.match(stripped):
         keys = [k.strip().strip("'\"`") for k in m["keys"].split(",") if k.strip()]
         if not keys:
-            raise SqlError("UNSET TBLPROPERTIES needs at least one key, e.g. UNSET TBLPROPERTIES ('hoodie.x')")
+            raise SqlError("UNSET TBLPROPERTIES needs at least one key, e.g. UNSET TBLPROPERTIES ('hoodie.parquet.max.file.size')")
         return S.AlterTableProperties(table_name_text(m["table"]), {}, keys, bool(m["exists"]))
     return None
 

@@ -32,10 +32,6 @@ class Statement:
     line: int = field(default=1, kw_only=True, repr=False)
     column: int = field(default=1, kw_only=True, repr=False)
 
-    @property
-    def where(self) -> str:
-        """``statement N (line L, column C)``: how errors name the statement."""
-        return f"statement {self.number} (line {self.line}, column {self.column})"
 
 
 @dataclass
