@@ -127,6 +127,8 @@ def test_merge_star_refuses_a_source_column_the_target_lacks(session, warehouse,
     assert "\n" not in message and "note" in message
     assert re.search(needle, message), message
     assert sorted(p.name for p in (warehouse / "t" / ".hoodie").iterdir()) == before
+    # A source column the statement uses (here in a clause condition) is not dropped unseen.
+    session.sql(f"MERGE INTO t USING {SOURCE} s ON t.id = s.id WHEN MATCHED AND s.note = 'other' THEN DELETE {clause}")
     # Listing the columns writes what it lists.
     session.sql(f"MERGE INTO t USING {SOURCE} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
     assert hudiql_rows(session, "SELECT id, v FROM t") == [(1, "x")]

@@ -98,7 +98,7 @@ class DmlPlanner:
             exp.Table(this=st.source.this, db=st.source.args.get("db"))
         )
         source_df = self.session.planner.dataframe(query)
-        self._check_clauses(table, st.clauses, source_df.columns, source)
+        self._check_clauses(table, st.clauses, source_df.columns, source, st.on)
 
         files = table.file_system_view()
         keep = partition_filter(self.session, table, files, st.on, {target, st.table.name}, unqualified_ok=False)
@@ -294,12 +294,21 @@ class DmlPlanner:
                 f"({', '.join(table.config.record_key_fields)}); add {need} (qualify source columns with the source alias)"
             )
 
-    def _check_clauses(self, table: HudiTable, clauses: list[S.MergeClause], source_columns: list[str], source: str) -> None:
+    def _check_clauses(
+        self, table: HudiTable, clauses: list[S.MergeClause], source_columns: list[str], source: str, on: exp.Expression
+    ) -> None:
         available = {c.lower() for c in source_columns}
         columns = table.schema.fieldNames()
-        # Source columns a star clause cannot store. The meta columns (a hudiql table as the source)
-        # and _hoodie_is_deleted (it deletes the key, see _source_delete_flag) are not data to store.
-        skipped = {c.lower() for c in columns} | {c.lower() for c in META_COLUMNS} | {IS_DELETED}
+        # Source columns a star clause would drop unseen: not stored, and named nowhere in the
+        # statement (a column the ON or a clause uses, such as a CDC ``op``, was not lost). The meta
+        # columns (a hudiql table as the source) and _hoodie_is_deleted (see _source_delete_flag)
+        # are not data to store either.
+        expressions = [on, *(c.condition for c in clauses), *(v for c in clauses for v in (c.assignments or {}).values())]
+        used = {
+            column.name.lower() for e in expressions if e is not None for column in e.find_all(exp.Column)
+            if column.table.lower() in (source, "")
+        }
+        skipped = {c.lower() for c in columns} | {c.lower() for c in META_COLUMNS} | {IS_DELETED} | used
         extra = [c for c in source_columns if c.lower() not in skipped]
         for clause in clauses:
             label = f"WHEN {'MATCHED' if clause.matched else 'NOT MATCHED'} THEN {clause.action.upper()}"
