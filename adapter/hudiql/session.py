@@ -405,7 +405,8 @@ class Session:
     def _run_Insert(self, st: S.Insert) -> Result:
         table = self.table(st.table)
         source = self.planner.dataframe(st.query)
-        rows = insert_rows(table.schema, source, st.columns, st.partition)
+        rows = insert_rows(table.schema, source, st.columns, st.partition,
+                           table.config.record_key_fields, table.config.partition_fields)
         default = Operation.UPSERT if table.has_record_key else Operation.INSERT
         key, raw = next(
             ((k, v) for k, v in ((k, self.conf.get(k) or table.config.get(k)) for k in (INSERT_OPERATION, WRITE_OPERATION)) if v),

@@ -25,10 +25,9 @@ from hudiql.errors import SqlError, TableNotFoundError, spark_message
 from hudiql.read.snapshot import snapshot, table_columns
 from hudiql.sql.parser import DIALECT
 from hudiql.sql.statements import TableName
+from hudiql.table import keys
 from hudiql.table.fsview import FileSystemView
 from hudiql.table.table import HudiTable
-
-QUERY_TYPE = "hoodie.datasource.query.type"
 
 if TYPE_CHECKING:
     from hudiql.session import Session
@@ -136,9 +135,7 @@ class QueryPlanner:
         """The table a name reads, and whether read-optimized: ``t_ro`` reads the base files of
         merge-on-read table ``t`` (``t_rt`` its snapshot), as Hudi's Hive sync names them;
         ``SET hoodie.datasource.query.type=read_optimized`` makes every query read-optimized."""
-        mode = self.session.conf.get(QUERY_TYPE, "snapshot").lower()
-        if mode not in ("snapshot", "read_optimized"):
-            raise SqlError(f"{QUERY_TYPE}={mode} is not valid; use snapshot or read_optimized")
+        mode = keys.setting(self.session.conf, keys.QUERY_TYPE).lower()  # SET validated it
         location = self.session.catalog.location(database, name)
         if location is not None:
             return HudiTable.load(location), mode == "read_optimized"

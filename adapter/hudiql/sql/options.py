@@ -84,6 +84,8 @@ def validate_option_names(options: dict[str, str]) -> list[str]:
 
 
 def _require_columns(kind: str, names: list[str], schema: T.StructType) -> None:
+    """Each name is a column; key, partition and ordering values are single values, so a column of
+    a nested type (ARRAY, MAP, STRUCT) cannot be one."""
     columns = schema.fieldNames()
     lower = {c.lower(): c for c in columns}
     for name in names:
@@ -91,6 +93,9 @@ def _require_columns(kind: str, names: list[str], schema: T.StructType) -> None:
             raise ColumnError(
                 f"{kind} column '{name}' is not a column of the table; columns are: {', '.join(columns)}"
             )
+        dtype = schema[lower.get(name.lower(), name)].dataType
+        if isinstance(dtype, (T.ArrayType, T.MapType, T.StructType)):
+            raise ColumnError(f"{kind} column '{name}' is a {dtype.simpleString()}; use a column of a simple type")
 
 
 def _canonical(names: list[str], schema: T.StructType) -> list[str]:

@@ -441,14 +441,13 @@ def align_columns(df: DataFrame, schema: T.StructType) -> DataFrame:
     return df.select([F.col(f"`{src}`").cast(f.dataType).alias(f.name) for src, f in zip(df.columns, schema.fields)])
 
 
-
 def insert_rows(
     schema: T.StructType,
     source: DataFrame,
     columns: list[str] | None,
     partition: dict | None,
-    record_key_fields: Collection[str] = (),
-    partition_fields: Collection[str] = (),
+    record_key_fields: Collection[str],
+    partition_fields: Collection[str],
 ) -> DataFrame:
     """The rows of ``INSERT INTO t [PARTITION (...)] [(cols)] <query>`` as the table's columns.
 
