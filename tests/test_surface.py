@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import hudiql
-from hudiql.errors import OptionError, SqlError, TableExistsError, TableNotFoundError
+from hudiql.errors import ColumnError, OptionError, SqlError, TableExistsError, TableNotFoundError
 from hudiql.sql.parser import parse
 
 from conftest import official_rows
@@ -107,6 +107,39 @@ REFUSED = [
     ("CREATE TABLE n (id INT) USING hudi LOCATION ''", SqlError,
      "statement 1 (line 1, column 1): LOCATION '' is empty; give a folder, e.g. LOCATION '/data/orders'"),
     ("CREATE TABLE t LIKE nope", TableNotFoundError, "table default.nope does not exist; see SHOW TABLES"),
+    ("CREATE TABLE n (m MAP<STRING, INT>, v INT) USING hudi TBLPROPERTIES (primaryKey='m')", ColumnError,
+     "record key column 'm' is a map<string,int>; use a column of a simple type"),
+    # options: honoured, or refused with the reason (the registry: hudiql.table.keys)
+    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.write.table.version'='8')", OptionError,
+     "hoodie.write.table.version=8 is not supported: hudiql writes table version 6; remove the option or set it to 6"),
+    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.table.cdc.enabled'='true')", OptionError,
+     "hoodie.table.cdc.enabled=true is not supported: hudiql does not write change data capture (CDC) logs; "
+     "remove the option or set it to false"),
+    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.cleaner.commits.retained'='2')", OptionError,
+     "hoodie.cleaner.commits.retained=2 is not supported: hudiql does not clean or archive yet "
+     "(every file version and instant is kept); remove the option"),
+    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.index.type'='BLOOM')", OptionError,
+     "hoodie.index.type=BLOOM is not supported: hudiql writes no bloom filters; "
+     "use SIMPLE (a key lookup in the latest base files) or BUCKET"),
+    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.parquet.max.file.size'='big')", OptionError,
+     "hoodie.parquet.max.file.size=big is not valid; give a whole number of bytes, at least 1 (default 125829120)"),
+    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.datasource.write.precombine.feild'='id')",
+     OptionError, "unknown table option 'hoodie.datasource.write.precombine.feild'; "
+     "did you mean 'hoodie.datasource.write.precombine.field'?"),
+    ("SET hoodie.datasource.write.operation=insert_overwrite_table", OptionError,
+     "hoodie.datasource.write.operation=insert_overwrite_table is not supported: "
+     "INSERT OVERWRITE is not supported yet; use insert, upsert or bulk_insert"),
+    ("SET hoodie.datasource.query.type=incremental", OptionError,
+     "hoodie.datasource.query.type=incremental is not supported: incremental queries are not supported yet; "
+     "use snapshot or read_optimized"),
+    # DML input
+    ("INSERT INTO t (id, v, ts) VALUES (1, 'b', 2)", ColumnError,
+     "the INSERT column list (id, v, ts) leaves out partition column day: every row needs its partition value; "
+     "list day in it or give PARTITION (day = <value>)"),
+    ("MERGE INTO t USING (SELECT 1 AS id, 'z' AS v, 9 AS ts, 'd1' AS day, 'x' AS e) s ON t.id = s.id "
+     "WHEN MATCHED THEN UPDATE SET *", ColumnError,
+     "UPDATE SET * would drop source column e: table t has no such column; list the columns to write instead, "
+     "e.g. UPDATE SET v = s.v, ts = s.ts, day = s.day"),
     # options that cannot change
     ("ALTER TABLE t SET TBLPROPERTIES ('hoodie.table.recordkey.fields'='v')", OptionError,
      "table option 'hoodie.table.recordkey.fields' cannot change after the table is created; "
