@@ -172,7 +172,8 @@ def missing_table_run(tmp_path_factory) -> Run:
 def test_hudiql_error_is_one_helpful_line(missing_table_run):
     assert missing_table_run.returncode == 1
     assert missing_table_run.error_lines == [
-        "Error: table default.missing_table does not exist; see SHOW TABLES"
+        "Error: statement 2 (line 1, column 37): table default.missing_table does not exist; see SHOW TABLES; "
+        "1 statement(s) before it completed"
     ], missing_table_run.stderr[-2000:]
     assert "Traceback" not in missing_table_run.stderr
     assert "HudiqlError" not in missing_table_run.stderr and "TableNotFoundError" not in missing_table_run.stderr

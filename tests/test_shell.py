@@ -8,6 +8,7 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -15,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hudiql.console import Console
 from hudiql.errors import SqlError
 from hudiql.shell import History, Shell, history_entry, statement_complete
+from hudiql.sql import statements as S
 
 
 @pytest.mark.parametrize("text, complete", [
@@ -52,32 +55,37 @@ class FakeResult:
 
 
 class FakeSession:
-    """Answers like a hudiql Session: SET stores, USE switches, SELECT x returns a row, FAIL raises."""
+    """Answers like a hudiql Session: SET stores, USE switches, INSERT counts, a query naming
+    ``fail`` raises, any other query returns two rows."""
 
     def __init__(self) -> None:
         self.database = "default"
         self.conf: dict[str, str] = {}
         self.ran: list[str] = []
 
-    def execute(self, text: str) -> list[FakeResult]:
-        self.ran.append(text)
-        words = text.split()
-        if words[0].upper() == "SET":
-            key, _, value = words[1].partition("=")
-            self.conf[key] = value
-            return [FakeResult(FakeFrame(["key", "value"], [(key, value)]), False)]
-        if words[0].upper() == "USE":
-            self.database = words[1]
-            return [FakeResult(FakeFrame(["result"], []), False)]
-        if words[0].upper() == "FAIL":
+    def run(self, statement: S.Statement) -> FakeResult:
+        self.ran.append(statement.text)
+        if isinstance(statement, S.SetConf):
+            self.conf[statement.key] = statement.value
+            return FakeResult(FakeFrame(["key", "value"], [(statement.key, statement.value)]), False)
+        if isinstance(statement, S.Use):
+            self.database = statement.database
+            return FakeResult(FakeFrame(["result"], []), False)
+        if isinstance(statement, S.Insert):
+            return FakeResult(FakeFrame(["num_affected_rows", "num_inserted_rows"], [(1, 1)]), True)
+        if "fail" in statement.text:
             raise SqlError("that went wrong")
-        return [FakeResult(FakeFrame(["a", "b"], [(1, "x"), (2, None)]), True)]
+        return FakeResult(FakeFrame(["a", "b"], [(1, "x"), (2, None)]), True)
+
+
+def fake_format_rows(df: FakeFrame, named: bool = False) -> list[str]:
+    cells = [["NULL" if v is None else str(v) for v in row] for row in df.rows]
+    return ["\t".join(f"{c}={v}" if named else v for c, v in zip(df.columns, row)) for row in cells]
 
 
 def fake_shell() -> tuple[Shell, FakeSession, io.StringIO, io.StringIO]:
     session, out, err = FakeSession(), io.StringIO(), io.StringIO()
-    format_rows = lambda df: ["\t".join("NULL" if v is None else str(v) for v in row) for row in df.rows]
-    return Shell(session, out, err, format_rows), session, out, err
+    return Shell(Console(session, out, err, fake_format_rows)), session, out, err
 
 
 def feed_all(shell: Shell, lines: list[str | type[BaseException]]) -> list[str]:
@@ -103,17 +111,53 @@ def test_shell_logic():
         "SELECT a,", "  b FROM t;",              # two lines, one statement
         "SELECT ';'", "; SET hudiql.cli.print.header=true;",  # a ; in quotes does not end it; two statements on a line
         "SELECT 1;",
-        "FAIL;", "USE sales;",                   # an error, and the shell goes on
+        "SELECT fail;", "USE sales;",            # an error, and the shell goes on
         "SELECT", KeyboardInterrupt, "SELECT 2;",  # Ctrl-C drops the statement being typed
         "quit;", "SELECT never;",
     ])
-    assert session.ran == ["SELECT a,\n  b FROM t", "SELECT ';'", "SET hudiql.cli.print.header=true", "SELECT 1", "FAIL", "USE sales", "SELECT 2"]
+    assert session.ran == ["SELECT a,\n  b FROM t", "SELECT ';'", "SET hudiql.cli.print.header=true", "SELECT 1", "SELECT fail", "USE sales", "SELECT 2"]
     assert prompts[:2] == ["hudiql (default)> ", "                > "]
     # "SELECT", then Ctrl-C at the continuation prompt, "SELECT 2;" and "quit;" at fresh prompts
     assert prompts[-4:] == ["hudiql (sales)> ", "              > ", "hudiql (sales)> ", "hudiql (sales)> "]
     assert out.getvalue().splitlines() == ["1\tx", "2\tNULL", "1\tx", "2\tNULL", "a\tb", "1\tx", "2\tNULL", "", "a\tb", "1\tx", "2\tNULL"]
     assert re.findall(r"Fetched (\d+) row", err.getvalue()) == ["2", "2", "0", "2", "0", "2"]
     assert [line for line in err.getvalue().splitlines() if line.startswith("Error")] == ["Error: that went wrong"]
+
+
+def test_shell_parses_a_line_before_running_it():
+    shell, session, _, err = fake_shell()
+    feed_all(shell, ["SELECT 1; SELEC 2;", "SELECT 3;"])
+    assert session.ran == ["SELECT 3"]  # nothing of the line with the typo ran
+    assert err.getvalue().splitlines()[0] == (
+        "Error: statement 2 (line 1, column 11): 'SELEC' does not start a statement; did you mean SELECT?")
+
+
+def test_shell_names_the_failing_statement_of_a_line():
+    shell, session, _, err = fake_shell()
+    feed_all(shell, ["SELECT 1;", "SELECT 2; SELECT fail;", "SELECT 3;"])
+    assert session.ran == ["SELECT 1", "SELECT 2", "SELECT fail", "SELECT 3"]
+    errors = [line for line in err.getvalue().splitlines() if line.startswith("Error")]
+    assert errors == ["Error: statement 2 (line 1, column 11): that went wrong; 1 statement(s) before it completed"]
+
+
+def test_shell_commands_need_no_semicolon():
+    for word in ("exit", "quit", " QUIT ", "exit;"):
+        shell, session, _, _ = fake_shell()
+        feed_all(shell, ["SELECT 1;", word, "SELECT never;"])
+        assert session.ran == ["SELECT 1"], word
+    shell, session, out, _ = fake_shell()
+    feed_all(shell, ["help", "SELECT 1; quit; SELECT never;"])
+    assert "exit, quit" in out.getvalue() and "SELECT * FROM t;" in out.getvalue()
+    assert session.ran == ["SELECT 1"]  # the statements before quit on its line still run
+    shell, session, _, _ = fake_shell()
+    feed_all(shell, ["SELECT", "quit;", "SELECT 2;"])  # inside a statement, quit is a column name
+    assert session.ran == ["SELECT\nquit", "SELECT 2"]
+
+
+def test_shell_prints_dml_counts_with_their_names():
+    shell, _, out, _ = fake_shell()
+    feed_all(shell, ["INSERT INTO t VALUES (1);"])
+    assert out.getvalue() == "num_affected_rows=1\tnum_inserted_rows=1\n\n"  # then Ctrl-D's newline
 
 
 def test_shell_ends_at_end_of_input():
@@ -183,6 +227,9 @@ SHELL = (
     "sys.exit(run_shell(argparse.Namespace(warehouse=sys.argv[1], init=sys.argv[2])))"
 )
 MAIN = "hudiql (default)> "
+#: Runs for hours unless cancelled (Spark's range checks for a kill between batches); two short
+#: lines, so that the terminal echoes each as typed (a line wider than the terminal would wrap).
+LONG_QUERY = ["SELECT count(*) FROM range(0, 100000000000, 1, 2)", "WHERE sha2(CAST(id AS STRING), 256) = '';"]
 MORE = "                > "
 
 
@@ -205,11 +252,21 @@ def session_transcript(tmp_path_factory):
         ("error", "SELECT * FROM missing_table;\n", MAIN),
         ("database", "CREATE DATABASE sales;\n", MAIN),
         ("use", "USE sales;\n", "hudiql (sales)> "),
-        ("quit", "quit;\n", None),
+        ("help", "help\n", "hudiql (sales)> "),
+        ("insert", "INSERT INTO default.t VALUES (3, 'c');\n", "hudiql (sales)> "),
+        ("quit", "exit\n", None),
     ]
     for name, text, until in steps:
         term.type(text)
         shown[name] = term.read_until(until) if until else ""
+        if name == "help":
+            # Ctrl-C during a long statement, sent once the shell has read it (the terminal echoed the
+            # line) and is surely running it: whether its job has started or not, the cancel is the same.
+            term.type("\n".join(LONG_QUERY) + "\n")
+            term.read_until(LONG_QUERY[-1] + "\n")
+            time.sleep(3)
+            os.kill(term.proc.pid, signal.SIGINT)
+            shown["cancel"] = term.read_until("hudiql (sales)> ", timeout=120)
     code = term.proc.wait(timeout=120)
     return {"shown": shown, "code": code, "stderr": term.stderr, "home": work}
 
@@ -223,15 +280,42 @@ def test_shell_runs_statements_and_prints_rows(session_transcript):
 
 def test_shell_errors_print_one_line_and_go_on(session_transcript):
     errors = [line for line in session_transcript["stderr"].splitlines() if line.startswith("Error:")]
-    assert errors == ["Error: table default.missing_table does not exist; see SHOW TABLES"]
+    assert errors == ["Error: table default.missing_table does not exist; see SHOW TABLES", "Error: cancelled (Ctrl-C)"]
     assert "Traceback" not in session_transcript["stderr"]
 
 
+def test_shell_says_it_starts_spark_then_prompts(session_transcript):
+    stderr = session_transcript["stderr"]
+    assert stderr.index("Starting Spark...") < stderr.index("Time taken")  # before the init file ran
+    assert re.search(r"Spark \d+\.\d+\.\d+ started in \d+\.\d seconds; type help for help", stderr)
+    assert "Setting default log level" not in stderr
+
+
+def test_shell_help_and_exit_need_no_semicolon(session_transcript):
+    shown = session_transcript["shown"]
+    assert "exit, quit    leave" in shown["help"]
+    assert "Error" not in shown["help"]
+    assert session_transcript["code"] == 0  # 'exit' without ';' left the shell
+
+
+def test_shell_ctrl_c_cancels_the_running_statement(session_transcript):
+    # The one line, then the prompt (in the 'sales' database) again, and the shell goes on.
+    stderr = session_transcript["stderr"]
+    assert "Error: cancelled (Ctrl-C)" in stderr.splitlines()
+    assert re.search(r"^num_affected_rows=1\t.*num_inserted_rows=1", session_transcript["shown"]["insert"], re.M)
+    for noise in ("Traceback", "py4j", "Py4J", "Exception", "KeyboardInterrupt"):
+        assert noise not in stderr
+
+
+def test_shell_dml_results_carry_their_names(session_transcript):
+    # the init file's INSERT, before the first prompt
+    assert re.match(r"num_affected_rows=2\t.*num_inserted_rows=2", session_transcript["shown"]["start"])
+
+
 def test_shell_prompt_follows_use(session_transcript):
-    # Ctrl-C is covered by test_shell_logic: over a real terminal its SIGINT timing made this flaky.
     shown = session_transcript["shown"]
     assert shown["use"].endswith("USE sales;\n")  # then the prompt hudiql (sales)>
-    assert "Error" not in session_transcript["stderr"].split("missing_table")[1]
+    assert "Error" not in session_transcript["stderr"].split("missing_table")[1].split("Error: cancelled (Ctrl-C)")[0]
 
 
 def test_shell_time_taken_goes_to_stderr(session_transcript):

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from hudiql.session import Session
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED = 0, 1
 #: 128 + SIGINT, as shells report a command stopped by Ctrl-C.
 EXIT_INTERRUPTED = 130
 PRINT_HEADER = "hudiql.cli.print.header"
@@ -103,9 +103,9 @@ def progress_conf(err: TextIO) -> dict[str, str]:
     return {"spark.ui.showConsoleProgress": "true"} if err.isatty() else {}
 
 
-def open_session(warehouse: str, err: TextIO, announce: bool) -> Session:
+def open_session(warehouse: str, err: TextIO, announce: bool, hint: str = "") -> Session:
     """A quiet session for the console; says on ``err`` that Spark is starting when ``announce``
-    (its start takes seconds to tens of seconds)."""
+    (its start takes seconds to tens of seconds), and when it has started, followed by ``hint``."""
     from hudiql.session import connect
 
     if announce:
@@ -118,8 +118,7 @@ def open_session(warehouse: str, err: TextIO, announce: bool) -> Session:
     # is still reading, which breaks it; Console cancels from the main thread instead.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     if announce:
-        err.write(f"Spark {session.spark.version} started in {time.monotonic() - started:.1f} seconds; "
-                  "type help for help\n")
+        err.write(f"Spark {session.spark.version} started in {time.monotonic() - started:.1f} seconds{hint}\n")
         err.flush()
     return session
 

@@ -1,16 +1,21 @@
 """``hudiql sql`` without ``-e``/``-f``: an interactive shell in the style of ``spark-sql``.
 
-- prompt ``hudiql (<database>)> ``; a statement may span lines and runs when a line ends with
-  ``;`` outside quotes and comments;
-- ``SET k=v`` / ``SET k`` / ``SET`` / ``USE db`` / any hudiql SQL; ``-i init.sql`` runs a file first;
-- rows print tab-separated (``NULL`` for nulls), with a header line after
-  ``SET hudiql.cli.print.header=true``; ``Time taken: ...`` goes to stderr;
-- an error prints one ``Error: ...`` line and the shell goes on; Ctrl-C drops the statement being
-  typed (or cancels the running one); ``quit;``, ``exit;`` or Ctrl-D leaves;
+- it says that Spark is starting (seconds to tens of seconds), then shows the prompt
+  ``hudiql (<database>)> ``; a statement may span lines and runs when a line ends with ``;``
+  outside quotes and comments; all statements of such a line are parsed before any runs;
+- ``help`` lists what can be typed; ``exit``, ``quit`` (with or without ``;``) or Ctrl-D leave;
+- ``SET k=v`` / ``SET k`` / ``SET`` / ``USE db`` / any hudiql SQL; ``-i init.sql`` runs a file
+  first (parsed before Spark starts: a typo in it ends the shell at once, exit code 1);
+- output as ``hudiql.console`` decides: rows tab-separated (a header line after
+  ``SET hudiql.cli.print.header=true``), INSERT / MERGE / UPDATE / DELETE counts as ``name=value``
+  pairs, ``Time taken: ...`` and errors (one ``Error: ...`` line, then the shell goes on) on stderr;
+- Ctrl-C drops the statement being typed, or cancels the running one;
 - history (one entry per statement) is kept in ``~/.hudiql_history`` across sessions.
 
 Example:
     $ hudiql sql --warehouse /data/wh
+    Starting Spark...
+    Spark 4.0.1 started in 14.2 seconds; type help for help
     hudiql (default)> SELECT id,
                     >   name FROM t;
     1	a
@@ -21,19 +26,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
 
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
+from hudiql.console import EXIT_FAILED, EXIT_OK, Console, open_session, parse_script, read_script
 from hudiql.errors import HudiqlError
-from hudiql.session import Session
 
-PRINT_HEADER = "hudiql.cli.print.header"
 HISTORY_FILE = ".hudiql_history"
 HISTORY_LENGTH = 1000
 EXIT_WORDS = ("quit", "exit")
@@ -54,25 +56,63 @@ def history_entry(text: str) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("--"))
 
 
-class Shell:
-    """Reads lines, runs complete statements on ``session``, prints what they return."""
+HELP = """\
+Type SQL statements ending with ';' (a statement may span lines), for example:
+  CREATE TABLE t (id INT, v STRING, ts BIGINT) USING hudi TBLPROPERTIES (primaryKey='id', preCombineField='ts');
+  INSERT INTO t VALUES (1, 'a', 10);      -- an upsert
+  MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *;
+  UPDATE t SET v = 'b' WHERE id = 1;      DELETE FROM t WHERE id = 1;
+  SELECT * FROM t;      SHOW TABLES;      DESCRIBE t;      SHOW CREATE TABLE t;
+  CREATE DATABASE db;   USE db;           SET k=v;         SET;
+  SET hudiql.cli.print.header=true;       -- a header line above query rows
+Shell commands (no ';' needed):
+  help          this text
+  exit, quit    leave (so does Ctrl-D)
+Ctrl-C drops the statement being typed, or cancels the running one.
+"""
 
-    def __init__(self, session: Session, out: TextIO, err: TextIO, format_rows: Callable, on_statement: Callable[[str], None] | None = None) -> None:
-        self.session = session
-        self.out = out
-        self.err = err
-        self.format_rows = format_rows
+
+def until_exit(text: str) -> tuple[str, bool]:
+    """``text`` up to an ``exit`` or ``quit`` statement in it, and whether there was one; the
+    statements before it still run (``SELECT 1; quit;``)."""
+    try:
+        tokens = Spark().tokenize(text)
+    except TokenError:  # the parser reports the open quote
+        return text, False
+    first = 0
+    for i, token in enumerate(tokens + [None]):
+        if token is None or token.token_type == TokenType.SEMICOLON:
+            words = tokens[first:i]
+            if len(words) == 1 and words[0].text.lower() in EXIT_WORDS:
+                return text[:words[0].start], True
+            first = i + 1
+    return text, False
+
+
+class Shell:
+    """Reads lines and runs complete statements through ``console``."""
+
+    def __init__(self, console: Console, on_statement: Callable[[str], None] | None = None) -> None:
+        self.console = console
         self.on_statement = on_statement or (lambda text: None)
         self.buffer: list[str] = []
         self.done = False
 
     @property
     def prompt(self) -> str:
-        main = f"hudiql ({self.session.database})> "
+        main = f"hudiql ({self.console.session.database})> "
         return main if not self.buffer else " " * (len(main) - 2) + "> "
 
     def feed(self, line: str) -> None:
         """One line of input; runs the statements it completes."""
+        command = line.strip().rstrip(";").strip().lower() if not self.buffer else ""
+        if command == "help":  # shell commands, as spark-sql has them: no ';' needed
+            self.console.out.write(HELP)
+            self.console.out.flush()
+            return
+        if command in EXIT_WORDS:
+            self.done = True
+            return
         self.buffer.append(line)
         text = "\n".join(self.buffer)
         if not text.strip():
@@ -85,67 +125,28 @@ class Shell:
         self.run_text(text)
 
     def run_text(self, text: str) -> bool:
-        """Run every statement of ``text``; False when one failed (the rest are not run)."""
-        from hudiql.sql.parser import split_statements
-
+        """Run every statement of ``text`` (all parsed first); False when one failed (the rest
+        are not run)."""
+        text, self.done = until_exit(text)
         try:
-            statements = split_statements(text)
+            statements = parse_script(text)
         except HudiqlError as e:
-            self._error(str(e))
+            self.console.error(str(e))
             return False
-        for statement in statements:
-            if statement.strip().rstrip(";").strip().lower() in EXIT_WORDS:
-                self.done = True
-                return True
-            if not self._run(statement):
-                return False
-        return True
-
-    def _run(self, statement: str) -> bool:
-        started = time.monotonic()
-        header = self.session.conf.get(PRINT_HEADER, "false").lower() == "true"
-        lines: list[str] = []
-        fetched = 0
-        try:
-            for result in self.session.execute(statement):
-                if result.is_rows:
-                    rows = self.format_rows(result.df)
-                    lines += (["\t".join(result.df.columns)] if header else []) + rows
-                    fetched += len(rows)
-        except HudiqlError as e:
-            self._error(str(e))
-            return False
-        except KeyboardInterrupt:
-            self.session.spark.sparkContext.cancelAllJobs()
-            self._error("interrupted")
-            return False
-        except Exception as e:  # a bug or an environment failure: still one line, and the shell goes on
-            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            self._error(f"{type(e).__name__}: {first}")
-            return False
-        for line in lines:
-            self.out.write(line + "\n")
-        self.out.flush()
-        self.err.write(f"Time taken: {time.monotonic() - started:.3f} seconds, Fetched {fetched} row(s)\n")
-        self.err.flush()
-        return True
-
-    def _error(self, message: str) -> None:
-        self.err.write(f"Error: {message}\n")
-        self.err.flush()
+        return self.console.run(statements).error is None
 
     def loop(self, read_line: Callable[[str], str]) -> None:
-        """Prompt, read and run until ``quit;`` or end of input (Ctrl-D); Ctrl-C drops the
+        """Prompt, read and run until ``quit`` or end of input (Ctrl-D); Ctrl-C drops the
         statement being typed."""
         while not self.done:
             try:
                 line = read_line(self.prompt)
             except KeyboardInterrupt:
-                self.out.write("\n")
+                self.console.out.write("\n")
                 self.buffer = []
                 continue
             except EOFError:
-                self.out.write("\n")
+                self.console.out.write("\n")
                 return
             self.feed(line)
 
@@ -183,22 +184,18 @@ class History:
 
 def run_shell(args: argparse.Namespace) -> int:
     """The entry point of ``hudiql sql`` with neither ``-e`` nor ``-f``; returns the exit code."""
-    from hudiql import cli  # imported here: hudiql.cli imports this module
-    from hudiql.session import connect
-
     init = getattr(args, "init", None)
-    try:
-        init_sql = Path(init).read_text(encoding="utf-8") if init else ""
-    except OSError as e:  # before Spark starts: a typo in -i should not cost a JVM start
-        print(f"Error: cannot read {init}: {e.strerror}", file=sys.stderr)
-        return cli.EXIT_FAILED
-    session = connect(warehouse=args.warehouse)
-    cli._quiet(session)
+    try:  # before Spark starts: a typo in -i should not cost a JVM start
+        init_statements = parse_script(read_script(init), init) if init else []
+    except HudiqlError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    console = Console(open_session(args.warehouse, sys.stderr, announce=True, hint="; type help for help"), sys.stdout, sys.stderr)
+    console.run(init_statements, init)
     history = History(Path.home() / HISTORY_FILE)
-    shell = Shell(session, sys.stdout, sys.stderr, cli._format_rows, on_statement=history.add)
-    shell.run_text(init_sql)
+    shell = Shell(console, on_statement=history.add)
     try:
         shell.loop(input)
     finally:
         history.save()
-    return cli.EXIT_OK
+    return EXIT_OK
