@@ -326,7 +326,7 @@ def test_log_prints_with_info(tmp_path):
 def test_refs_render_tables_views_and_ephemeral_ctes(tmp_path):
     sql = compile_model(shop(tmp_path), "fct_orders")
     assert sql.startswith("WITH __dbt__cte__int_orders AS (")
-    assert "SELECT * FROM stg_orders" in sql  # a view: a Spark temporary view has no database
+    assert "SELECT * FROM default.stg_orders" in sql  # a view, recorded in the warehouse like a table
     assert "SELECT * FROM __dbt__cte__int_orders" in sql
     assert "FROM default.orders" not in sql
 

@@ -177,7 +177,7 @@ def test_build_skips_what_depends_on_a_failure(spark, tmp_path):
     lines = out.splitlines()
     assert any("START seed file default.people " in line and line.endswith("[RUN]") for line in lines)
     assert any("OK loaded seed file default.people " in line and "[INSERT 2 in " in line for line in lines)
-    assert any("OK created sql view model stg_people " in line for line in lines)
+    assert any("OK created sql view model default.stg_people " in line for line in lines)
     assert any("OK created sql table model default.good " in line and "[OK in " in line for line in lines)
     assert any("ERROR creating sql table model default.bad " in line and "[ERROR in " in line for line in lines)
     assert any("SKIP relation default.after_bad " in line and line.endswith("[SKIP]") for line in lines)
@@ -204,16 +204,16 @@ def test_build_skips_what_depends_on_a_failure(spark, tmp_path):
     assert manifest["parent_map"]["model.p.after_bad"] == ["model.p.bad"]
     assert manifest["nodes"]["model.p.eph"]["config"]["materialized"] == "ephemeral"
 
-    # Later commands create the views they read again (views live as long as the run that made them).
-    spark.catalog.dropTempView("stg_people")
+    # Views are recorded in the warehouse: later commands and new sessions read them without
+    # creating them again.
+    session = hudiql.connect(warehouse=str(root / "warehouse"), spark=spark)
+    assert ("default", "stg_people", False) in [tuple(r) for r in session.sql("SHOW TABLES").collect()]
     code, out = run(root, "run", spark, select=["good"])
     assert code == 0, out
     assert "1 of 1 OK created sql table model default.good" in out
-    spark.catalog.dropTempView("stg_people")
     code, out = run(root, "test", spark, select=["stg_people"])
     assert code == 0, out
     assert "PASS not_null_stg_people_id" in out and "Done. PASS=1 WARN=0 ERROR=0 SKIP=0 TOTAL=1" in out
-
 
 def test_debug(spark, tmp_path):
     root = write_project(tmp_path / "p", {"profiles.yml": "p:\n  outputs:\n    dev: {database: checks}\n"}, "name: p\n")

@@ -28,15 +28,11 @@ from hudiql.console import (
     Console,
     open_session,
     parse_script,
-    quiet,
     read_script,
 )
 from hudiql.errors import HudiqlError
 from hudiql.project.cli import add_commands
 from hudiql.shell import run_shell
-
-#: project/adapter.py still imports this name; ``hudiql.console.quiet`` is its home.
-_quiet = quiet
 
 
 def run_sql(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from typing import Any
 from pyspark.sql import Row, SparkSession
 
 from hudiql.catalog import Catalog
+from hudiql.console import quiet as quiet_console
 from hudiql.errors import HudiqlError, SqlError
 from hudiql.project import swap
 from hudiql.project.errors import ProjectError
@@ -75,7 +76,6 @@ class Adapter:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._databases: set[str] = set()
-        self.views_ready: set[str] = set()  # unique ids of view models created in this run
 
     # ---- sessions -------------------------------------------------------------------------------
     @property
@@ -88,11 +88,7 @@ class Adapter:
             if self._spark is None:
                 session = connect(warehouse=self.target.warehouse, conf=self.target.spark_settings())
                 if self._quiet:
-                    from hudiql.cli import (
-                        _quiet,  # here, not at the top: hudiql.cli imports this package
-                    )
-
-                    _quiet(session)
+                    quiet_console(session)
                 self._spark = session.spark
             return self._spark
 
@@ -168,9 +164,11 @@ class Adapter:
         return self.scope.session.planner.dataframe(statement.expression)
 
     def create_view(self, relation: Relation, sql: str) -> None:
-        """A Spark temporary view: reads what its tables hold now, lives as long as this run."""
-        self.scope.statements.append(f"CREATE OR REPLACE TEMPORARY VIEW {relation} AS\n{sql}")
-        self._query(sql).createOrReplaceTempView(relation.identifier)
+        """A view recorded in the warehouse: it reads its tables when queried, and later runs and
+        ``hudiql sql`` sessions see it."""
+        statement = f"CREATE OR REPLACE VIEW {relation} AS\n{sql}"
+        self.scope.statements.append(statement)
+        self.scope.session.execute(statement)
 
     def schema_change(self, relation: Relation, sql: str) -> SchemaChange:
         """How the columns of ``sql`` differ from the table's (names compared case-insensitively)."""

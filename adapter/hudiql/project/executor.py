@@ -4,8 +4,8 @@
 - a seed: ``materialization_seed``;
 - a test: ``SELECT count(*) FROM (<test SQL>)``; a count above 0 fails it (or warns, with
   ``severity: warn``).
-The views a node reads are created first when this run has not created them (views are Spark
-temporary views, so a run that selects only ``fct_orders`` still needs ``stg_orders``).
+Views are recorded in the warehouse (``CREATE OR REPLACE VIEW``), so a run that selects only
+``fct_orders`` reads the ``stg_orders`` view an earlier run made, as in dbt.
 
 Example:
     >>> result = Executor(manifest, compiler, adapter).execute(manifest.nodes["model.shop.fct_orders"])
@@ -56,14 +56,12 @@ class Executor:
         self.compiler = compiler
         self.adapter = adapter
         self.project = manifest.invocation.project
-        self._view_lock = threading.Lock()
 
     def execute(self, node: Node) -> NodeResult:
         started, clock = _now(), time.monotonic()
         result = NodeResult(node, "success", thread_id=threading.current_thread().name)
         try:
             with self.adapter.node_scope() as scope:
-                self.ensure_views(node)
                 if node.resource_type == "test":
                     self._test(node, result)
                 else:
@@ -89,8 +87,6 @@ class Executor:
             result.compiled_code = extra["sql"] = self.compiler.compile(node)
         ctx = self.compiler.context(node, extra=extra)
         self.manifest.invocation.library.call(f"materialization_{node.materialized}", ctx, node.label)
-        if node.materialized == "view":
-            self.adapter.views_ready.add(node.unique_id)
 
     def _test(self, node: Node, result: NodeResult) -> None:
         result.compiled_code = self.compiler.compile(node)
@@ -101,22 +97,6 @@ class Executor:
         else:
             result.status = "warn" if node.config["severity"] == "warn" else "fail"
             result.message = f"Got {result.failures} result{'s' if result.failures != 1 else ''}, configured to {result.status} if != 0"
-
-    def ensure_views(self, node: Node) -> None:
-        """Create the views ``node`` reads (through ephemeral models too) that this run has not created."""
-        for uid in node.depends_on:
-            parent = self.manifest.nodes.get(uid)
-            if parent is None or parent.resource_type != "model":
-                continue
-            if parent.is_ephemeral:
-                self.ensure_views(parent)
-            elif parent.materialized == "view":
-                with self._view_lock:
-                    if uid in self.adapter.views_ready:
-                        continue
-                self.ensure_views(parent)
-                with self.adapter.node_scope():
-                    self._materialize(parent, NodeResult(parent, "success"))
 
     def _write_run_file(self, node: Node, statements: list[str]) -> None:
         if not statements:

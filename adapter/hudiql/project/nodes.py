@@ -16,7 +16,7 @@ EPHEMERAL_PREFIX = "__dbt__cte__"
 
 @dataclass(frozen=True)
 class Relation:
-    """A table, view or CTE as SQL names it. Temporary views and CTEs have no database."""
+    """A table, view or CTE as SQL names it. CTEs have no database."""
 
     schema: str | None
     identifier: str

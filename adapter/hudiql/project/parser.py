@@ -206,13 +206,12 @@ class ProjectParser:
 
     def _relation(self, node: Node) -> Relation:
         identifier = check_name("alias", str(node.config.get("alias") or node.name))
-        if node.materialized == "view":
-            return Relation(None, identifier, "view")  # a Spark temporary view: no database
         if node.materialized == "ephemeral":
             return Relation(None, EPHEMERAL_PREFIX + node.name, "cte")
         ctx = self.invocation.context(node, _Recorder(), execute=False)
         schema = str(self.invocation.library.call("generate_schema_name", ctx, node.label, node.config.get("schema"), ctx["model"])).strip()
-        return Relation(check_name("database", schema.lower()), identifier, "table")
+        kind = "view" if node.materialized == "view" else "table"
+        return Relation(check_name("database", schema.lower()), identifier, kind)
 
     # ---- generic tests from .yml ----------------------------------------------------------------
     def _generic_tests(self, parent: Node | Source, table_tests: list[Any], yml: str) -> None:
