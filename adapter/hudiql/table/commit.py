@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+from hudiql.io.storage import damaged_file
+
 
 @dataclass
 class WriteStat:
@@ -103,16 +105,24 @@ class CommitMetadata:
         return json.dumps(doc, indent=2).encode()
 
     @classmethod
-    def decode(cls, data: bytes) -> CommitMetadata:
-        """Parse a completed instant's content: JSON (layout 1) or an Avro container (layout 2)."""
-        if data.startswith(b"Obj\x01"):
-            import io
+    def decode(cls, data: bytes, path: str = "commit metadata") -> CommitMetadata:
+        """Parse a completed instant's content: JSON (layout 1) or an Avro container (layout 2).
+        Empty content is empty metadata, as for Hudi; content that does not parse is an error
+        naming ``path``."""
+        try:
+            if data.startswith(b"Obj\x01"):
+                import io
 
-            import fastavro
+                import fastavro
 
-            records = list(fastavro.reader(io.BytesIO(data)))
-            return cls._from_doc(records[0] if records else {})
-        return cls._from_doc(json.loads(data.decode() or "{}"))
+                records = list(fastavro.reader(io.BytesIO(data)))
+                return cls._from_doc(records[0] if records else {})
+            doc = json.loads(data.decode() or "{}")
+            if not isinstance(doc, dict):
+                raise ValueError("not a JSON object")
+            return cls._from_doc(doc)
+        except (ValueError, TypeError, AttributeError, EOFError, KeyError, IndexError) as exc:
+            raise damaged_file(path, f"is corrupt ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})") from None
 
     @classmethod
     def _from_doc(cls, doc: dict) -> CommitMetadata:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import zlib
 from datetime import datetime, timezone
 
-from hudiql.io.storage import Storage
+from hudiql.errors import FormatError
+from hudiql.io.storage import Storage, damaged_file
 from hudiql.table.layout import PROPERTIES_FILE
 
 COPY_ON_WRITE = "COPY_ON_WRITE"
@@ -153,6 +154,13 @@ def _fields(value: str | None) -> list[str]:
     return [f.strip() for f in (value or "").split(",") if f.strip()]
 
 
+def damaged_properties(storage: Storage, problem: str) -> FormatError:
+    """The error for a missing or damaged ``hoodie.properties``, naming the backup Hudi keeps."""
+    backup = PROPERTIES_FILE + ".backup"
+    hint = f"; Hudi keeps a copy in {backup}" if storage.exists(backup) else ""
+    return damaged_file(f"{PROPERTIES_FILE} of table {storage.base_uri}", f"is {problem}{hint}")
+
+
 class TableConfig:
     """Typed view over the properties of one table."""
 
@@ -165,7 +173,29 @@ class TableConfig:
 
     @classmethod
     def load(cls, storage: Storage) -> TableConfig:
-        return cls.parse(storage.read(PROPERTIES_FILE))
+        """The table's config; a ``hoodie.properties`` that is empty or corrupt is an error (a
+        config read from it would read the table wrong: another type, no partitions, ...)."""
+        config = cls.parse(storage.read(PROPERTIES_FILE))
+        problem = config.damage()
+        if problem:
+            raise damaged_properties(storage, problem)
+        return config
+
+    def damage(self) -> str | None:
+        """What makes these properties unusable, as Hudi validates them: no table name, an unknown
+        table type or version, or a checksum that does not match the name."""
+        if not self.props:
+            return "empty"
+        if not self.props.get(TABLE_NAME):
+            return f"corrupt (no {TABLE_NAME})"
+        if self.table_type not in (COPY_ON_WRITE, MERGE_ON_READ):
+            return f"corrupt ({TABLE_TYPE}={self.props.get(TABLE_TYPE)!r})"
+        if not self.props.get(TABLE_VERSION, "6").isdigit():
+            return f"corrupt ({TABLE_VERSION}={self.props.get(TABLE_VERSION)!r})"
+        checksum = self.props.get(CHECKSUM)
+        if checksum is not None and checksum != table_checksum(self.props.get(DATABASE_NAME, ""), self.name):
+            return f"corrupt ({CHECKSUM} does not match the table name)"
+        return None
 
     def to_bytes(self) -> bytes:
         props = dict(self.props)

@@ -13,10 +13,10 @@ from pyspark.sql import types as T
 
 from hudiql.errors import FormatError, TableNotFoundError
 from hudiql.io.storage import Storage
-from hudiql.table.config import TableConfig
+from hudiql.table.config import TableConfig, damaged_properties
 from hudiql.table.fsview import FileSystemView, read_commit_metadata
 from hudiql.table.keygen import KeyGenerator
-from hudiql.table.layout import PROPERTIES_FILE
+from hudiql.table.layout import META_FOLDER, PROPERTIES_FILE
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import from_avro, without_meta_columns
 from hudiql.table.timeline import Timeline
@@ -33,6 +33,8 @@ class HudiTable:
     def load(cls, base_uri: str) -> HudiTable:
         storage = Storage(base_uri)
         if not storage.exists(PROPERTIES_FILE):
+            if storage.is_dir(META_FOLDER):
+                raise damaged_properties(storage, "missing")
             raise TableNotFoundError(f"no Hudi table at {storage.base_uri} (missing {PROPERTIES_FILE})")
         return cls(storage, TableConfig.load(storage))
 
