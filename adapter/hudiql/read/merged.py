@@ -32,9 +32,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudiql.errors import TruncatedLogError
+from hudiql.errors import FormatError, TruncatedLogError
 from hudiql.io import log_format as L
-from hudiql.io.storage import Storage
+from hudiql.io.storage import RESTORE_FROM_BACKUP, Storage, damaged_file
 from hudiql.table.layout import join_partition, parse_data_file_name
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import RECORD_KEY
@@ -101,8 +101,12 @@ class SliceMerger:
         if not base_file:
             yield None
             return
-        with Storage(self.base_uri).open_input_file(join_partition(partition_path, base_file)) as f:
-            yield pq.ParquetFile(f)
+        path = join_partition(partition_path, base_file)
+        try:
+            with Storage(self.base_uri).open_input_file(path) as f:
+                yield pq.ParquetFile(f)
+        except (pa.ArrowException, OSError) as exc:  # reading the base file: the log's errors name their file
+            raise damaged_file(path, f"cannot be read ({str(exc).splitlines()[0][:200]})") from None
 
     def _read(self, parquet: pq.ParquetFile | None, columns: list[str] | None, row_group: int | None = None) -> pa.Table:
         """Columns of a base file (all row groups, or one), in the merger's types; a column the
@@ -135,6 +139,8 @@ class SliceMerger:
             except TruncatedLogError as cut:
                 file_blocks = cut.blocks
                 cuts.append((path, cut))
+            except FormatError as exc:
+                raise FormatError(f"{exc}; {RESTORE_FROM_BACKUP}") from None
             blocks.extend((path, b) for b in file_blocks)
         rolled_back = {
             b.header.get(L.TARGET_INSTANT_TIME)
@@ -143,7 +149,7 @@ class SliceMerger:
         }
         for path, cut in cuts:
             if not self._failed_write(path, cut.instant_time, rolled_back):
-                raise cut
+                raise FormatError(f"{cut}; {RESTORE_FROM_BACKUP}") from None
         tables: list[pa.Table] = []
         items: list[pa.Table] = []
         deletes: list[tuple] = []
@@ -162,8 +168,11 @@ class SliceMerger:
                 avro.setdefault(block.header[L.SCHEMA], []).append((seq, count, block, path))
                 seq += count
             else:
-                parquet = pq.ParquetFile(io.BytesIO(block.content))
-                table = parquet.read(columns=[c for c in schema.names if c in parquet.schema_arrow.names])
+                try:
+                    parquet = pq.ParquetFile(io.BytesIO(block.content))
+                    table = parquet.read(columns=[c for c in schema.names if c in parquet.schema_arrow.names])
+                except pa.ArrowException as exc:
+                    raise damaged_file(path, f"has a corrupt parquet block ({exc})") from None
                 self._add_items(tables, items, conform(table, schema), np.arange(seq, seq + table.num_rows, dtype=np.int64))
                 seq += table.num_rows
         for group in avro.values():  # blocks of one writer schema are decoded together
