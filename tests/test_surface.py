@@ -92,11 +92,11 @@ REFUSED = [
      "statement 1 (line 1, column 1): table name 'nnnnnnnnnnnnnnnnnnnn...' is 200 characters long; use at most 128"),
     ("CREATE SCHEMA `..`", SqlError, f"statement 1 (line 1, column 1): database name '..' is not valid; {NAME_RULE}"),
     # bad table definitions
-    ("CREATE TABLE n (v STRING, V INT) USING hudi", SqlError,
+    ("CREATE TABLE n (v STRING, V INT) USING hudi", ColumnError,
      "statement 1 (line 1, column 1): column 'V' is defined twice (as 'v' and 'V'); column names ignore case"),
     ("CREATE TABLE n () USING hudi", SqlError,
      "statement 1 (line 1, column 1): CREATE TABLE needs at least one column, e.g. CREATE TABLE t (id BIGINT, ...)"),
-    ("CREATE TABLE n (_hoodie_x INT) USING hudi", SqlError,
+    ("CREATE TABLE n (_hoodie_x INT) USING hudi", ColumnError,
      "statement 1 (line 1, column 1): column '_hoodie_x': names starting with _hoodie_ are Hudi's meta columns; rename it"),
     ("CREATE TABLE n (d DECIMAL(50)) USING hudi", SqlError,
      "statement 1 (line 1, column 1): DECIMAL(50): DECIMAL(precision, scale) needs 1 <= precision <= 38 and 0 <= scale <= precision"),

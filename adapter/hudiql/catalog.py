@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from hudiql.errors import SqlError
 from hudiql.io.storage import Storage
@@ -49,6 +50,16 @@ def check_name(kind: str, name: str) -> str:
             "(a name is not a path: use LOCATION '...' to place a table)"
         )
     return name.lower()
+
+
+@dataclass(frozen=True)
+class View:
+    """A view: its query reads unqualified names in ``database``; a temporary one lives for a session."""
+
+    name: str  # as messages name it: ``db.view``, or ``view`` for a temporary view
+    database: str
+    sql: str
+    temporary: bool
 
 
 class Catalog:
@@ -94,10 +105,12 @@ class Catalog:
     def unregister(self, database: str, table: str) -> None:
         self.storage.delete(self._registry_path(database, table))
 
-    def view(self, database: str, view: str) -> str | None:
-        """The query of a persistent view, or ``None`` if there is no such view."""
+    def view(self, database: str, view: str) -> View | None:
+        """A persistent view, or ``None`` if there is no such view."""
         entry = f"{_VIEWS}/{database}/{view}"
-        return self.storage.read(entry).decode() if self.storage.exists(entry) else None
+        if not self.storage.exists(entry):
+            return None
+        return View(f"{database}.{view}", database, self.storage.read(entry).decode(), temporary=False)
 
     def save_view(self, database: str, view: str, sql: str) -> None:
         self.storage.write_atomic(f"{_VIEWS}/{database}/{view}", sql.encode())

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from hudiql.errors import HudiqlError, SqlError
 from hudiql.sql import statements as S
 from hudiql.sql.parser import parse
+from hudiql.table import keys
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED = 0, 1
 #: 128 + SIGINT, as shells report a command stopped by Ctrl-C.
 EXIT_INTERRUPTED = 130
-PRINT_HEADER = "hudiql.cli.print.header"
 DML = (S.Insert, S.Merge, S.Update, S.Delete)
 #: How often the cancel of an interrupted statement is repeated: a statement may start another
 #: Spark job after its running one was cancelled (driver-side steps between jobs are never cut).
@@ -191,7 +191,7 @@ class Console:
 
     def _run_one(self, statement: S.Statement) -> None:
         started = time.monotonic()
-        header = self.session.conf.get(PRINT_HEADER, "false").lower() == "true"
+        header = keys.setting(self.session.conf, keys.PRINT_HEADER).lower() == "true"
         lines, fetched = self._worker.call(lambda: self._lines(statement, header), self._cancel)
         for line in lines:
             self.out.write(line + "\n")

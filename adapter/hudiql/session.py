@@ -12,13 +12,15 @@ from __future__ import annotations
 import fnmatch
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudiql.catalog import DEFAULT_DATABASE, Catalog
+from hudiql.catalog import DEFAULT_DATABASE, Catalog, View
 from hudiql.errors import (
     OptionError,
     SqlError,
@@ -37,6 +39,7 @@ from hudiql.sql.parser import parse, table_name_text
 from hudiql.table import keys
 from hudiql.table.config import TableConfig
 from hudiql.table.layout import PROPERTIES_FILE
+from hudiql.table.schema import without_meta_columns
 from hudiql.table.table import HudiTable
 from hudiql.write.dml import RESULT_SCHEMA as DML_RESULT_SCHEMA
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
@@ -97,9 +100,10 @@ class Session:
                 _warn(keys.validate_session_option(key, value))
                 self.conf[key] = value
         self.database = DEFAULT_DATABASE
-        #: Temporary views of this session: name -> query text.
-        self.temp_views: dict[str, str] = {}
+        #: Temporary views of this session, by name.
+        self.temp_views: dict[str, View] = {}
         self.planner = QueryPlanner(self)
+        self._defining: View | None = None  # a view being created, analysed before it is saved
 
     @property
     def warehouse(self) -> str:
@@ -130,16 +134,29 @@ class Session:
         database, table = self.resolve(name)
         location = self.catalog.location(database, table)
         if location is None:
-            if self.view_sql(name) is not None:
+            if self.view(name) is not None:
                 raise SqlError(f"{name} is a view; this statement needs a table")
             raise TableNotFoundError(f"table {database}.{table} does not exist; see SHOW TABLES")
         return HudiTable.load(location)
 
-    def view_sql(self, name: S.TableName) -> str | None:
-        """The query of view ``name`` (a temporary view first, as in Spark), or ``None``."""
+    def view(self, name: S.TableName) -> View | None:
+        """View ``name`` (a temporary view first, as in Spark), or ``None``."""
+        defining = self._defining
+        if defining is not None and (name.name == defining.name if defining.temporary and name.database is None
+                                     else ".".join(self.resolve(name)) == defining.name):
+            return defining
         if name.database is None and name.name in self.temp_views:
             return self.temp_views[name.name]
         return self.catalog.view(*self.resolve(name))
+
+    @contextmanager
+    def in_database(self, database: str) -> Iterator[None]:
+        """Unqualified names resolve in ``database`` within the block (a view's own database)."""
+        current, self.database = self.database, database
+        try:
+            yield
+        finally:
+            self.database = current
 
     def _message(self, text: str) -> Result:
         return Result(self.spark.createDataFrame([(text,)], "result string"), False)
@@ -186,8 +203,9 @@ class Session:
         rows = None
         columns = st.columns
         if st.query is not None:
+            # The source's Hudi meta columns (SELECT * of a hudiql table) are not data, as in Hudi.
             rows = self.planner.dataframe(st.query)
-            columns = rows.schema
+            columns = without_meta_columns(rows.schema)
         if columns is None:
             raise SqlError(f"no Hudi table at {location}: give the columns or AS SELECT")
         _warn(keys.validate_table_options(st.options))
@@ -224,6 +242,7 @@ class Session:
         # The source's options, without what names or identifies the source itself; the new
         # table's own TBLPROPERTIES win.
         options = {k: v for k, v in source.config.props.items() if k not in _IDENTITY_KEYS}
+        _warn(keys.validate_table_options(st.options))
         options.update(st.options)
         props, _ = derive_table_properties(TableDefinition(
             name=name, database=database, schema=source.schema, options=options,
@@ -262,13 +281,20 @@ class Session:
                 raise TableNotFoundError(f"database {database} does not exist; CREATE DATABASE {database} first")
             if self.catalog.location(database, name) is not None:
                 raise TableExistsError(f"{database}.{name} is a table; choose another name for the view")
-        # Analysed now, so that a view that cannot run is never created.
-        self.planner.dataframe(st.query)
+        name_used = name if st.temporary else f"{database}.{name}"
+        view = View(name_used, database, st.sql, st.temporary)
+        # Analysed now, with the new definition in place, so that a view that cannot run (or that
+        # reads itself) is never created.
+        self._defining = view
+        try:
+            self.planner.dataframe(parse(f"SELECT * FROM {st.view}")[0].expression)
+        finally:
+            self._defining = None
         if st.temporary:
-            self.temp_views[name] = st.sql
+            self.temp_views[name] = view
         else:
             self.catalog.save_view(database, name, st.sql)
-        return self._message(f"created view {name if st.temporary else f'{database}.{name}'}")
+        return self._message(f"created view {name_used}")
 
     def _run_DropView(self, st: S.DropView) -> Result:
         database, name = self.resolve(st.view)
@@ -286,7 +312,7 @@ class Session:
         database, name = self.resolve(st.table)
         location = self.catalog.location(database, name)
         if location is None:
-            if self.view_sql(st.table) is not None:
+            if self.view(st.table) is not None:
                 raise SqlError(f"{st.table} is a view; use DROP VIEW")
             if st.if_exists:
                 return self._message(f"table {database}.{name} does not exist")
@@ -298,9 +324,8 @@ class Session:
         return self._message(f"dropped table {database}.{name}")
 
     def _run_Describe(self, st: S.Describe) -> Result:
-        view = self.view_sql(st.table)
-        if view is not None and self.catalog.location(*self.resolve(st.table)) is None:
-            schema = self.planner.dataframe(parse(view)[0].expression).schema
+        if self.view(st.table) is not None and self.catalog.location(*self.resolve(st.table)) is None:
+            schema = self.planner.dataframe(parse(f"SELECT * FROM {st.table}")[0].expression).schema
             rows = [(f.name, f.dataType.simpleString(), None) for f in schema.fields]
         else:
             rows = ddl.describe(self.table(st.table), st.extended)
@@ -408,10 +433,9 @@ class Session:
         rows = insert_rows(table.schema, source, st.columns, st.partition,
                            table.config.record_key_fields, table.config.partition_fields)
         default = Operation.UPSERT if table.has_record_key else Operation.INSERT
-        key, raw = next(
-            ((k, v) for k, v in ((k, self.conf.get(k) or table.config.get(k)) for k in (INSERT_OPERATION, WRITE_OPERATION)) if v),
-            (INSERT_OPERATION, default.value),
-        )
+        # A session SET of either key beats the table's properties, as session settings do.
+        given = [(k, settings.get(k)) for settings in (self.conf, table.config.props) for k in (INSERT_OPERATION, WRITE_OPERATION)]
+        key, raw = next(((k, v) for k, v in given if v), (INSERT_OPERATION, default.value))
         try:
             operation = Operation(raw.lower())
         except ValueError:

@@ -47,6 +47,7 @@ AS
 {#- Create the table, or replace it atomically: the new table is built aside and the catalog entry
     switches to it in one write, so readers see the old table until the new one is complete. -#}
 {% macro replace_table(relation, sql) -%}
+{%- do adapter.drop_view(relation) -%}
 {%- if adapter.table_exists(relation) -%}
   {%- set build = adapter.prepare_build(relation) -%}
   {%- do run_query(create_table_as(build.relation, sql, build.location)) -%}

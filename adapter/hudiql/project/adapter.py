@@ -165,8 +165,18 @@ class Adapter:
 
     def create_view(self, relation: Relation, sql: str) -> None:
         """A view recorded in the warehouse: it reads its tables when queried, and later runs and
-        ``hudiql sql`` sessions see it."""
-        statement = f"CREATE OR REPLACE VIEW {relation} AS\n{sql}"
+        ``hudiql sql`` sessions see it. A table of the model's name (the model was a table before)
+        is dropped first, as dbt drops a relation of the other type."""
+        if self.table_exists(relation):
+            self._execute(f"DROP TABLE {relation}")
+        self._execute(f"CREATE OR REPLACE VIEW {relation} AS\n{sql}")
+
+    def drop_view(self, relation: Relation) -> None:
+        """Drop the view of the model's name, if any (the model was a view before)."""
+        if self.scope.session.view(S.TableName(relation.schema, relation.identifier)) is not None:
+            self._execute(f"DROP VIEW {relation}")
+
+    def _execute(self, statement: str) -> None:
         self.scope.statements.append(statement)
         self.scope.session.execute(statement)
 

@@ -20,11 +20,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from hudiql.catalog import check_name
+from hudiql.catalog import View
 from hudiql.errors import SqlError, TableNotFoundError, spark_message
 from hudiql.read.snapshot import snapshot, table_columns
-from hudiql.sql.parser import DIALECT
-from hudiql.sql.statements import TableName
+from hudiql.sql.parser import DIALECT, table_name
 from hudiql.table import keys
 from hudiql.table.fsview import FileSystemView
 from hudiql.table.table import HudiTable
@@ -44,6 +43,7 @@ class QueryPlanner:
         self.session = session
         self._views = 0
         self._view_tables: dict[str, str] = {}  # snapshot view -> the table it reads, for error messages
+        self._view_stack: list[str] = []  # the views being planned, outermost first
 
     def dataframe(self, query: exp.Expression) -> DataFrame:
         """Run a query expression; hudiql tables are replaced by snapshot views."""
@@ -62,7 +62,7 @@ class QueryPlanner:
         if type(exc).__name__ not in ("AnalysisException", "ParseException"):
             return exc
         message = str(exc)
-        for view in views:
+        for view in sorted(views, key=len, reverse=True):  # ..._12 before ..._1
             message = message.replace(view, self._view_tables.get(view, "table"))
         return SqlError(spark_message(message))
 
@@ -72,64 +72,68 @@ class QueryPlanner:
             self._view_tables.pop(view, None)
 
     def with_snapshots(self, query: exp.Expression) -> tuple[exp.Expression, list[str]]:
-        """A copy of ``query`` naming a registered snapshot view for each hudiql table it reads,
-        and those views (the caller drops them once Spark has analysed the query)."""
-        query = self.expand_views(query.copy())
-        ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+        """A copy of ``query`` naming a registered snapshot view for each hudiql table and view it
+        reads, and those views (the caller drops them once Spark has analysed the query).
+
+        A name is, in this order: a temporary view of hudiql or of Spark, a persistent view, a
+        table. A view's query is planned on its own (its CTEs and names stay its own; unqualified
+        names are in the view's database), when the outer query runs.
+        """
+        query = query.copy()
         views: list[str] = []
-        for node in list(query.find_all(exp.Table)):
-            if not node.name or node.catalog or (not node.db and node.name.lower() in ctes):
-                continue
-            if isinstance(node.parent, (exp.Insert, exp.Create)):
-                continue
-            if node.db.lower() in FILE_FORMATS:
-                continue  # Spark reads files directly: parquet.`/path`
-            name = _table_name(node)
-            database, table_name = self.session.resolve(name)
-            if not node.db and self._is_temp_view(table_name):
-                continue  # a Spark temporary view shadows tables, as in Spark
-            resolved = self._resolve(database, table_name)
-            if resolved is None:
-                if self.session.spark.catalog.tableExists(f"{name}"):
-                    continue
-                raise TableNotFoundError(f"table {database}.{table_name} does not exist; see SHOW TABLES")
-            table, read_optimized = resolved
-            files = table.file_system_view()
-            keep = _partition_filter(self.session, table, files, node)
-            columns = needed_columns(query, table_columns(table).fieldNames())
-            view = self.register(snapshot(self.session.spark, table, files, keep, read_optimized, columns))
-            self._view_tables[view] = f"{database}.{table_name}"
-            views.append(view)
-            alias = node.alias or node.name
-            node.replace(exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(alias))))
+        try:
+            for node in table_references(query):
+                name = table_name(node)
+                database, table_name_ = self.session.resolve(name)
+                view = self.session.view(name)
+                if view is None or not view.temporary:
+                    if not node.db and self._is_temp_view(table_name_):
+                        self._check_persistent_reads(table_name_)
+                        continue  # a Spark temporary view shadows views and tables, as in Spark
+                if view is not None:
+                    if view.temporary:
+                        self._check_persistent_reads(view.name)
+                    df = self._view_dataframe(view)
+                    label = view.name
+                else:
+                    resolved = self._resolve(database, table_name_)
+                    if resolved is None:
+                        if self.session.spark.catalog.tableExists(f"{name}"):
+                            continue
+                        raise TableNotFoundError(f"table {database}.{table_name_} does not exist; see SHOW TABLES")
+                    table, read_optimized = resolved
+                    files = table.file_system_view()
+                    keep = _partition_filter(self.session, table, files, node)
+                    columns = needed_columns(query, table_columns(table).fieldNames())
+                    df = snapshot(self.session.spark, table, files, keep, read_optimized, columns)
+                    label = f"{database}.{table_name_}"
+                registered = self.register(df)
+                self._view_tables[registered] = label
+                views.append(registered)
+                # The alias, column aliases included, stays the user's: x(a, b) names the columns.
+                alias = node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name))
+                node.replace(exp.Table(this=exp.to_identifier(registered), alias=alias))
+        except BaseException:
+            self.drop(views)
+            raise
         return query, views
 
-    def expand_views(self, query: exp.Expression) -> exp.Expression:
-        """``query`` with each hudiql view it names replaced by the view's query, so that a view
-        reads its tables as they are when the query runs."""
-        for _ in range(MAX_VIEW_DEPTH):
-            ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
-            expanded = False
-            for node in list(query.find_all(exp.Table)):
-                if not node.name or node.catalog or (not node.db and node.name.lower() in ctes):
-                    continue
-                if isinstance(node.parent, (exp.Insert, exp.Create)):
-                    continue
-                if node.db.lower() in FILE_FORMATS:
-                    continue
-                sql = self.session.view_sql(_table_name(node))
-                if sql is None:
-                    continue
-                view_query = sqlglot.parse_one(sql, read=DIALECT)
-                alias = exp.TableAlias(this=exp.to_identifier(node.alias or node.name))
-                replacement = exp.Subquery(this=view_query, alias=alias)
-                if node is query:
-                    return view_query
-                node.replace(replacement)
-                expanded = True
-            if not expanded:
-                return query
-        raise SqlError(f"a view refers to itself (more than {MAX_VIEW_DEPTH} views deep); CREATE OR REPLACE it without the loop")
+    def _view_dataframe(self, view: View) -> DataFrame:
+        """The view's query, planned in the view's database, at most ``MAX_VIEW_DEPTH`` deep."""
+        if len(self._view_stack) >= MAX_VIEW_DEPTH or view.name in self._view_stack:
+            raise SqlError(f"view {view.name} refers to itself; CREATE OR REPLACE it without the loop")
+        self._view_stack.append(view.name)
+        try:
+            with self.session.in_database(view.database):
+                return self.dataframe(sqlglot.parse_one(view.sql, read=DIALECT))
+        finally:
+            self._view_stack.pop()
+
+    def _check_persistent_reads(self, temporary: str) -> None:
+        """A persistent view outlives the session, so it cannot read a temporary view (as in Spark)."""
+        persistent = [name for name in self._view_stack if "." in name]
+        if persistent:
+            raise SqlError(f"view {persistent[-1]} cannot read temporary view {temporary}; a view in the warehouse outlives the session")
 
     def _resolve(self, database: str, name: str) -> tuple[HudiTable, bool] | None:
         """The table a name reads, and whether read-optimized: ``t_ro`` reads the base files of
@@ -160,9 +164,18 @@ class QueryPlanner:
         return view
 
 
-def _table_name(node: exp.Table) -> TableName:
-    """The name a query reads: an identifier, never a path."""
-    return TableName(check_name("database", node.db) if node.db else None, check_name("table", node.name))
+def table_references(query: exp.Expression) -> list[exp.Table]:
+    """The tables and views ``query`` reads by name: not its CTEs, not files read directly
+    (``parquet.`/path```), not an INSERT or CREATE target."""
+    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    out = []
+    for node in query.find_all(exp.Table):
+        if not node.name or node.catalog or (not node.db and node.name.lower() in ctes):
+            continue
+        if isinstance(node.parent, (exp.Insert, exp.Create)) or node.db.lower() in FILE_FORMATS:
+            continue
+        out.append(node)
+    return out
 
 
 def needed_columns(query: exp.Expression, columns: list[str]) -> list[str] | None:

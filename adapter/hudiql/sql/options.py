@@ -83,6 +83,24 @@ def validate_option_names(options: dict[str, str]) -> list[str]:
     return validate_table_options(options)
 
 
+def check_column_names(columns: T.StructType) -> None:
+    """Column names a Hudi table can hold: each once (case-insensitively, as Spark compares them),
+    none of Hudi's own meta columns; nested STRUCT fields likewise."""
+    seen: dict[str, str] = {}
+    for name in columns.fieldNames():
+        if name.lower() in seen:
+            raise ColumnError(f"column '{name}' is defined twice (as '{seen[name.lower()]}' and '{name}'); column names ignore case")
+        if name.lower().startswith("_hoodie_") and name.lower() != "_hoodie_is_deleted":
+            raise ColumnError(f"column '{name}': names starting with _hoodie_ are Hudi's meta columns; rename it")
+        seen[name.lower()] = name
+    for f in columns.fields:
+        nested = f.dataType
+        while isinstance(nested, (T.ArrayType, T.MapType)):
+            nested = nested.elementType if isinstance(nested, T.ArrayType) else nested.valueType
+        if isinstance(nested, T.StructType):
+            check_column_names(nested)
+
+
 def _require_columns(kind: str, names: list[str], schema: T.StructType) -> None:
     """Each name is a column; key, partition and ordering values are single values, so a column of
     a nested type (ARRAY, MAP, STRUCT) cannot be one."""
@@ -116,12 +134,15 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
     options = dict(definition.options)
     validate_option_names(options)
     schema = definition.schema
+    check_column_names(schema)
 
     record_key = definition.primary_key or _split(_first(options, RECORD_KEY_OPTIONS))
     partition_fields = definition.partitioned_by or _split(_first(options, PARTITION_OPTIONS))
     ordering = _split(_first(options, ORDERING_OPTIONS))
     _require_columns("record key", record_key, schema)
     _require_columns("partition", partition_fields, schema)
+    if len({p.lower() for p in partition_fields}) != len(partition_fields):
+        raise ColumnError(f"PARTITIONED BY ({', '.join(partition_fields)}) names a column twice; name each once")
     _require_columns("ordering (preCombine)", ordering, schema)
     record_key = _canonical(record_key, schema)
     partition_fields = _canonical(partition_fields, schema)

@@ -29,7 +29,7 @@ from sqlglot.tokens import TokenType
 from hudiql.catalog import check_name
 from hudiql.errors import SqlError
 from hudiql.sql import statements as S
-from hudiql.sql.options import FLINK, SPARK
+from hudiql.sql.options import FLINK, SPARK, check_column_names
 
 DIALECT = "spark"
 
@@ -39,6 +39,7 @@ _SHOW_TABLES_RE = re.compile(r"^SHOW\s+TABLES(?:\s+(?:IN|FROM)\s+`?(?P<db>\w+)`?
 _SHOW_CREATE_RE = re.compile(r"^SHOW\s+CREATE\s+TABLE\s+(?P<table>[\w.`]+)\s*$", re.I)
 _CALL_RE = re.compile(r"^CALL\s+(?P<call>.+)$", re.I | re.S)
 _NAME = r"(?P<table>[\w.`]+)"
+_TABLE_RE = re.compile(rf"^TABLE\s+{_NAME}\s*$", re.I)
 _SHOW_DATABASES_RE = re.compile(r"^SHOW\s+(?:DATABASES|SCHEMAS)(?:\s+(?:LIKE\s+)?'(?P<pattern>[^']*)')?\s*$", re.I)
 _SHOW_COLUMNS_RE = re.compile(rf"^SHOW\s+COLUMNS\s+(?:IN|FROM)\s+{_NAME}(?:\s+(?:IN|FROM)\s+`?(?P<db>\w+)`?)?\s*$", re.I)
 _SHOW_TBLPROPERTIES_RE = re.compile(rf"^SHOW\s+TBLPROPERTIES\s+{_NAME}(?:\s*\(\s*'?(?P<key>[^')]+?)'?\s*\))?\s*$", re.I)
@@ -216,6 +217,8 @@ def _parse_command(text: str) -> S.Statement | None:
         return S.ShowCreateTable(table_name_text(m["table"]))
     if m := _CALL_RE.match(stripped):
         return _parse_call(m["call"])
+    if m := _TABLE_RE.match(stripped):  # TABLE t: Spark's short SELECT * FROM t
+        return S.Query(exp.select("*").from_(exp.to_table(str(table_name_text(m["table"])))))
     if m := _SHOW_DATABASES_RE.match(stripped):
         return S.ShowDatabases(m["pattern"])
     if m := _SHOW_COLUMNS_RE.match(stripped):
@@ -339,6 +342,8 @@ def _parse_with_sqlglot(text: str) -> S.Statement:
         if not isinstance(tree.this, exp.Table):
             raise SqlError("DESCRIBE takes a table name: DESCRIBE [EXTENDED] t")
         return S.Describe(table_name(tree.this), style in ("EXTENDED", "FORMATTED"))
+    if isinstance(tree, exp.Values):
+        return S.Query(_values_query(tree))
     if isinstance(tree, exp.Query):
         return S.Query(tree)
     words = " ".join(text.split()[:2]).upper()
@@ -413,7 +418,10 @@ def _create(tree: exp.Create, text: str) -> S.Statement:
         raise SqlError(f"'connector'='{connector}' is not supported; use 'connector'='hudi'")
     if dialect == SPARK and file_format != "hudi":
         raise SqlError("hudiql creates Hudi tables only; add USING hudi (or WITH ('connector'='hudi'))")
-    location = location or options.pop("path", None)
+    path = options.pop("path", None)
+    if path is not None and location is not None and path != location:
+        raise SqlError(f"OPTIONS path '{path}' and LOCATION '{location}' differ; give the folder once")
+    location = location or path
 
     columns, primary_key = None, []
     target = tree.this
@@ -436,7 +444,7 @@ def _create(tree: exp.Create, text: str) -> S.Statement:
         columns = T.StructType(fields)
     query = tree.expression if isinstance(tree.expression, exp.Query) else None
     if columns is not None:
-        _check_columns(columns)
+        check_column_names(columns)
     if columns is not None and query is not None:
         raise SqlError("CREATE TABLE ... AS SELECT takes its columns from the query; remove the column list")
     return S.CreateTable(
@@ -444,18 +452,6 @@ def _create(tree: exp.Create, text: str) -> S.Statement:
         primary_key=primary_key, partitioned_by=partitioned_by, options=options, location=location,
         dialect=dialect, query=query,
     )
-
-
-def _check_columns(columns: T.StructType) -> None:
-    """Column names a Hudi table can hold: each once (case-insensitively, as Spark compares them),
-    none of Hudi's own meta columns."""
-    seen: dict[str, str] = {}
-    for name in columns.fieldNames():
-        if name.lower() in seen:
-            raise SqlError(f"column '{name}' is defined twice (as '{seen[name.lower()]}' and '{name}'); column names ignore case")
-        if name.lower().startswith("_hoodie_") and name.lower() != "_hoodie_is_deleted":
-            raise SqlError(f"column '{name}': names starting with _hoodie_ are Hudi's meta columns; rename it")
-        seen[name.lower()] = name
 
 
 def _create_view(tree: exp.Create, text: str) -> S.CreateView:
@@ -500,8 +496,27 @@ def _property_pairs(props: list[exp.Expression]) -> dict[str, str]:
     for prop in props:
         key = prop.this.name if isinstance(prop.this, (exp.Literal, exp.Var, exp.Identifier)) else prop.this.sql(DIALECT)
         value = prop.args.get("value")
+        if value is None:
+            raise SqlError(f"unsupported table clause: {prop.sql(DIALECT)}; options are given as TBLPROPERTIES ('key' = 'value')")
         out[key] = value.name if isinstance(value, (exp.Literal, exp.Var, exp.Identifier)) else value.sql(DIALECT)
     return out
+
+
+def _values_query(values: exp.Values) -> exp.Query:
+    """``VALUES (...), (...)`` as ``SELECT * FROM (VALUES ...)``, which every planner takes."""
+    return exp.select("*").from_(exp.Subquery(this=values, alias=exp.TableAlias(this=exp.to_identifier("__values"))))
+
+
+def _with(query: exp.Query, ctes: exp.With) -> exp.Query:
+    """``query`` inside the CTEs a statement's WITH gives (kept in front of the query's own)."""
+    if not isinstance(query, exp.Select):
+        query = exp.select("*").from_(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("__query"))))
+    own = query.args.get("with_")
+    merged = ctes.copy()
+    if own is not None:
+        merged.set("expressions", [*merged.expressions, *own.expressions])
+    query.set("with_", merged)
+    return query
 
 
 def _insert(tree: exp.Insert) -> S.Insert:
@@ -523,9 +538,11 @@ def _insert(tree: exp.Insert) -> S.Insert:
                 partition[item.name] = None
     query = tree.expression
     if isinstance(query, exp.Values):
-        query = exp.select("*").from_(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier("__values"))))
+        query = _values_query(query)
     if not isinstance(query, exp.Query):
         raise SqlError("INSERT INTO takes VALUES or a SELECT")
+    if tree.args.get("with_") is not None:  # WITH c AS (...) INSERT INTO t SELECT ... FROM c
+        query = _with(query, tree.args["with_"])
     return S.Insert(table_name(target), query, columns, partition)
 
 
@@ -582,6 +599,10 @@ def _merge(tree: exp.Merge) -> S.Merge:
     source = tree.args["using"]
     if isinstance(source, exp.Values):
         raise SqlError("MERGE ... USING VALUES is not supported; use USING (SELECT ...) AS s")
+    if tree.args.get("with_") is not None:  # WITH s AS (...) MERGE INTO t USING s ...
+        inner = exp.select("*").from_(source.copy())
+        source = exp.Subquery(this=_with(inner, tree.args["with_"]),
+                              alias=exp.TableAlias(this=exp.to_identifier(source.alias_or_name)))
     clauses = []
     for when in tree.args["whens"].expressions:
         if when.args.get("source"):

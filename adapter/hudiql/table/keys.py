@@ -82,6 +82,8 @@ WRITE_OPERATION = "hoodie.datasource.write.operation"
 QUERY_TYPE = "hoodie.datasource.query.type"
 #: hudiql's own: ``false`` lets MERGE / UPDATE write a version older than the stored one (COW).
 ENFORCE_ORDERING = "hoodie.merge.ordering.enforce"
+#: hudiql's own: ``hudiql sql`` prints a header line above query rows.
+PRINT_HEADER = "hudiql.cli.print.header"
 
 # Short (non ``hoodie.*``) table options: Spark SQL's and Flink's spellings.
 SHORT_PRIMARY_KEY = "primaryKey"
@@ -255,6 +257,7 @@ _KEY_LIST: list[Key] = [
     _enum(QUERY_TYPE, SESSION, ("snapshot", "read_optimized"), "snapshot",
           refused={"incremental": "incremental queries are not supported yet; use snapshot or read_optimized"}),
     Key(ENFORCE_ORDERING, SESSION, BOOL, "true"),
+    Key(PRINT_HEADER, SESSION, BOOL, "false"),
 ]
 
 #: Every option hudiql implements, by name.
@@ -501,12 +504,19 @@ def validate_table_options(options: dict[str, str]) -> list[str]:
 def validate_session_option(key: str, value: str) -> list[str]:
     """Check ``SET key=value``; raise ``OptionError`` when it is bad, return warning lines.
 
-    ``spark.*``, ``hudiql.*`` and other keys that are neither ``hoodie.*`` nor a session option
-    of the registry (``write.batch.size``) are the caller's business.
+    ``spark.*`` keys are Spark's business; any other key must be a session option of the
+    registry (``hoodie.*``, ``write.batch.size``, ``hudiql.cli.print.header``): a typo is an
+    error naming the closest one, never a setting nothing reads.
     """
+    if key.startswith("spark."):
+        return []
     if key.startswith("hoodie."):
         return _check_hoodie(key, value, SESSION)
     spec = KEYS.get(key)
-    if spec is not None and spec.where == SESSION:
-        spec.check(value)
+    session_keys = [k for k, s in KEYS.items() if s.where != TABLE]
+    if spec is None or spec.where == TABLE:
+        guess = closest(key, session_keys)
+        hint = f"; did you mean '{guess}'?" if guess else "; SET takes spark.*, hoodie.* and hudiql's own session options"
+        raise OptionError(f"unknown session option '{key}'{hint}")
+    spec.check(value)
     return []

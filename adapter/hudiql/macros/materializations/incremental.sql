@@ -6,6 +6,7 @@
     on_schema_change: ignore (write the columns both have), fail, append_new_columns (new columns are added by
     an atomic rebuild; older rows read NULL in them). -#}
 {% macro materialization_incremental() %}
+  {%- do adapter.drop_view(this) -%}
   {%- if not adapter.table_exists(this) or should_full_refresh() -%}
     {%- do replace_table(this, sql) -%}
     {{ return(none) }}
