@@ -104,6 +104,10 @@ REFUSED = [
      "statement 1 (line 1, column 1): column type MAP<INT> is not complete; write ARRAY<type> or MAP<key type, value type>"),
     ("CREATE TABLE n (id INT, v STRING,) USING hudi", SqlError,
      "statement 1 (line 1, column 33): a comma before ')': remove the trailing comma"),
+    ("CREATE TABLE n (id INT) USING hudi COMMENT 'x'", SqlError,
+     "statement 1 (line 1, column 1): unsupported table clause: COMMENT 'x'; options are given as TBLPROPERTIES ('key' = 'value')"),
+    ("CREATE TABLE n (id INT) USING hudi PARTITIONED BY (id, id)", ColumnError,
+     "PARTITIONED BY (id, id) names a column twice; name each once"),
     ("CREATE TABLE n (id INT) USING hudi LOCATION ''", SqlError,
      "statement 1 (line 1, column 1): LOCATION '' is empty; give a folder, e.g. LOCATION '/data/orders'"),
     ("CREATE TABLE t LIKE nope", TableNotFoundError, "table default.nope does not exist; see SHOW TABLES"),
@@ -259,15 +263,6 @@ def test_views_read_their_tables_as_they_are_and_persistent_ones_survive_a_resta
         session.sql("SELECT * FROM big")
 
 
-def test_insert_honours_hoodie_datasource_write_operation(session):
-    session.sql(T_DDL)
-    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1')")
-    session.sql("SET hoodie.datasource.write.operation=insert")
-    session.sql("INSERT INTO t VALUES (1, 'again', 2, 'd1')")  # insert: no key lookup, a second row
-    assert rows(session, "SELECT id, v FROM t") == [(1, "a"), (1, "again")]
-
-
-
 # ---- the README's examples run as written ----------------------------------------------------------
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -294,3 +289,72 @@ def test_the_readme_examples_run_as_written(spark, tmp_path, capsys):
     done = subprocess.run([str(Path(sys.executable).with_name("hudiql")), *args[1:]], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "2"
+
+
+# ---- names: views, CTEs, databases and session settings --------------------------------------------
+
+
+def test_a_view_keeps_its_own_names(session, spark):
+    """A view's CTEs and unqualified names are its own (its database, not the current one), and a
+    Spark temporary view of the same name shadows it, as in Spark."""
+    session.sql("CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id')")
+    session.sql("INSERT INTO t VALUES (1, 'table')")
+    session.sql("CREATE VIEW w AS WITH t AS (SELECT 1 AS id, 'cte' AS v) SELECT * FROM t")
+    assert rows(session, "SELECT w.v, t.v FROM w JOIN t ON w.id = t.id") == [("cte", "table")]
+    session.sql("CREATE VIEW v AS SELECT id, v FROM t")
+    assert rows(session, "WITH t AS (SELECT 9 AS id, 'outer' AS v) SELECT * FROM v") == [(1, "table")]
+    assert rows(session, "SELECT x.b FROM v AS x(a, b)") == [("table",)]  # column aliases are kept
+
+    session.sql("CREATE DATABASE db1")
+    session.sql("USE db1")
+    session.sql("CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id')")
+    session.sql("INSERT INTO t VALUES (1, 'db1')")
+    session.sql("CREATE VIEW dv AS SELECT v FROM t")
+    session.sql("USE default")
+    assert rows(session, "SELECT * FROM db1.dv") == [("db1",)]
+
+    spark.createDataFrame([(7, "spark")], "id int, v string").createOrReplaceTempView("v")
+    try:
+        assert rows(session, "SELECT * FROM v") == [(7, "spark")]
+    finally:
+        spark.catalog.dropTempView("v")
+    assert rows(session, "SELECT * FROM v") == [(1, "table")]
+
+
+def test_views_that_cannot_last_are_refused(session):
+    session.sql("CREATE TABLE t (id INT) USING hudi TBLPROPERTIES (primaryKey='id')")
+    session.sql("CREATE VIEW v AS SELECT * FROM t")
+    with pytest.raises(SqlError, match="^view default.v refers to itself; CREATE OR REPLACE it without the loop$"):
+        session.sql("CREATE OR REPLACE VIEW v AS SELECT * FROM v")
+    assert rows(session, "SELECT count(*) FROM v") == [(0,)]  # the old definition stands
+    session.sql("CREATE TEMPORARY VIEW tv AS SELECT 1 AS x")
+    with pytest.raises(SqlError, match="^view default.pv cannot read temporary view tv; a view in the warehouse outlives the session$"):
+        session.sql("CREATE VIEW pv AS SELECT * FROM tv")
+    assert rows(session, "SHOW TABLES") == [("", "tv", True), ("default", "t", False), ("default", "v", False)]
+
+
+def test_set_takes_only_options_something_reads(session):
+    session.sql(T_DDL)
+    with pytest.raises(OptionError, match="^unknown session option 'hudiql.cli.print.headr'; did you mean 'hudiql.cli.print.header'\\?$"):
+        session.sql("SET hudiql.cli.print.headr=true")
+    with pytest.raises(OptionError, match="^unknown session option 'primaryKey'"):
+        session.sql("SET primaryKey=v")
+    # A session setting beats the table's property, whichever spelling each uses.
+    session.sql("ALTER TABLE t SET TBLPROPERTIES ('hoodie.spark.sql.insert.into.operation'='upsert')")
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1')")
+    session.sql("SET hoodie.datasource.write.operation=insert")
+    session.sql("INSERT INTO t VALUES (1, 'again', 2, 'd1')")
+    assert rows(session, "SELECT id, v FROM t") == [(1, "a"), (1, "again")]
+
+
+def test_spark_sql_forms_hudiql_rewrites(session):
+    session.sql(T_DDL)
+    session.sql("WITH c AS (SELECT 1 AS id, 'a' AS v, 1 AS ts, 'd1' AS day) INSERT INTO t SELECT * FROM c")
+    session.sql("WITH s AS (SELECT 1 AS id, 'b' AS v, 2 AS ts, 'd1' AS day) "
+                "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+    assert rows(session, "TABLE t")[0][-4:] == (1, "b", 2, "d1")
+    assert rows(session, "VALUES (1), (2)") == [(1,), (2,)]
+    session.sql("CREATE TABLE c USING hudi TBLPROPERTIES (primaryKey='id') AS SELECT * FROM t")  # meta columns left out
+    assert [r[0] for r in session.sql("SHOW COLUMNS IN c").collect()][5:] == ["id", "v", "ts", "day"]
+    with pytest.raises(ColumnError, match="^column 'ID' is defined twice"):
+        session.sql("CREATE TABLE c2 USING hudi AS SELECT 1 AS id, 2 AS ID")

@@ -27,7 +27,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from hudiql.catalog import check_name
-from hudiql.errors import SqlError
+from hudiql.errors import HudiqlError, SqlError
 from hudiql.sql import statements as S
 from hudiql.sql.options import FLINK, SPARK, check_column_names
 
@@ -148,8 +148,8 @@ def parse(text: str) -> list[S.Statement]:
             at_line = line + e.line - 1
             at_column = column + e.column - 1 if e.line == 1 else e.column
             raise SqlError(f"statement {number} (line {at_line}, column {at_column}): {e}") from None
-        except SqlError as e:
-            raise SqlError(f"statement {number} (line {line}, column {column}): {e}") from None
+        except HudiqlError as e:  # a refusal while parsing (a bad column list, ...): same class, placed
+            raise type(e)(f"statement {number} (line {line}, column {column}): {e}") from None
         statement.number, statement.line, statement.column = number, line, column
         out.append(statement)
     return out
