@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-from hudiql.io.storage import Storage
+from hudiql.io.storage import Storage, damaged_file
 from hudiql.table.commit import CommitMetadata
 from hudiql.table.compaction_plan import decode_plan
 from hudiql.table.layout import META_FOLDER, join_partition, parse_data_file_name
@@ -82,9 +82,11 @@ class FileSystemView:
         a new, empty slice for each file group it plans: writes after it go there, and readers
         merge it with the slice before.
 
-        Only the delta commits since the oldest live slice of a group with log files are read
-        (``_live_since``): the history before a group's newest base file adds nothing to the cost
-        of loading the table. The logs of older slices are left out: no reader merges them.
+        Only the completed writes since the oldest newest base file of a group are read
+        (``_live_since``): the history before it adds nothing to the cost of loading the table.
+        The logs of older slices are left out: no reader merges them. What those writes wrote to
+        live slices must be there, whole (``_check_written``): a missing or cut file is an error,
+        never a read of fewer or older rows.
         """
         committed = timeline.committed()
         completion = _completion_times(timeline)
@@ -110,9 +112,10 @@ class FileSystemView:
                 group = groups.get((op.partition_path, op.file_id))
                 if group is not None:
                     group.slices.setdefault(instant.timestamp, FileSlice(op.partition_path, op.file_id, instant.timestamp))
+        written = _written_since(timeline, _live_since(groups, candidates))
         # Layout 2 names each log by its delta commit, whose completion decides; layout 1 needs the write stats.
         committed_logs = (
-            _committed_log_files(timeline, _live_since(candidates)) if timeline.layout_version < 2 else set()
+            {w.path for w in written if w.is_log} if timeline.layout_version < 2 else set()
         )
         for group, name_instant, name, path, size in candidates:
             if not (path in committed_logs or name_instant in completion or committed.archived(name_instant)):
@@ -129,6 +132,10 @@ class FileSystemView:
             for slice_ in group.slices.values():
                 slice_.log_files.sort(key=_log_sort_key)
         replaced = _replaced_file_groups(timeline)
+        listed = {_identity(g.partition_path, name): size for g, _, name, _, size in candidates}
+        listed.update((_identity(s.partition_path, s.base_file), s.base_file_size)
+                      for g in groups.values() for s in g.slices.values() if s.base_file)
+        _check_written(groups, listed, written, replaced, completion, partitions)
         return cls({k: g for k, g in groups.items() if g.slices}, replaced, set(pending))
 
     def partitions(self) -> list[str]:
@@ -215,37 +222,130 @@ def _list_data_files(storage: Storage, partitions: list[str] | None):
     return out
 
 
-def _live_since(candidates: list[tuple[FileGroup, str, str, str, int]]) -> str:
-    """The oldest instant a delta commit can have to have written a log of a live slice (layout 1).
+def _live_since(groups: dict[tuple[str, str], FileGroup], candidates: list[tuple[FileGroup, str, str, str, int]]) -> str:
+    """The oldest instant that can have written a file of a live slice: the newest committed base
+    file of each file group (a group without one counts from its oldest log), the oldest of them.
 
-    A layout 1 log names its slice, and a delta commit writes only to slices begun before it (a
-    compaction is not scheduled before an earlier write completes). The live slices of a file
-    group begin at its newest base file (later ones are pending compactions), and readers never
-    merge the logs of older slices. A group without base files counts from its oldest log.
+    A delta commit writes only to slices begun before it (a compaction is not scheduled before an
+    earlier write completes), the live slices of a file group begin at its newest base file (later
+    ones are pending compactions), and readers never merge the files of older slices.
     """
-    oldest_log: dict[int, tuple[FileGroup, str]] = {}  # per file group (by identity)
+    oldest_log: dict[int, str] = {}  # per file group (by identity)
     for group, name_instant, *_ in candidates:
-        seen = oldest_log.get(id(group))
-        if seen is None or name_instant < seen[1]:
-            oldest_log[id(group)] = (group, name_instant)
+        oldest_log[id(group)] = min(name_instant, oldest_log.get(id(group), name_instant))
     floors = []
-    for group, oldest in oldest_log.values():
+    for group in groups.values():
         bases = [t for t, s in group.slices.items() if s.base_file]
-        floors.append(max(bases) if bases else oldest)
+        floor = max(bases) if bases else oldest_log.get(id(group))
+        if floor is not None:
+            floors.append(floor)
     return min(floors, default="")
 
 
-def _committed_log_files(timeline: Timeline, since: str) -> set[str]:
-    """Paths of the log files that completed delta commits at or after ``since`` wrote."""
-    paths: set[str] = set()
-    for instant in timeline.completed((DELTA_COMMIT,)):
+@dataclass(frozen=True)
+class _Written:
+    """A data file a completed instant wrote, as its write stats (or compaction plan) name it."""
+
+    instant: Instant
+    partition_path: str
+    file_id: str
+    name: str | None  # None: a compaction's base file, whose name the plan does not carry
+    size: int  # bytes when the instant completed; 0 when not recorded
+
+    @property
+    def path(self) -> str:
+        return join_partition(self.partition_path, self.name or "")
+
+    @property
+    def is_log(self) -> bool:
+        parsed = parse_data_file_name(self.name or "")
+        return parsed is not None and parsed.is_log
+
+
+def _written_since(timeline: Timeline, since: str) -> list[_Written]:
+    """The data files completed writes at or after ``since`` wrote: from their write stats, or
+    for a compaction from its plan (one base file per file group it compacts)."""
+    out: list[_Written] = []
+    for instant in timeline.completed():
         if instant.timestamp < since:
             continue
+        if instant.action == COMPACTION and timeline.storage.exists(timeline.requested_path(instant)):
+            out.extend(_Written(instant, op.partition_path, op.file_id, None, 0)
+                       for op in decode_plan(timeline.read_requested(instant)))
+            continue
         for stat in read_commit_metadata(timeline, instant).write_stats:
-            if parse_data_file_name(posixpath.basename(stat.path or "")) is not None:
-                paths.add(stat.path)
-            paths.update(join_partition(stat.partition_path, name) for name in stat.log_files)
-    return paths
+            name = posixpath.basename(stat.path or "")
+            if parse_data_file_name(name) is not None:
+                out.append(_Written(instant, stat.partition_path, stat.file_id, name, stat.file_size_in_bytes))
+            out.extend(_Written(instant, stat.partition_path, stat.file_id, log, 0)
+                       for log in stat.log_files if log != name)
+    return out
+
+
+def _check_written(
+    groups: dict[tuple[str, str], FileGroup],
+    listed: dict[str, int],
+    written: list[_Written],
+    replaced: set[tuple[str, str]],
+    completion: dict[str, str],
+    partitions: list[str] | None,
+) -> None:
+    """Refuse to read a table when a file of a live slice that a completed instant wrote is
+    missing or shorter than it was written: the query would return fewer or older rows in silence.
+
+    A file is live unless a newer base file of its file group was written (cleaning may then
+    remove it) or its file group was replaced. A base file cannot be empty.
+    """
+    newest_base: dict[tuple[str, str], str] = {}
+    for key, group in groups.items():
+        for t, slice_ in group.slices.items():
+            if slice_.base_file:
+                newest_base[key] = max(t, newest_base.get(key, t))
+    for w in written:
+        if w.name is None or not w.is_log:
+            key = (w.partition_path, w.file_id)
+            newest_base[key] = max(w.instant.timestamp, newest_base.get(key, w.instant.timestamp))
+    for w in written:
+        key = (w.partition_path, w.file_id)
+        if key in replaced or (partitions is not None and w.partition_path not in partitions):
+            continue
+        if _slice_of(w, groups.get(key), completion) < newest_base.get(key, ""):
+            continue  # an older slice's file: cleaning may have removed it
+        if w.name is None:
+            group = groups.get(key)
+            slice_ = group.slices.get(w.instant.timestamp) if group else None
+            if slice_ is None or not slice_.base_file:
+                raise damaged_file(
+                    f"the base file of file group {w.file_id} in partition '{w.partition_path}'",
+                    f"is missing (compaction {w.instant.file_name} wrote it)",
+                )
+        elif _identity(w.partition_path, w.name) not in listed:
+            raise damaged_file(w.path, f"is missing ({w.instant.file_name} wrote it)")
+        elif (size := listed[_identity(w.partition_path, w.name)]) < w.size:
+            raise damaged_file(w.path, f"is truncated: {size} bytes, {w.instant.file_name} wrote {w.size}")
+    for key, newest in newest_base.items():
+        slice_ = groups[key].slices.get(newest) if key in groups else None
+        if slice_ is not None and slice_.base_file and slice_.base_file_size == 0:
+            raise damaged_file(slice_.base_path, "is empty")
+
+
+def _identity(partition_path: str, name: str) -> tuple:
+    """What identifies a data file: a base file by its name, a log file by its file group,
+    instant and version, not by the write token (which names the task attempt that wrote it)."""
+    parsed = parse_data_file_name(name)
+    if parsed is None or not parsed.is_log:
+        return (partition_path, name)
+    return (partition_path, parsed.file_id, parsed.instant_time, parsed.log_version)
+
+
+def _slice_of(w: _Written, group: FileGroup | None, completion: dict[str, str]) -> str:
+    """The base instant of the slice a written file belongs to."""
+    parsed = parse_data_file_name(w.name or "")
+    if parsed is None or not parsed.is_log:
+        return w.instant.timestamp
+    if w.instant.timestamp not in completion or group is None:
+        return parsed.instant_time  # layout 1: the log's name carries its slice
+    return _v8_log_slice(group, w.instant.timestamp, completion[w.instant.timestamp])
 
 
 def _replaced_file_groups(timeline: Timeline) -> set[tuple[str, str]]:
@@ -259,4 +359,4 @@ def _replaced_file_groups(timeline: Timeline) -> set[tuple[str, str]]:
 
 def read_commit_metadata(timeline: Timeline, instant: Instant) -> CommitMetadata:
     """Commit metadata of a completed instant."""
-    return CommitMetadata.decode(timeline.read(instant))
+    return CommitMetadata.decode(timeline.read(instant), instant.file_name)

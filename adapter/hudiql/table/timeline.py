@@ -187,9 +187,12 @@ class Timeline:
     def read(self, instant: Instant) -> bytes:
         return self.storage.read(instant.file_name)
 
+    def requested_path(self, instant: Instant) -> str:
+        return f"{self.folder}/{instant.timestamp}.{instant.action}.requested"
+
     def read_requested(self, instant: Instant) -> bytes:
         """The content of an instant's requested file (a compaction's plan)."""
-        return self.storage.read(f"{self.folder}/{instant.timestamp}.{instant.action}.requested")
+        return self.storage.read(self.requested_path(instant))
 
     def new_instant_time(self) -> str:
         """Now, in UTC, and later than every instant on the timeline."""
