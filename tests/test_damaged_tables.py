@@ -90,7 +90,7 @@ FILES: dict[str, Callable[[Path], Path]] = {
 CASES = [
     *[(kind, "base", how) for kind in ("cow", "mor") for how in (delete, empty, truncate, garble)],
     *[("mor", "log", how) for how in (delete, truncate, garble)],
-    *[(kind, "hoodie.properties", how) for kind in ("cow", "mor") for how in (empty, garble)],
+    *[(kind, "hoodie.properties", how) for kind in ("cow", "mor") for how in (delete, empty, garble)],
     *[(kind, "commit", how) for kind in ("cow", "mor") for how in (truncate, garble)],
 ]
 
@@ -110,3 +110,12 @@ def test_a_damaged_file_is_an_error_naming_it(session, warehouse, templates, kin
     message = str(failure.value)
     assert damaged.name in message and "\n" not in message.strip()
     assert "restore" in message or "backup" in message
+
+
+def test_a_damaged_table_can_be_dropped(session, warehouse, templates):
+    table = warehouse / "cow"
+    shutil.copytree(templates / "cow", table)
+    properties(table).unlink()
+    assert [r.tableName for r in session.sql("SHOW TABLES").collect()] == ["cow"]
+    session.sql("DROP TABLE cow")
+    assert not table.exists()

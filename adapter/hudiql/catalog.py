@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from hudiql.errors import SqlError
 from hudiql.io.storage import Storage
-from hudiql.table.layout import PROPERTIES_FILE
+from hudiql.table.layout import META_FOLDER
 
 DEFAULT_DATABASE = "default"
 _REGISTRY = ".hudiql/tables"
@@ -92,7 +92,9 @@ class Catalog:
         if self.storage.exists(entry):
             return self.storage.read(entry).decode().strip()
         managed = self.managed_location(database, table)
-        if Storage(managed).exists(PROPERTIES_FILE):
+        # A table folder is one with .hoodie/; a missing hoodie.properties is damage that loading
+        # the table reports, not an absent table.
+        if Storage(managed).is_dir(META_FOLDER):
             return managed
         return None
 
@@ -126,6 +128,6 @@ class Catalog:
         db_path = self.database_path(database)
         for info in self.storage.list(db_path):
             if info.is_dir and not info.name.startswith(".") and not info.name.endswith(".db"):
-                if self.storage.exists(f"{info.path}/{PROPERTIES_FILE}"):
+                if self.storage.is_dir(f"{info.path}/{META_FOLDER}"):
                     names.add(info.name)
         return sorted(names)

@@ -30,7 +30,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from hudiql.errors import HudiqlError, SqlError
+from hudiql.errors import HudiqlError, SqlError, from_spark_error
 from hudiql.sql import statements as S
 from hudiql.sql.parser import parse
 from hudiql.table import keys
@@ -173,9 +173,13 @@ class Console:
                 return self._stop(statements, statement, done, "interrupted (Ctrl-C)", source, interrupted=True)
             except HudiqlError as e:
                 return self._stop(statements, statement, done, str(e), source)
-            except Exception as e:  # a bug or an environment failure: still one line, no trace
+            except Exception as e:
+                # Spark failing on the data while the rows are fetched (a cast, a damaged file) says
+                # so in hudiql's words; anything else (a bug, the environment) is still one line.
+                translated = from_spark_error(e)
                 first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-                return self._stop(statements, statement, done, f"{type(e).__name__}: {first}", source)
+                message = str(translated) if translated is not None else f"{type(e).__name__}: {first}"
+                return self._stop(statements, statement, done, message, source)
         return Outcome(len(statements))
 
     def _stop(self, statements: Sequence[S.Statement], statement: S.Statement, done: int, message: str,

@@ -75,6 +75,11 @@ def from_spark_error(exc: BaseException) -> HudiqlError | None:
     raised = re.search(r"hudiql\.errors\.(\w+): (.+)", text)
     if raised and isinstance(globals().get(raised[1]), type) and issubclass(globals()[raised[1]], HudiqlError):
         return globals()[raised[1]](raised[2].strip())
+    unreadable = re.search(r"\[FAILED_READ_FILE[.\w]*\] Encountered error while reading file (\S+?)\.?\s", text)
+    if unreadable:
+        from hudiql.io.storage import damaged_file
+
+        return damaged_file(unreadable[1], "cannot be read")
     if NULL_KEY_ERROR in text:
         detail = text[text.index(NULL_KEY_ERROR) + len(NULL_KEY_ERROR) + 2:].splitlines()[0]
         detail = detail.split(". SQLSTATE")[0].rstrip(".\"' ")

@@ -320,7 +320,7 @@ class Session:
         if self.catalog.is_external(database, name):
             self.catalog.unregister(database, name)  # an external table's files stay, as in Spark
         else:
-            HudiTable.load(location).storage.delete_dir()
+            Storage(location).delete_dir()  # no load: a damaged table can be dropped too
         return self._message(f"dropped table {database}.{name}")
 
     def _run_Describe(self, st: S.Describe) -> Result:
