@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from hudiql.project.errors import ConfigError
-from hudiql.sql.options import closest
+from hudiql.table.keys import closest
 
 COMMON = {"enabled", "tags", "meta"}
 HUDI = {"unique_key", "partition_by", "table_type", "precombine_field", "options"}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from hudiql.project.errors import CompilationError
 from hudiql.project.parser import Manifest
-from hudiql.sql.options import closest
+from hudiql.table.keys import closest
 
 
 @dataclass

@@ -26,7 +26,7 @@ from hudiql.project.context import Invocation
 from hudiql.project.errors import ConfigError, ProjectError
 from hudiql.project.nodes import EPHEMERAL_PREFIX, Node, Relation, Source, TestMetadata
 from hudiql.project.yaml_render import read_yaml
-from hudiql.sql.options import closest
+from hudiql.table.keys import closest
 
 ENTRY_KEYS = {"name", "description", "config", "columns", "tests", "data_tests", "meta", "docs"}
 COLUMN_KEYS = {"name", "description", "tests", "data_tests", "meta", "data_type", "quote"}

@@ -19,7 +19,7 @@ from typing import Any
 from hudiql.project.errors import ProjectError
 from hudiql.project.project_file import Project
 from hudiql.project.yaml_render import read_yaml, render_values
-from hudiql.sql.options import closest
+from hudiql.table.keys import closest
 
 PROFILES_FILE = "profiles.yml"
 PROFILES_DIR_ENV = "HUDIQL_PROFILES_DIR"

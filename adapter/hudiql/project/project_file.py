@@ -14,7 +14,7 @@ from typing import Any
 
 from hudiql.project.errors import ProjectError
 from hudiql.project.yaml_render import read_yaml, render_values
-from hudiql.sql.options import closest
+from hudiql.table.keys import closest
 
 PROJECT_FILE = "dbt_project.yml"
 KEYS = {

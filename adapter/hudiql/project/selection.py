@@ -27,7 +27,7 @@ from hudiql.project.errors import ProjectError
 from hudiql.project.graph import Graph
 from hudiql.project.nodes import Node, Source
 from hudiql.project.parser import Manifest
-from hudiql.sql.options import closest
+from hudiql.table.keys import closest
 
 METHODS = ("tag", "path", "config", "resource_type", "source", "fqn")
 _ATOM = re.compile(r"^(?P<at>@)?(?:(?P<up>\d*)\+)?(?P<criterion>[^+]+?)(?:\+(?P<down>\d*))?$")

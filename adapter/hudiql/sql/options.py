@@ -29,7 +29,7 @@ from pyspark.sql import types as T
 from hudiql.errors import ColumnError, OptionError
 from hudiql.table import config as C
 from hudiql.table import keys as K
-from hudiql.table.keys import closest, validate_table_options  # noqa: F401 - closest: the project modules import it here
+from hudiql.table.keys import validate_table_options
 from hudiql.table.schema import storage_type, to_avro_json
 from hudiql.write.index import IndexConfig
 
