@@ -45,6 +45,15 @@ class FormatError(HudiqlError):
     """Files on storage do not follow the Hudi format (corrupt, missing or unknown)."""
 
 
+#: What to do about a damaged file a committed instant needs: no reader can rebuild it from the others.
+RESTORE_FROM_BACKUP = "restore the file from a backup of the table"
+
+
+def damaged_file(path: str, problem: str) -> FormatError:
+    """The error for a file a committed instant needs that is missing or damaged, naming it."""
+    return FormatError(f"{path} {problem}; the table needs it: {RESTORE_FROM_BACKUP}")
+
+
 class TruncatedLogError(FormatError):
     """A log file ends inside a block: a write that crashed while appending it, or a damaged file.
 
@@ -77,8 +86,6 @@ def from_spark_error(exc: BaseException) -> HudiqlError | None:
         return globals()[raised[1]](raised[2].strip())
     unreadable = re.search(r"\[FAILED_READ_FILE[.\w]*\] Encountered error while reading file (\S+?)\.?\s", text)
     if unreadable:
-        from hudiql.io.storage import damaged_file
-
         return damaged_file(unreadable[1], "cannot be read")
     if NULL_KEY_ERROR in text:
         detail = text[text.index(NULL_KEY_ERROR) + len(NULL_KEY_ERROR) + 2:].splitlines()[0]

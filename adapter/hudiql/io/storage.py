@@ -40,15 +40,6 @@ def _normalize_uri(uri: str) -> str:
     return posixpath.abspath(uri)
 
 
-#: What to do about a damaged file a committed instant needs: no reader can rebuild it from the others.
-RESTORE_FROM_BACKUP = "restore the file from a backup of the table"
-
-
-def damaged_file(path: str, problem: str) -> FormatError:
-    """The error for a file a committed instant needs that is missing or damaged, naming it."""
-    return FormatError(f"{path} {problem}; the table needs it: {RESTORE_FROM_BACKUP}")
-
-
 class Storage:
     """Files below one base URI."""
 

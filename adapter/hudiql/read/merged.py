@@ -32,9 +32,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudiql.errors import FormatError, TruncatedLogError
+from hudiql.errors import RESTORE_FROM_BACKUP, FormatError, TruncatedLogError, damaged_file
 from hudiql.io import log_format as L
-from hudiql.io.storage import RESTORE_FROM_BACKUP, Storage, damaged_file
+from hudiql.io.storage import Storage
 from hudiql.table.layout import join_partition, parse_data_file_name
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import RECORD_KEY

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 
-from hudiql.io.storage import damaged_file
+from hudiql.errors import damaged_file
 
 
 @dataclass

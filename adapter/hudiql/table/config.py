@@ -13,8 +13,8 @@ from __future__ import annotations
 import zlib
 from datetime import datetime, timezone
 
-from hudiql.errors import FormatError
-from hudiql.io.storage import Storage, damaged_file
+from hudiql.errors import FormatError, damaged_file
+from hudiql.io.storage import Storage
 from hudiql.table.layout import PROPERTIES_FILE
 
 COPY_ON_WRITE = "COPY_ON_WRITE"

@@ -14,7 +14,8 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-from hudiql.io.storage import Storage, damaged_file
+from hudiql.errors import damaged_file
+from hudiql.io.storage import Storage
 from hudiql.table.commit import CommitMetadata
 from hudiql.table.compaction_plan import decode_plan
 from hudiql.table.layout import META_FOLDER, join_partition, parse_data_file_name
