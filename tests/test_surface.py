@@ -68,6 +68,9 @@ REFUSED = [
     ("DESCRIBE HISTORY t", SqlError,
      "statement 1 (line 1, column 1): DESCRIBE HISTORY is not supported yet; hudiql has no history queries (the timeline is in <table>/.hoodie)"),
     # statements hudiql does not run
+    ("DESCRIBE DATABASE default", SqlError,
+     "statement 1 (line 1, column 1): DESCRIBE takes a table or view: DESCRIBE [EXTENDED] t (databases: SHOW DATABASES)"),
+    ("RESET", SqlError, "statement 1 (line 1, column 1): RESET is not supported; SET k=v again with the value you want"),
     ("TRUNCATE TABLE t", SqlError, "statement 1 (line 1, column 1): TRUNCATE TABLE is not supported yet; use DELETE FROM t"),
     ("INSERT OVERWRITE t SELECT * FROM t", SqlError,
      "statement 1 (line 1, column 1): INSERT OVERWRITE is not supported yet; use INSERT INTO (upsert) or DELETE then INSERT"),

@@ -56,6 +56,7 @@ STATEMENT_WORDS = [
 _NOT_SUPPORTED = {
     "TRUNCATE": "TRUNCATE TABLE is not supported yet; use DELETE FROM t",
     "REFRESH": "REFRESH is not needed: every statement reads the table's latest snapshot",
+    "RESET": "RESET is not supported; SET k=v again with the value you want",
     "CACHE": "CACHE TABLE is not supported; hudiql reads each table's latest snapshot",
     "UNCACHE": "UNCACHE TABLE is not supported; hudiql caches no table",
     "MSCK": "MSCK REPAIR TABLE is not needed: hudiql finds partitions from the table's timeline",
@@ -339,8 +340,9 @@ def _parse_with_sqlglot(text: str) -> S.Statement:
             raise SqlError("DESCRIBE HISTORY is not supported yet; hudiql has no history queries (the timeline is in <table>/.hoodie)")
         if style not in ("", "EXTENDED", "FORMATTED"):
             raise SqlError(f"DESCRIBE {style} is not supported; use DESCRIBE [EXTENDED] t")
-        if not isinstance(tree.this, exp.Table):
-            raise SqlError("DESCRIBE takes a table name: DESCRIBE [EXTENDED] t")
+        kind = (tree.args.get("kind") or "TABLE").upper()
+        if kind != "TABLE" or not isinstance(tree.this, exp.Table):
+            raise SqlError("DESCRIBE takes a table or view: DESCRIBE [EXTENDED] t (databases: SHOW DATABASES)")
         return S.Describe(table_name(tree.this), style in ("EXTENDED", "FORMATTED"))
     if isinstance(tree, exp.Values):
         return S.Query(_values_query(tree))
