@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudiql.table import config as C
+from hudiql.table import keys
 from hudiql.table.layout import DEFAULT_PARTITION
 
 NULL_KEY = "__null__"
@@ -49,7 +50,7 @@ class KeyGenerator:
             url_encode=config.url_encode,
             timestamp_output_format=config.get(C.TIMESTAMP_OUTPUT_FORMAT),
             timestamp_type=config.get(C.TIMESTAMP_TYPE),
-            timestamp_input_format=config.get("hoodie.keygen.timebased.input.dateformat"),
+            timestamp_input_format=config.get(keys.TIMESTAMP_INPUT_FORMAT),
         )
 
     @property

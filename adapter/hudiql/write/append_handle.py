@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from hudiql.io import log_format as L
 from hudiql.io.storage import Storage
-from hudiql.table import layout
+from hudiql.table import keys, layout
 from hudiql.table.schema import (
     IS_DELETED,
     META_COLUMNS,
@@ -42,8 +42,8 @@ from hudiql.write.handle import (
     stats_arrow_schema,
 )
 
-DEFAULT_BATCH_SIZE = 256 * 1024 * 1024
-DEFAULT_TASK_MAX_SIZE = 1024 * 1024 * 1024
+DEFAULT_BATCH_SIZE = int(keys.KEYS[keys.WRITE_BATCH_SIZE].default) * 1024 * 1024
+DEFAULT_TASK_MAX_SIZE = int(keys.KEYS[keys.WRITE_TASK_MAX_SIZE].default) * 1024 * 1024
 
 
 class LogTarget(NamedTuple):

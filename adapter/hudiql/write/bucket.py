@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hudiql.table import keys
 from hudiql.table.fsview import FileSlice
 from hudiql.table.layout import new_file_id
 
-DEFAULT_MAX_FILE_SIZE = 120 * 1024 * 1024
-DEFAULT_SMALL_FILE_LIMIT = 100 * 1024 * 1024
+DEFAULT_MAX_FILE_SIZE = int(keys.KEYS[keys.MAX_FILE_SIZE].default)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from hudiql.read.query import conjuncts, partition_filter
 from hudiql.read.snapshot import snapshot
 from hudiql.sql import statements as S
 from hudiql.sql.parser import DIALECT
+from hudiql.table import keys
 from hudiql.table.commit import CommitMetadata
 from hudiql.table.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
@@ -39,7 +40,6 @@ from hudiql.write.writer import DmlCounts, Operation, write_rows
 if TYPE_CHECKING:
     from hudiql.session import Session
 
-ENFORCE_ORDERING = "hoodie.merge.ordering.enforce"
 
 KIND = "__hudiql_kind"
 OLD_PATH = "__hudiql_old_path"
@@ -239,12 +239,12 @@ class DmlPlanner:
         if from_source:
             keyed = rule.precombine(keyed, [RECORD_KEY], SEQUENCE, SOURCE_ORDERING if rule.ordering_field else None)
         combined = keyed.drop(SOURCE_ORDERING)
-        enforce = self.session.conf.get(ENFORCE_ORDERING, "true").lower() != "false"
+        enforce = keys.setting(self.session.conf, keys.ENFORCE_ORDERING).lower() != "false"
         if not enforce and rule.is_event_time and table.config.is_mor:
             raise SqlError(
-                f"{ENFORCE_ORDERING}=false cannot apply to merge-on-read table {table.config.name}: every reader "
+                f"{keys.ENFORCE_ORDERING}=false cannot apply to merge-on-read table {table.config.name}: every reader "
                 "merges its log records by the ordering field, so an older update would still lose; "
-                f"SET {ENFORCE_ORDERING}=true, or use a copy-on-write table"
+                f"SET {keys.ENFORCE_ORDERING}=true, or use a copy-on-write table"
             )
         wins = rule.incoming_wins_column(F.col(OLD_ORDERING), F.col(rule.ordering_field)) if (
             enforce and rule.is_event_time) else F.lit(True)

@@ -36,6 +36,7 @@ from hudiql.services.rollback import (
     rollback,
     rollback_failed_writes,
 )
+from hudiql.table import keys
 from hudiql.table.commit import CommitMetadata, WriteStat
 from hudiql.table.config import COMMIT_TIME_ORDERING
 from hudiql.table.fsview import FileSystemView
@@ -57,18 +58,8 @@ from hudiql.table.schema import (
 )
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import COMMIT, DELTA_COMMIT
-from hudiql.write.append_handle import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_TASK_MAX_SIZE,
-    AppendTask,
-    LogTarget,
-)
-from hudiql.write.bucket import (
-    DEFAULT_MAX_FILE_SIZE,
-    DEFAULT_SMALL_FILE_LIMIT,
-    Bucket,
-    assign_inserts,
-)
+from hudiql.write.append_handle import AppendTask, LogTarget
+from hudiql.write.bucket import Bucket, assign_inserts
 from hudiql.write.handle import (
     BASE_FILE,
     DELETE,
@@ -78,14 +69,6 @@ from hudiql.write.handle import (
     MergeTask,
 )
 from hudiql.write.index import NEW_GROUP, IndexConfig, tag
-
-MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
-SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
-COMPRESSION = "hoodie.parquet.compression.codec"
-RECORD_SIZE_ESTIMATE = "hoodie.copyonwrite.record.size.estimate"
-LOG_BLOCK_FORMAT = "hoodie.logfile.data.block.format"
-WRITE_BATCH_SIZE = "write.batch.size"
-WRITE_TASK_MAX_SIZE = "write.task.max.size"
 
 
 @dataclass(frozen=True)
@@ -156,8 +139,8 @@ def write_rows(
     settings = {**table.config.props, **conf}
     if table.config.is_mor:
         compaction.check_settings(settings)
-        for key, default in ((WRITE_BATCH_SIZE, DEFAULT_BATCH_SIZE), (WRITE_TASK_MAX_SIZE, DEFAULT_TASK_MAX_SIZE)):
-            megabytes(settings, key, default)
+        for key in (keys.WRITE_BATCH_SIZE, keys.WRITE_TASK_MAX_SIZE):
+            megabytes(settings, key)
     index = IndexConfig.for_table(table.config.props, conf, table.config.record_key_fields)
     timeline = table.timeline
     instant = timeline.start(DELTA_COMMIT if table.config.is_mor else COMMIT, timeline.new_instant_time())
@@ -279,7 +262,7 @@ def _write_tagged(
         # file, and the other groups keep taking their updates as logs.
         small_files: dict[str, list] = {}
         if operation is not Operation.BULK_INSERT:
-            small_limit = int(settings.get(SMALL_FILE_LIMIT, DEFAULT_SMALL_FILE_LIMIT))
+            small_limit = int(keys.setting(settings, keys.SMALL_FILE_LIMIT))
             for s in view.latest_slices():
                 if s.base_file and not s.log_files and s.base_file_size < small_limit:
                     small_files.setdefault(s.partition_path, []).append(s)
@@ -301,7 +284,7 @@ def _write_tagged(
         merge_rule=MergeRule(COMMIT_TIME_ORDERING, None) if planned else table.merge_rule,
         concat=operation is not Operation.UPSERT or not table.has_record_key,
         generate_keys=not table.has_record_key,
-        compression=settings.get(COMPRESSION, "snappy").lower(),
+        compression=keys.setting(settings, keys.COMPRESSION).lower(),
     )
     rows = []
     if mor:
@@ -351,8 +334,8 @@ def _assign_buckets(
 ) -> tuple[DataFrame | None, list[Bucket]]:
     """Tag inserts with the file group that receives them (``None`` when there are none)."""
     insert_counts = {r[0]: r[1] for r in inserts.groupBy(PARTITION_PATH).count().collect()}
-    max_file_size = int(settings.get(MAX_FILE_SIZE, DEFAULT_MAX_FILE_SIZE))
-    record_size = int(settings.get(RECORD_SIZE_ESTIMATE, 0)) or table.average_record_size()
+    max_file_size = int(keys.setting(settings, keys.MAX_FILE_SIZE))
+    record_size = int(keys.setting(settings, keys.RECORD_SIZE_ESTIMATE)) or table.average_record_size()
     buckets = assign_inserts(insert_counts, small_files, record_size, max_file_size)
     if not buckets:
         return None, []
@@ -397,23 +380,22 @@ def _append_logs(
         ordering_field=ordering,
         ordering_wrapper=wrapper_for(next(f["type"] for f in avro_schema["fields"] if f["name"] == ordering)) if ordering else None,
         targets=targets,
-        block_format=settings.get(LOG_BLOCK_FORMAT, "avro").lower(),
-        batch_size=megabytes(settings, WRITE_BATCH_SIZE, DEFAULT_BATCH_SIZE),
-        task_max_size=megabytes(settings, WRITE_TASK_MAX_SIZE, DEFAULT_TASK_MAX_SIZE),
+        block_format=keys.setting(settings, keys.LOG_BLOCK_FORMAT).lower(),
+        batch_size=megabytes(settings, keys.WRITE_BATCH_SIZE),
+        task_max_size=megabytes(settings, keys.WRITE_TASK_MAX_SIZE),
     )
     return rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()
 
 
-def megabytes(settings: dict[str, str], key: str, default: int) -> int:
+def megabytes(settings: dict[str, str], key: str) -> int:
     """A buffer size given in MB, as Hudi's Flink options give it (decimals allowed), in bytes."""
-    if key not in settings:
-        return default
+    text = keys.setting(settings, key)
     try:
-        value = float(settings[key])
+        value = float(text)
     except ValueError:
         value = -1.0
     if value <= 0:
-        raise HudiqlError(f"{key}={settings[key]} is not valid; give a size in MB greater than 0 (e.g. 256)")
+        raise HudiqlError(f"{key}={text} is not valid; give a size in MB greater than 0 (e.g. 256)")
     return max(1, int(value * 1024 * 1024))
 
 
