@@ -1,12 +1,14 @@
-"""Errors a user can cause. Each message says what to change.
+"""Errors a user can cause, and warnings. Each message says what to change.
 
-The CLI prints a ``HudiqlError`` as one line and exits 1; anything else is a bug.
+The CLI prints a ``HudiqlError`` as one line and exits 1; anything else is a bug. A warning is
+one line on stderr about something that did not stop the statement.
 """
 
 
 from __future__ import annotations
 
 import re
+import sys
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
@@ -124,3 +126,8 @@ def raise_user_error(exc: BaseException) -> NoReturn:
     if translated is None:
         raise exc
     raise translated from None
+
+
+def warn(message: str) -> None:
+    """One ``Warning: ...`` line on stderr."""
+    print(f"Warning: {message}", file=sys.stderr)

@@ -27,6 +27,7 @@ from hudiql.errors import (
     TableExistsError,
     TableNotFoundError,
     raise_user_error,
+    warn,
 )
 from hudiql.io.storage import Storage
 from hudiql.read.query import QueryPlanner
@@ -138,6 +139,10 @@ class Session:
                 raise SqlError(f"{name} is a view; this statement needs a table")
             raise TableNotFoundError(f"table {database}.{table} does not exist; see SHOW TABLES")
         return HudiTable.load(location)
+
+    def settings(self, table: HudiTable) -> dict[str, str]:
+        """What a write of ``table`` in this session runs with: its properties, then the session's SETs."""
+        return {**table.config.props, **self.conf}
 
     def view(self, name: S.TableName) -> View | None:
         """View ``name`` (a temporary view first, as in Spark), or ``None``."""
@@ -328,7 +333,7 @@ class Session:
             schema = self.planner.dataframe(parse(f"SELECT * FROM {st.table}")[0].expression).schema
             rows = [(f.name, f.dataType.simpleString(), None) for f in schema.fields]
         else:
-            rows = ddl.describe(self.table(st.table), st.extended)
+            rows = ddl.describe(self.table(st.table), st.extended, self.conf)
         return Result(self.spark.createDataFrame(rows, "col_name string, data_type string, comment string"), True)
 
     def _run_ShowTables(self, st: S.ShowTables) -> Result:
@@ -398,7 +403,7 @@ class Session:
         if not table.config.is_mor:
             raise SqlError(f"CALL {st.procedure}: table {st.args['table']} is copy-on-write; only merge-on-read tables are compacted")
         op = st.args.get("op", "scheduleandexecute").lower()
-        rows = compaction.run_procedure(self.spark, table, op)
+        rows = compaction.run_procedure(self.spark, table, op, self.settings(table))
         return Result(self.spark.createDataFrame(rows, "timestamp string, operation_size int, state string"), True)
 
     def _run_SetConf(self, st: S.SetConf) -> Result:
@@ -475,7 +480,7 @@ _IDENTITY_KEYS = {k for k, spec in keys.KEYS.items() if spec.kind == keys.WRITTE
 def _warn(lines: list[str]) -> None:
     """Options hudiql ignores where ignoring cannot change a result: one line each on stderr."""
     for line in lines:
-        print(f"Warning: {line}", file=sys.stderr)
+        warn(line)
 
 
 def connect(warehouse: str = "warehouse", spark: SparkSession | None = None, conf: dict[str, str] | None = None) -> Session:

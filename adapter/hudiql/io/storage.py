@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import posixpath
 import uuid
 from dataclasses import dataclass
@@ -124,6 +125,38 @@ class Storage:
         tmp = posixpath.join(posixpath.dirname(rel), f".{posixpath.basename(rel)}.{uuid.uuid4().hex}.tmp")
         self.write(tmp, data)
         self.fs.move(self.full_path(tmp), self.full_path(rel))
+
+    @property
+    def can_create_exclusive(self) -> bool:
+        """Whether ``create_exclusive`` works here: a local file system's atomic create-if-absent."""
+        return self.fs.type_name == "local"
+
+    def create_exclusive(self, rel: str, data: bytes) -> bool:
+        """Create ``rel`` holding ``data`` unless it exists; ``False`` when it does.
+
+        Of two processes racing for one name exactly one creates it, and readers see the whole
+        content or no file: the content is written to a temporary file that is then hard-linked
+        to the name, which fails if the name exists. Only local file systems offer this here
+        (``can_create_exclusive``).
+        """
+        if not self.can_create_exclusive:
+            raise FormatError(f"{self.base_uri}: this storage cannot create a file only if it is absent")
+        tmp = posixpath.join(posixpath.dirname(rel), f".{posixpath.basename(rel)}.{uuid.uuid4().hex}.tmp")
+        self.write(tmp, data)
+        try:
+            os.link(self.full_path(tmp), self.full_path(rel))
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(self.full_path(tmp))
+
+    def modified_time(self, rel: str) -> float | None:
+        """When ``rel`` was last written, in seconds since the epoch; ``None`` if it does not exist."""
+        info = self.fs.get_file_info(self.full_path(rel))
+        if info.type == pafs.FileType.NotFound:
+            return None
+        return info.mtime.timestamp()
 
     def makedirs(self, rel: str) -> None:
         if rel not in ("", "."):

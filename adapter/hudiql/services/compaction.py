@@ -2,21 +2,25 @@
 
 - schedule: a ``<t>.compaction.requested`` instant holding the plan, one operation per file
   group whose latest slice has log files. Like Hudi, it refuses when a write earlier than ``t``
-  is still in flight or an instant at or after ``t`` exists.
-- execute: Spark tasks merge each operation's base file and logs into a new base file named
-  with the compaction instant; the instant completes as a ``commit`` with ``compacted: true``.
-  A failed run is rolled back to requested and can run again.
+  is still in flight; ``t`` is later than every instant.
+- execute: a write transaction (``write.transaction``) of the planned instant: Spark tasks merge
+  each operation's base file and logs into a new base file named with the compaction instant;
+  the instant completes as a ``commit`` with ``compacted: true``. A failed run is rolled back to
+  requested and can run again; a run whose process died, once its heartbeat expired.
+- inline (``hoodie.compact.inline``): after a delta commit, pending plans run first, oldest
+  first, then a new one is planned when the trigger fires (``services.post_commit``).
 - Writes that arrive while a compaction is pending go to log files of the new slice (named by
   the compaction instant); readers merge them with the slice being compacted.
 
 Example:
-    >>> instant = schedule(table)                 # None when no file group has logs
-    >>> execute(spark, table, instant)
+    >>> instant = schedule(table, settings)                 # None when no file group has logs
+    >>> execute(spark, table, instant, settings)
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -26,7 +30,7 @@ from pyspark.sql import SparkSession
 from hudiql.errors import HudiqlError, WriteConflictError, raise_user_error
 from hudiql.io.storage import Storage
 from hudiql.read.merged import SliceMerger
-from hudiql.services.rollback import files_from_markers
+from hudiql.services.rollback import rollback_failed_writes
 from hudiql.table import keys as K
 from hudiql.table import layout
 from hudiql.table.commit import CommitMetadata, WriteStat
@@ -39,10 +43,12 @@ from hudiql.table.timeline import (
     DELTA_COMMIT,
     REPLACE_COMMIT,
     Instant,
-    State,
     parse_instant_time,
 )
+from hudiql.write.conflict import ConflictRule
 from hudiql.write.handle import STATS_SCHEMA, stats_arrow_schema
+from hudiql.write.lock import commit_lock
+from hudiql.write.transaction import WriteTransaction, claim_instant_time
 
 INLINE = K.INLINE_COMPACT
 TRIGGER_STRATEGY = K.TRIGGER_STRATEGY
@@ -86,31 +92,39 @@ def is_due(table: HudiTable, settings: dict[str, str]) -> bool:
     }[strategy]
 
 
-def schedule(table: HudiTable) -> Instant | None:
-    """Plan a compaction of every file group whose latest slice has logs; ``None`` if none has."""
+def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
+    """Plan a compaction of every file group whose latest slice has logs; ``None`` if none has.
+
+    Under the table lock, from the timeline as it is then: a write that completes later sees
+    the plan in its conflict check, and a write that completed before is in the plan.
+    """
     if not table.config.is_mor:
         raise HudiqlError(f"table {table.config.name} is copy-on-write; only merge-on-read tables are compacted")
-    timeline = table.timeline
-    timeline.ensure_writable()
-    instant_time = timeline.new_instant_time()
-    inflight = [i for i in timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)) if i.timestamp < instant_time]
-    if inflight:
-        raise WriteConflictError(
-            f"cannot schedule compaction at {instant_time}: write {inflight[0].timestamp} is still in flight"
-        )
-    later = [i for i in timeline.instants if i.timestamp >= instant_time]
-    if later:
-        raise WriteConflictError(f"cannot schedule compaction at {instant_time}: instant {later[0].timestamp} is not earlier")
-    view = table.file_system_view()
-    # A file group whose compaction is still pending waits for it, as in Hudi.
-    operations = [
-        CompactionOperation(s.partition_path, s.file_id, s.base_instant, s.base_file, tuple(s.log_files))
-        for s in view.latest_slices()
-        if s.log_files and s.base_instant not in view.pending_compactions
-    ]
-    if not operations:
-        return None
-    return timeline.request(COMPACTION, instant_time, encode_plan(operations))
+    table.timeline.ensure_writable()
+    rollback_failed_writes(table, settings)
+    with commit_lock(table.storage, settings, "compaction plan"):
+        table = table.refresh()
+        timeline = table.timeline
+        heartbeat = claim_instant_time(table, settings)  # no writer takes the plan's instant time
+        try:
+            instant_time = heartbeat.instant_time
+            inflight = [i for i in timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)) if i.timestamp < instant_time]
+            if inflight:
+                raise WriteConflictError(
+                    f"cannot schedule compaction at {instant_time}: write {inflight[0].timestamp} is still in flight"
+                )
+            view = table.file_system_view()
+            # A file group whose compaction is still pending waits for it, as in Hudi.
+            operations = [
+                CompactionOperation(s.partition_path, s.file_id, s.base_instant, s.base_file, tuple(s.log_files))
+                for s in view.latest_slices()
+                if s.log_files and s.base_instant not in view.pending_compactions
+            ]
+            if not operations:
+                return None
+            return timeline.request(COMPACTION, instant_time, encode_plan(operations))
+        finally:
+            heartbeat.stop()
 
 
 @dataclass(frozen=True)
@@ -155,59 +169,39 @@ class CompactionTask:
         }
 
 
-def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMetadata:
-    """Run a requested (or failed) compaction and commit it."""
+def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: Mapping[str, str]) -> CommitMetadata:
+    """Run a requested compaction (or one whose runner died) and commit it."""
     operations = read_plan(table, instant)
-    timeline = table.timeline
-    if instant.state is State.INFLIGHT:
-        rollback_compaction(table, instant)
-    inflight = timeline.transition_to_inflight(instant)
-    try:
+    with WriteTransaction.resume(spark, table, settings, instant) as txn:
         merger = SliceMerger(
             table.base_uri, to_arrow(with_meta_columns(table.schema)), table.merge_rule,
-            timeline.committed(),
+            table.timeline.committed(),
         )
         ops = spark.createDataFrame(
             [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],
             "partition_path string, file_id string, base_instant string, base_file string, log_files array<string>",
         )
-        task = CompactionTask(merger, instant.timestamp)
+        task = CompactionTask(merger, instant.timestamp, K.setting(settings, K.COMPRESSION).lower())
         rows = ops.repartition(max(1, min(len(operations), spark.sparkContext.defaultParallelism * 2))).mapInArrow(
             task.udf(), STATS_SCHEMA
         ).collect()
-        stats = [WriteStat.from_row(r.asDict()) for r in rows]
-        committed = {s.path for s in stats}
-        for path in files_from_markers(table, instant.timestamp):
-            if path not in committed:
-                table.storage.delete(path)
         metadata = CommitMetadata(
             operation_type="COMPACT", schema=to_avro_json(table.schema, table.config.name),
-            write_stats=stats, compacted=True,
+            write_stats=[WriteStat.from_row(r.asDict()) for r in rows], compacted=True,
         )
-        timeline.complete(inflight, metadata.to_json())
-        table.storage.delete_dir(f"{layout.TEMP_FOLDER}/{instant.timestamp}")
+        # Writes after the plan append to the slice it opens; only a replaced file group conflicts.
+        txn.commit(metadata, ConflictRule(actions=(REPLACE_COMMIT,)))
         return metadata
-    except BaseException as exc:
-        rollback_compaction(table, inflight)
-        raise_user_error(exc)
 
 
-def rollback_compaction(table: HudiTable, instant: Instant) -> None:
-    """Back to requested: remove the files a failed run wrote and its inflight file."""
-    for path in files_from_markers(table, instant.timestamp):
-        table.storage.delete(path)
-    table.storage.delete_dir(f"{layout.TEMP_FOLDER}/{instant.timestamp}")
-    table.timeline.remove_pending(instant, keep_requested=True)
-
-
-def run(spark: SparkSession, table: HudiTable) -> list[CommitMetadata]:
+def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
     """Execute every pending compaction, oldest first."""
-    return [execute(spark, table.refresh(), i) for i in pending_compactions(table)]
+    return [execute(spark, table.refresh(), i, settings) for i in pending_compactions(table)]
 
 
-def schedule_and_execute(spark: SparkSession, table: HudiTable) -> CommitMetadata | None:
-    instant = schedule(table)
-    return execute(spark, table.refresh(), instant) if instant else None
+def schedule_and_execute(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> CommitMetadata | None:
+    instant = schedule(table, settings)
+    return execute(spark, table.refresh(), instant, settings) if instant else None
 
 
 def describe(table: HudiTable) -> list[tuple[str, int, str]]:
@@ -223,24 +217,31 @@ def describe(table: HudiTable) -> list[tuple[str, int, str]]:
 OPERATIONS = ("schedule", "run", "scheduleandexecute")
 
 
-def run_procedure(spark: SparkSession, table: HudiTable, op: str) -> list[tuple[str, int, str]]:
+def run_procedure(spark: SparkSession, table: HudiTable, op: str, settings: Mapping[str, str]) -> list[tuple[str, int, str]]:
     """``CALL run_compaction(op => ...)``: the compactions scheduled or run, as ``describe`` rows."""
     if op not in OPERATIONS:
         raise HudiqlError(f"run_compaction op '{op}' is not valid; use one of {', '.join(OPERATIONS)}")
     if op == "schedule":
-        instant = schedule(table)
+        instant = schedule(table, settings)
         wanted = {instant.timestamp} if instant else set()
     else:
         if op == "scheduleandexecute":
-            schedule(table)
+            schedule(table, settings)
             table = table.refresh()
         wanted = {i.timestamp for i in pending_compactions(table)}
-        run(spark, table)
+        run(spark, table, settings)
     return [row for row in describe(table.refresh()) if row[0] in wanted]
 
 
-def compact_inline_if_due(spark: SparkSession, table: HudiTable, settings: dict[str, str]) -> CommitMetadata | None:
-    """After a delta commit: schedule and run a compaction when the inline trigger fires."""
-    if K.setting(settings, INLINE).strip().lower() != "true" or not is_due(table, settings):
-        return None
-    return schedule_and_execute(spark, table)
+def compact_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
+    """After a delta commit, with ``hoodie.compact.inline``: run the compactions already
+    planned, oldest first (a plan left by a crash or by ``op => 'schedule'`` would otherwise
+    stay pending), then plan and run one when the inline trigger fires."""
+    if K.setting(settings, INLINE).strip().lower() != "true":
+        return []
+    done = run(spark, table, settings)
+    table = table.refresh()
+    if is_due(table, settings):
+        compacted = schedule_and_execute(spark, table, settings)
+        done += [compacted] if compacted else []
+    return done

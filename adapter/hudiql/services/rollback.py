@@ -1,8 +1,9 @@
 """Rollback of writes that did not complete: their files are removed, their instant is gone.
 
 Writers mark every file they create under ``.hoodie/.temp/<instant>/`` before creating it, so a
-rollback finds them all, even after a crash. Like Hudi's default (eager) failed-writes policy,
-a new write first rolls back the pending writes left by earlier ones: one writer at a time.
+rollback finds them all, even after a crash. As Hudi's LAZY failed-writes policy does, a new write
+first rolls back the pending writes whose writer died (its heartbeat expired, ``write.heartbeat``);
+the instant of a writer still running is left alone.
 
 Example:
     >>> rollback(table, pending_instant)
@@ -11,10 +12,12 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from hudiql.table.layout import TEMP_FOLDER
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant
+from hudiql.write.heartbeat import heartbeat_path, is_expired
 
 _MARKER_RE = re.compile(r"^(?P<file>.+)\.marker\.[A-Z]+$")
 
@@ -30,17 +33,23 @@ def files_from_markers(table: HudiTable, instant_time: str) -> list[str]:
     return out
 
 
-def rollback(table: HudiTable, instant: Instant) -> None:
-    """Remove every file of a pending write, then its instant."""
+def rollback(table: HudiTable, instant: Instant, keep_requested: bool = False) -> None:
+    """Remove every file of a pending write, then its instant (``keep_requested``: back to its
+    requested state, which holds a plan to run again, as a compaction's does)."""
     for path in files_from_markers(table, instant.timestamp):
         table.storage.delete(path)
     table.storage.delete_dir(f"{TEMP_FOLDER}/{instant.timestamp}")
-    table.timeline.remove_pending(instant)
+    table.timeline.remove_pending(instant, keep_requested)
 
 
-def rollback_failed_writes(table: HudiTable) -> list[str]:
-    """Roll back every pending commit / deltacommit / replacecommit; returns their instant times."""
-    pending = table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
-    for instant in pending:
+def rollback_failed_writes(table: HudiTable, settings: Mapping[str, str]) -> list[str]:
+    """Roll back the pending commits / deltacommits / replacecommits whose writer died; returns
+    their instant times."""
+    failed = [
+        i for i in table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
+        if is_expired(table.storage, i.timestamp, settings)
+    ]
+    for instant in failed:
         rollback(table, instant)
-    return [i.timestamp for i in pending]
+        table.storage.delete(heartbeat_path(instant.timestamp))
+    return [i.timestamp for i in failed]

@@ -1,16 +1,19 @@
 """DESCRIBE and SHOW CREATE TABLE: a table's columns and every option derived for it.
 
 Example:
-    >>> describe(table, extended=True)[:2]
+    >>> describe(table, extended=True, session_conf={})[:2]
     [('_hoodie_commit_time', 'string', None), ('_hoodie_commit_seqno', 'string', None)]
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import types as T
 
 from hudiql.read.snapshot import table_columns
 from hudiql.table import config as C
+from hudiql.table import keys
 from hudiql.table.table import HudiTable
 
 #: Derived options DESCRIBE EXTENDED lists first, under readable names.
@@ -26,7 +29,7 @@ _DERIVED = [
 ]
 
 
-def describe(table: HudiTable, extended: bool) -> list[tuple[str, str, str | None]]:
+def describe(table: HudiTable, extended: bool, session_conf: Mapping[str, str]) -> list[tuple[str, str, str | None]]:
     rows: list[tuple[str, str, str | None]] = [
         (f.name, f.dataType.simpleString(), None) for f in table_columns(table).fields
     ]
@@ -52,6 +55,9 @@ def describe(table: HudiTable, extended: bool) -> list[tuple[str, str, str | Non
     rows.append(("Provider", "hudi", None))
     for label, key in _DERIVED:
         rows.append((label, derived[key], key))
+    # What concurrent writers of this session get: a SET wins over the table's property.
+    settings = {**config.props, **session_conf}
+    rows.append(("Concurrency Mode", keys.setting(settings, keys.CONCURRENCY_MODE).upper(), keys.CONCURRENCY_MODE))
     rows.append(("", "", None))
     rows.append(("# Table Properties", "", None))
     for key, value in sorted(config.props.items()):

@@ -77,6 +77,15 @@ TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
 MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
 MAX_DELTA_SECONDS = "hoodie.compact.inline.max.delta.seconds"
 
+CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
+FAILED_WRITES_POLICY = "hoodie.cleaner.policy.failed.writes"
+LOCK_PROVIDER = "hoodie.write.lock.provider"
+LOCK_WAIT_MS = "hoodie.write.lock.wait_time_ms"
+LOCK_RETRY_WAIT_MS = "hoodie.write.lock.wait_time_ms_between_retry"
+LOCK_EXPIRE_MINUTES = "hoodie.write.lock.filesystem.expire"
+HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
+HEARTBEAT_MISSES = "hoodie.client.heartbeat.tolerable.misses"
+
 INSERT_INTO_OPERATION = "hoodie.spark.sql.insert.into.operation"
 WRITE_OPERATION = "hoodie.datasource.write.operation"
 QUERY_TYPE = "hoodie.datasource.query.type"
@@ -95,6 +104,9 @@ FLINK_INDEX_TYPE = "index.type"
 
 SIMPLE_INDEX = "SIMPLE"
 BUCKET_INDEX = "BUCKET"
+OPTIMISTIC = "OPTIMISTIC_CONCURRENCY_CONTROL"
+SINGLE_WRITER = "SINGLE_WRITER"
+FILE_SYSTEM_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
 COMPACTION_STRATEGIES = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME")
 WRITE_OPERATIONS = ("insert", "upsert", "bulk_insert")
 KEY_GENERATORS = (C.SIMPLE_KEYGEN, C.COMPLEX_KEYGEN, C.NONPARTITIONED_KEYGEN, C.TIMESTAMP_KEYGEN, C.CUSTOM_KEYGEN)
@@ -249,6 +261,28 @@ _KEY_LIST: list[Key] = [
     _enum(TRIGGER_STRATEGY, BOTH, COMPACTION_STRATEGIES, "NUM_COMMITS", alterable=True),
     Key(MAX_DELTA_COMMITS, BOTH, INT, "5", unit=" of delta commits", alterable=True),
     Key(MAX_DELTA_SECONDS, BOTH, INT, "3600", unit=" of seconds", alterable=True),
+    # -- concurrent writers: optimistic concurrency control (write.transaction) ----------------------
+    _enum(CONCURRENCY_MODE, BOTH, (OPTIMISTIC, SINGLE_WRITER), OPTIMISTIC, alterable=True,
+          refused={"non_blocking_concurrency_control": "it needs table version 8; hudiql writes version 6 and "
+                                                       "checks conflicts at commit (OPTIMISTIC_CONCURRENCY_CONTROL)"},
+          doc="SINGLE_WRITER: no lock and no conflict check; only one process may write the table"),
+    _enum(FAILED_WRITES_POLICY, BOTH, ("LAZY",), "LAZY", alterable=True,
+          refused={"eager": "hudiql rolls back a failed write once its heartbeat expired (LAZY); EAGER would roll "
+                            "back the instant of a writer that is still running",
+                   "never": "hudiql rolls back a failed write once its heartbeat expired (LAZY); NEVER would leave "
+                            "its files on storage for ever"}),
+    _enum(LOCK_PROVIDER, BOTH, (FILE_SYSTEM_LOCK, FILE_SYSTEM_LOCK.rsplit(".", 1)[1]), FILE_SYSTEM_LOCK, alterable=True,
+          otherwise="hudiql locks a table with a file created atomically in its .hoodie folder "
+                    "(FileSystemBasedLockProvider); remove the option"),
+    Key(LOCK_WAIT_MS, BOTH, INT, "60000", minimum=1, unit=" of milliseconds", alterable=True,
+        doc="how long a commit waits for the table lock"),
+    Key(LOCK_RETRY_WAIT_MS, BOTH, INT, "50", minimum=1, unit=" of milliseconds", alterable=True,
+        doc="Hudi's default is 1000; hudiql holds the lock only for the conflict check and the completion"),
+    Key(LOCK_EXPIRE_MINUTES, BOTH, INT, "1", unit=" of minutes", alterable=True,
+        doc="a lock older than this is stale (0: only a lock whose process died is); Hudi's default is 0"),
+    Key(HEARTBEAT_INTERVAL_MS, BOTH, INT, "60000", minimum=100, unit=" of milliseconds", alterable=True),
+    Key(HEARTBEAT_MISSES, BOTH, INT, "2", minimum=1, unit=" of heartbeats", alterable=True,
+        doc="a pending write is rolled back once its heartbeat is this many intervals old"),
     # -- what a statement does ------------------------------------------------------------------------
     _enum(INSERT_INTO_OPERATION, BOTH, WRITE_OPERATIONS, refused=_OPERATION_REFUSED, alterable=True,
           doc="upsert with a record key, else insert"),
@@ -317,7 +351,9 @@ class Unimplemented:
 
 
 _NO_CLEAN = "hudiql does not clean or archive yet (every file version and instant is kept); remove the option"
-_ONE_WRITER = "hudiql runs one writer at a time (no concurrency control or locks); remove the option"
+_ONE_LOCK = (f"hudiql locks a table with a lock file ({LOCK_PROVIDER}, {LOCK_WAIT_MS}, {LOCK_RETRY_WAIT_MS}, "
+             f"{LOCK_EXPIRE_MINUTES}) and decides failed writes by heartbeat ({HEARTBEAT_INTERVAL_MS}, "
+             f"{HEARTBEAT_MISSES}); remove the option")
 
 #: First match wins: specific keys before the families they belong to.
 UNIMPLEMENTED: list[Unimplemented] = [
@@ -327,9 +363,6 @@ UNIMPLEMENTED: list[Unimplemented] = [
                   "hudiql does not write the metadata table or its indexes; remove the option", ("false",)),
     Unimplemented(("hoodie.table.cdc.*",), "hudiql does not write change data capture (CDC) logs; remove the option "
                                            "or set it to false", ("false",)),
-    Unimplemented(("hoodie.cleaner.policy.failed.writes",),
-                  "hudiql rolls back failed writes eagerly before the next write; remove the option or set it to EAGER",
-                  ("EAGER",)),
     Unimplemented(("hoodie.clean.automatic", "hoodie.clean.async", "hoodie.archive.automatic", "hoodie.archive.async"),
                   _NO_CLEAN, ("false",)),
     Unimplemented(("hoodie.clean.*", "hoodie.cleaner.*", "hoodie.keep.min.commits", "hoodie.keep.max.commits",
@@ -369,8 +402,7 @@ UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.merge.allow.duplicate.on.inserts",),
                   "INSERT with operation insert keeps duplicate keys; remove the option or set it to true", ("true",)),
     Unimplemented(("hoodie.datasource.overwrite.mode",), _NO_OVERWRITE.split(";")[0] + "; remove the option"),
-    Unimplemented(("hoodie.write.concurrency.mode",), _ONE_WRITER + " or set it to SINGLE_WRITER", ("SINGLE_WRITER",)),
-    Unimplemented(("hoodie.write.lock.*", "hoodie.write.concurrency.*"), _ONE_WRITER),
+    Unimplemented(("hoodie.write.lock.*", "hoodie.write.concurrency.*", "hoodie.client.heartbeat.*"), _ONE_LOCK),
     Unimplemented(("hoodie.schema.on.read.enable", "hoodie.datasource.write.reconcile.schema", "hoodie.avro.schema.validate",
                    "hoodie.datasource.write.schema.allow.auto.evolution.column.drop"),
                   "hudiql writes the table's own schema (change it with ALTER TABLE); remove the option or set it to false",

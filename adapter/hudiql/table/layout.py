@@ -18,6 +18,8 @@ from dataclasses import dataclass
 META_FOLDER = ".hoodie"
 PROPERTIES_FILE = f"{META_FOLDER}/hoodie.properties"
 TEMP_FOLDER = f"{META_FOLDER}/.temp"
+HEARTBEAT_FOLDER = f"{META_FOLDER}/.heartbeat"
+LOCK_FILE = f"{META_FOLDER}/lock"
 PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 BASE_FILE_EXTENSION = ".parquet"

@@ -196,11 +196,15 @@ class Timeline:
 
     def new_instant_time(self) -> str:
         """Now, in UTC, and later than every instant on the timeline."""
-        now = datetime.now(timezone.utc)
+        now = format_instant_time(datetime.now(timezone.utc))
         if self.instants:
-            latest = parse_instant_time(max(i.timestamp for i in self.instants))
-            now = max(now, latest + timedelta(milliseconds=1))
-        return format_instant_time(now)
+            now = max(now, self.next_instant_time(max(i.timestamp for i in self.instants)))
+        return now
+
+    @staticmethod
+    def next_instant_time(instant_time: str) -> str:
+        """The instant time one millisecond after ``instant_time``."""
+        return format_instant_time(parse_instant_time(instant_time) + timedelta(milliseconds=1))
 
     # ---- transitions (layout 1) ------------------------------------------------------------
     def ensure_writable(self) -> None:

@@ -8,7 +8,9 @@
    index placed them already;
 4. a shuffle by file group; each group is merged and written by one task (``MergeTask``), or,
    on merge-on-read, its changes are appended as a new log file (``AppendTask``);
-5. the tasks' write stats become the commit metadata; the instant completes atomically.
+5. the tasks' write stats become the commit metadata, which the write transaction
+   (``write.transaction``) checks for conflicts and completes atomically; then the post-commit
+   services run (``services.post_commit``).
 Any failure rolls the instant back: its files are removed and nothing becomes visible.
 
 Example:
@@ -28,14 +30,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudiql.errors import ColumnError, DataError, HudiqlError, raise_user_error
+from hudiql.errors import ColumnError, DataError, HudiqlError
 from hudiql.io.log_format import wrapper_for
-from hudiql.services import compaction
-from hudiql.services.rollback import (
-    files_from_markers,
-    rollback,
-    rollback_failed_writes,
-)
+from hudiql.services import compaction, post_commit
 from hudiql.table import keys
 from hudiql.table.commit import CommitMetadata, WriteStat
 from hudiql.table.config import COMMIT_TIME_ORDERING
@@ -68,7 +65,9 @@ from hudiql.write.handle import (
     STATS_SCHEMA,
     MergeTask,
 )
+from hudiql.write.conflict import ConflictRule
 from hudiql.write.index import NEW_GROUP, IndexConfig, tag
+from hudiql.write.transaction import WriteTransaction
 
 
 @dataclass(frozen=True)
@@ -133,52 +132,43 @@ def write_rows(
         raise HudiqlError(
             f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
         )
-    table.timeline.ensure_writable()
-    rollback_failed_writes(table)
-    table = table.refresh()
     settings = {**table.config.props, **conf}
     if table.config.is_mor:
         compaction.check_settings(settings)
         for key in (keys.WRITE_BATCH_SIZE, keys.WRITE_TASK_MAX_SIZE):
             megabytes(settings, key)
     index = IndexConfig.for_table(table.config.props, conf, table.config.record_key_fields)
-    timeline = table.timeline
-    instant = timeline.start(DELTA_COMMIT if table.config.is_mor else COMMIT, timeline.new_instant_time())
     # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
     # bucket assignment counts the inserts, and deleting a new key drops it. The bucket index
     # does it in the shuffle by file group that the write needs anyway.
     precombine = table.has_record_key and operation is Operation.UPSERT and not planned
     incoming = None
-    try:
-        if not planned:
-            rows = _prepare(table, rows)
-        if precombine and not index.is_bucket:
-            rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
-        incoming = rows.persist(StorageLevel.MEMORY_AND_DISK)
-        task_stats = _write_file_groups(
-            spark, table, index, incoming, operation, instant.timestamp, settings, planned, precombine and index.is_bucket
-        )
-        stats = [WriteStat.from_row(r) for r in task_stats]
-        # The tasks count what the incoming rows did (``insert_counts`` reads it back). A MERGE /
-        # UPDATE / DELETE decided its rows while planning and passes its own counts, which win.
-        counts = DmlCounts.from_write_stats(task_stats)
-        metadata = CommitMetadata(
-            operation_type=operation.value.upper(),
-            schema=to_avro_json(table.schema, table.config.name),
-            write_stats=stats,
-            extra_metadata={**counts.metadata(), **(extra_metadata or {})},
-        )
-        _reconcile_markers(table, instant.timestamp, {s.path for s in stats})
-        timeline.complete(instant, metadata.to_json())
-        table.storage.delete_dir(f".hoodie/.temp/{instant.timestamp}")
-    except BaseException as exc:
-        rollback(table, instant)
-        raise_user_error(exc)
-    finally:
-        if incoming is not None:
-            incoming.unpersist()
-    if table.config.is_mor:
-        compaction.compact_inline_if_due(spark, table.refresh(), settings)
+    with WriteTransaction.start(spark, table, settings, DELTA_COMMIT if table.config.is_mor else COMMIT) as txn:
+        try:
+            if not planned:
+                rows = _prepare(table, rows)
+            if precombine and not index.is_bucket:
+                rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
+            incoming = rows.persist(StorageLevel.MEMORY_AND_DISK)
+            task_stats = _write_file_groups(
+                spark, table, index, incoming, operation, txn.instant_time, settings, planned,
+                precombine and index.is_bucket,
+            )
+            # The tasks count what the incoming rows did (``insert_counts`` reads it back). A MERGE /
+            # UPDATE / DELETE decided its rows while planning and passes its own counts, which win.
+            counts = DmlCounts.from_write_stats(task_stats)
+            metadata = CommitMetadata(
+                operation_type=operation.value.upper(),
+                schema=to_avro_json(table.schema, table.config.name),
+                write_stats=[WriteStat.from_row(r) for r in task_stats],
+                extra_metadata={**counts.metadata(), **(extra_metadata or {})},
+            )
+            unique_keys = table.has_record_key and operation is Operation.UPSERT
+            txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys))
+        finally:
+            if incoming is not None:
+                incoming.unpersist()
+    post_commit.run(spark, table, settings)
     return metadata
 
 
@@ -404,13 +394,6 @@ def _write_partition_metadata(table: HudiTable, partitions: list[str], instant_t
         path = join_partition(partition, PARTITION_METADATA_FILE)
         if not table.storage.exists(path):
             table.storage.write_atomic(path, partition_metadata(instant_time, partition))
-
-
-def _reconcile_markers(table: HudiTable, instant_time: str, committed: set[str]) -> None:
-    """Delete files of failed task attempts: marked by this instant but not in the stats."""
-    for path in files_from_markers(table, instant_time):
-        if path not in committed:
-            table.storage.delete(path)
 
 
 def align_columns(df: DataFrame, schema: T.StructType) -> DataFrame:

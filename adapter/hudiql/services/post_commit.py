@@ -1,0 +1,35 @@
+"""Table services that run after a write committed: today inline compaction of merge-on-read
+tables (cleaning and archiving will join it here).
+
+The write has succeeded once its instant completed, so a service that cannot run (another
+writer in flight, a failure) is skipped with a one-line warning and runs after a later write;
+it never turns the statement into a failure that a user would retry, applying it twice.
+
+Example:
+    >>> run(spark, table, settings)   # after WriteTransaction.commit
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+from hudiql.errors import HudiqlError, from_spark_error, warn
+from hudiql.services import compaction
+from hudiql.table.table import HudiTable
+
+
+def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> None:
+    """Run the services ``settings`` ask for on ``table`` (loaded again: the write is in it)."""
+    if not table.config.is_mor:
+        return
+    try:
+        compaction.compact_inline(spark, table.refresh(), settings)
+    except Exception as exc:  # noqa: BLE001 - whatever went wrong, the write committed
+        error = exc if isinstance(exc, HudiqlError) else from_spark_error(exc)
+        reason = str(error) if error is not None else f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        warn(
+            f"the write committed, but inline compaction of table {table.config.name} did not run ({reason}); "
+            "it runs after a later write, or with CALL run_compaction"
+        )

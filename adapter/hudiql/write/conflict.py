@@ -1,0 +1,156 @@
+"""Conflict resolution of optimistic concurrency control: may this write still commit?
+
+At commit, under the table lock, a write compares what it wrote with every instant that
+completed since its snapshot, and with every compaction planned since it (Hudi's
+``SimpleConcurrentFileWritesConflictResolutionStrategy``, with two checks more):
+- both wrote, replaced or compacted one file group: the write that commits second would undo
+  the other's rows (a copy-on-write rewrite starts from the base file it read), or append logs
+  to a slice a compaction no longer merges;
+- bucket index: both wrote to one bucket of one partition (two new file groups for a bucket);
+- both inserted one record key, into different new file groups: the key would be stored twice.
+  Only this check reads data: the keys of the files both wrote in their shared partitions, in a
+  Spark job that runs only when another write committed in such a partition meanwhile.
+A compaction planned before the snapshot is no conflict: the write went to the slice it opened.
+
+Example:
+    >>> check(spark, storage, snapshot, Timeline.load(storage), instant, metadata, rule)
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from hudiql.errors import WriteConflictError
+from hudiql.io.storage import Storage
+from hudiql.table.commit import CommitMetadata, WriteStat
+from hudiql.table.compaction_plan import decode_plan
+from hudiql.table.fsview import read_commit_metadata
+from hudiql.table.layout import bucket_of_file_id, parse_data_file_name
+from hudiql.table.schema import PARTITION_PATH, RECORD_KEY
+from hudiql.table.timeline import COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS, Instant, Timeline
+
+RETRY = "nothing of this write was committed: run the statement again"
+
+
+@dataclass(frozen=True)
+class ConflictRule:
+    """What counts as a conflict for one write."""
+
+    #: Actions whose instants can conflict with it: a compaction conflicts only with replaced file groups.
+    actions: tuple[str, ...] = (*WRITE_ACTIONS, COMPACTION)
+    bucket_index: bool = False
+    unique_keys: bool = False  # an upsert: one record per key
+
+
+@dataclass(frozen=True)
+class _Touched:
+    """The file groups an instant wrote, replaced or plans to compact, and the base files it
+    inserted records into."""
+
+    groups: frozenset[tuple[str, str]]
+    inserted: tuple[str, ...]
+
+
+def concurrent_instants(snapshot: Timeline, current: Timeline, own: str, actions: tuple[str, ...]) -> list[Instant]:
+    """Instants of ``actions`` that completed since ``snapshot`` (it did not know them, or knew
+    them pending), and compactions planned since it."""
+    known = {i.timestamp: i for i in snapshot.instants}
+    out = []
+    for instant in current.instants:
+        if instant.timestamp == own or instant.action not in actions:
+            continue
+        before = known.get(instant.timestamp)
+        if instant.is_completed:
+            # A compaction pending in the snapshot completing is no news: the write went past it.
+            if before is None or (not before.is_completed and before.action != COMPACTION):
+                out.append(instant)
+        elif instant.action == COMPACTION and before is None:
+            out.append(instant)
+    return out
+
+
+def check(
+    spark: SparkSession,
+    storage: Storage,
+    snapshot: Timeline,
+    current: Timeline,
+    own: Instant,
+    ours: CommitMetadata,
+    rule: ConflictRule,
+) -> None:
+    """Raise ``WriteConflictError`` naming the other instant when this write may not commit."""
+    mine = _touched_by_stats(ours.write_stats, ours.partition_to_replace_file_ids)
+    inserted_by: dict[str, Instant] = {}
+    for other in concurrent_instants(snapshot, current, own.timestamp, rule.actions):
+        theirs = _touched(current, other)
+        both = mine.groups & theirs.groups
+        if both:
+            partition, file_id = sorted(both)[0]
+            raise _conflict(own, other, f"file group {file_id} in partition '{partition}'")
+        if rule.bucket_index:
+            buckets = _buckets(mine.groups) & _buckets(theirs.groups)
+            if buckets:
+                partition, bucket = sorted(buckets)[0]
+                raise _conflict(own, other, f"bucket {bucket} of partition '{partition}'")
+        inserted_by.update((path, other) for path in theirs.inserted)
+    if rule.unique_keys and mine.inserted and inserted_by:
+        _check_keys(spark, storage, own, mine.inserted, inserted_by)
+
+
+def _conflict(own: Instant, other: Instant, what: str) -> WriteConflictError:
+    happened = "was planned" if not other.is_completed else "completed"
+    action = "compaction" if other.action == COMPACTION else other.action
+    return WriteConflictError(
+        f"{own.action} {own.timestamp} conflicts with {action} {other.timestamp}, which {happened} while it ran: "
+        f"both wrote {what}; {RETRY}"
+    )
+
+
+def _touched(timeline: Timeline, instant: Instant) -> _Touched:
+    if instant.action == COMPACTION and not instant.is_completed:
+        plan = decode_plan(timeline.read_requested(instant))
+        return _Touched(frozenset((op.partition_path, op.file_id) for op in plan), ())
+    meta = read_commit_metadata(timeline, instant)
+    return _touched_by_stats(meta.write_stats, meta.partition_to_replace_file_ids)
+
+
+def _touched_by_stats(stats: list[WriteStat], replaced: dict[str, list[str]]) -> _Touched:
+    groups = {(s.partition_path, s.file_id) for s in stats}
+    groups.update((partition, file_id) for partition, ids in replaced.items() for file_id in ids)
+    inserted = tuple(
+        s.path for s in stats
+        if s.num_inserts > 0 and (parsed := parse_data_file_name(posixpath.basename(s.path))) and not parsed.is_log
+    )
+    return _Touched(frozenset(groups), inserted)
+
+
+def _buckets(groups: frozenset[tuple[str, str]]) -> set[tuple[str, int]]:
+    return {(p, b) for p, f in groups if (b := bucket_of_file_id(f)) is not None}
+
+
+def _partitions(paths: Iterable[str]) -> set[str]:
+    return {posixpath.dirname(p) for p in paths}
+
+
+def _check_keys(spark: SparkSession, storage: Storage, own: Instant, mine: tuple[str, ...],
+                inserted_by: dict[str, Instant]) -> None:
+    """Both inserted a key: in the partitions both inserted into, a join of their keys."""
+    shared = _partitions(mine) & _partitions(inserted_by)
+    theirs = [p for p in inserted_by if posixpath.dirname(p) in shared]
+    if not theirs:
+        return
+    keys = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
+    ours_df = spark.read.schema(keys).parquet(*[storage.uri(p) for p in mine if posixpath.dirname(p) in shared])
+    theirs_df = spark.read.schema(keys).parquet(*[storage.uri(p) for p in theirs]).select(
+        RECORD_KEY, PARTITION_PATH, F.col("_metadata.file_name").alias("file_name")
+    )
+    hit = ours_df.join(theirs_df, [RECORD_KEY, PARTITION_PATH]).limit(1).collect()
+    if hit:
+        by_name = {posixpath.basename(p): instant for p, instant in inserted_by.items()}
+        raise _conflict(own, by_name[hit[0]["file_name"]], f"new record key '{hit[0][RECORD_KEY]}'")

@@ -1,0 +1,129 @@
+"""The table lock: one writer at a time checks for conflicts and completes its instant.
+
+The lock is the file ``.hoodie/lock``, created only if absent (Hudi's
+``FileSystemBasedLockProvider`` keeps its lock in the same place). A writer holds it for the
+conflict check and the completion of its instant only, never while its tasks write, so a wait
+is short. The file names its holder; a lock whose holder process on this host is gone, or that
+is older than ``hoodie.write.lock.filesystem.expire`` minutes, is stale and is broken, so that
+a process killed while holding it does not block the table for ever.
+
+Example:
+    >>> with TableLock(storage, settings, "commit 20260101000000000"):
+    ...     ...  # check conflicts, complete the instant
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Mapping
+from contextlib import AbstractContextManager, nullcontext
+
+from hudiql.errors import WriteConflictError
+from hudiql.io.storage import Storage
+from hudiql.table import keys
+from hudiql.table.layout import LOCK_FILE
+
+
+class TableLock:
+    """The lock of the table at ``storage``, for one holder; a context manager."""
+
+    def __init__(self, storage: Storage, settings: Mapping[str, str], holder: str) -> None:
+        self.storage = storage
+        self.holder = holder
+        self.wait_ms = int(keys.setting(settings, keys.LOCK_WAIT_MS))
+        self.retry_ms = int(keys.setting(settings, keys.LOCK_RETRY_WAIT_MS))
+        self.expire_minutes = int(keys.setting(settings, keys.LOCK_EXPIRE_MINUTES))
+        self._content = b""
+
+    def __enter__(self) -> TableLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def acquire(self) -> None:
+        if not self.storage.can_create_exclusive:
+            raise WriteConflictError(
+                f"table {self.storage.base_uri}: hudiql cannot lock a table on this storage; if only one process "
+                f"writes it, SET {keys.CONCURRENCY_MODE}={keys.SINGLE_WRITER}"
+            )
+        deadline = time.monotonic() + self.wait_ms / 1000
+        while not self.storage.create_exclusive(LOCK_FILE, self._claim()):
+            if self._break_if_stale():
+                continue
+            if time.monotonic() >= deadline:
+                raise WriteConflictError(
+                    f"could not take the lock of table {self.storage.base_uri} within {self.wait_ms} ms "
+                    f"({self._describe_holder()}); nothing was written: run the statement again, or raise "
+                    f"{keys.LOCK_WAIT_MS}"
+                )
+            time.sleep(self.retry_ms / 1000)
+
+    def _claim(self) -> bytes:
+        self._content = json.dumps({
+            "holder": self.holder, "host": socket.gethostname(), "pid": os.getpid(),
+            "acquired_ms": int(time.time() * 1000),
+        }).encode()
+        return self._content
+
+    def release(self) -> None:
+        # Only our own lock: a stale-lock breaker may have taken it over meanwhile.
+        if self._read() == self._content:
+            self.storage.delete(LOCK_FILE)
+
+    def _read(self) -> bytes | None:
+        try:
+            with open(self.storage.full_path(LOCK_FILE), "rb") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
+
+    def _holder(self) -> dict | None:
+        content = self._read()
+        try:
+            return json.loads(content) if content else None
+        except ValueError:
+            return None  # being written
+
+    def _describe_holder(self) -> str:
+        holder = self._holder()
+        if holder is None:
+            return "held by another writer"
+        return f"held by {holder.get('holder')} of process {holder.get('pid')} on {holder.get('host')}"
+
+    def _break_if_stale(self) -> bool:
+        """Delete the lock if its holder is gone or it expired; whether it was deleted."""
+        content = self._read()
+        holder = self._holder()
+        if content is None or holder is None:
+            return content is None  # gone already: try again; unreadable: it is being written
+        dead = holder.get("host") == socket.gethostname() and not _process_alive(int(holder.get("pid", -1)))
+        age_ms = time.time() * 1000 - int(holder.get("acquired_ms", 0))
+        expired = self.expire_minutes > 0 and age_ms > self.expire_minutes * 60_000
+        if not (dead or expired) or self._read() != content:
+            return False
+        self.storage.delete(LOCK_FILE)
+        return True
+
+
+def _process_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def commit_lock(storage: Storage, settings: Mapping[str, str], holder: str) -> AbstractContextManager:
+    """The table lock, unless ``hoodie.write.concurrency.mode=SINGLE_WRITER`` promises one writer."""
+    if keys.setting(settings, keys.CONCURRENCY_MODE).upper() == keys.SINGLE_WRITER:
+        return nullcontext()
+    return TableLock(storage, settings, holder)

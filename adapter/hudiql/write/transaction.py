@@ -1,0 +1,145 @@
+"""The write transaction: one per statement that writes, and one per compaction run.
+
+A transaction owns everything between a write's snapshot and its completed instant:
+1. ``start``: the table as loaded when the statement began is its snapshot (config, timeline,
+   file-system view: read once and passed down). Writes whose writer died are rolled back
+   (``services.rollback``); the instant time is claimed with a heartbeat (``write.heartbeat``)
+   and the instant goes requested -> inflight.
+2. The writer's tasks write files, each marked under ``.hoodie/.temp/<instant>/`` first.
+3. ``commit``: files of failed task attempts are removed; under the table lock
+   (``write.lock``), the timeline is read again and the write is checked against every instant
+   that completed since the snapshot (``write.conflict``); the instant completes with one atomic
+   write. From here on the statement has succeeded.
+4. On any failure before that, ``abort``: the files and the instant are removed; nothing is visible.
+Post-commit services (``services.post_commit``: inline compaction) run after the transaction,
+each a transaction of its own, so that none of them can fail the statement.
+
+``hoodie.write.concurrency.mode=SINGLE_WRITER`` skips the lock and the check.
+
+Example:
+    >>> with WriteTransaction.start(spark, table, settings, COMMIT) as txn:
+    ...     stats = write_files(txn.instant_time)
+    ...     txn.commit(CommitMetadata(write_stats=stats), ConflictRule(unique_keys=True))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
+from hudiql.services.rollback import files_from_markers, rollback, rollback_failed_writes
+from hudiql.table.commit import CommitMetadata
+from hudiql.table.layout import TEMP_FOLDER
+from hudiql.table.table import HudiTable
+from hudiql.table.timeline import Instant, State, Timeline
+from hudiql.write import conflict
+from hudiql.write.conflict import ConflictRule
+from hudiql.write.heartbeat import Heartbeat, heartbeat_path, is_expired
+from hudiql.write.lock import commit_lock
+
+#: How many instant times a writer tries when other writers claim the same millisecond.
+_CLAIM_ATTEMPTS = 100
+
+
+class WriteTransaction:
+    """One write of one table, from its snapshot to its completed (or rolled back) instant."""
+
+    def __init__(self, spark: SparkSession, table: HudiTable, settings: Mapping[str, str],
+                 instant: Instant, heartbeat: Heartbeat, resumed: bool = False) -> None:
+        self.spark = spark
+        self.table = table  # the snapshot
+        self.settings = settings
+        self.instant = instant
+        self._heartbeat = heartbeat
+        self._resumed = resumed  # a planned instant (compaction): a rollback keeps its plan
+        self._done = False
+
+    @property
+    def instant_time(self) -> str:
+        return self.instant.timestamp
+
+    @classmethod
+    def start(cls, spark: SparkSession, table: HudiTable, settings: Mapping[str, str], action: str) -> WriteTransaction:
+        """A new instant of ``action`` on ``table`` (the statement's snapshot), inflight."""
+        timeline = table.timeline
+        timeline.ensure_writable()
+        rollback_failed_writes(table, settings)
+        heartbeat = claim_instant_time(table, settings)
+        try:
+            instant = timeline.start(action, heartbeat.instant_time)
+        except BaseException:
+            heartbeat.stop()
+            raise
+        return cls(spark, table, settings, instant, heartbeat)
+
+    @classmethod
+    def resume(cls, spark: SparkSession, table: HudiTable, settings: Mapping[str, str], planned: Instant) -> WriteTransaction:
+        """Run a planned instant (a requested compaction, or one whose runner died: rolled back
+        to requested first). Refused while another process runs it."""
+        storage = table.storage
+        if storage.exists(heartbeat_path(planned.timestamp)):
+            if not is_expired(storage, planned.timestamp, settings):
+                raise WriteConflictError(f"{planned.action} {planned.timestamp} is being run by another writer")
+            storage.delete(heartbeat_path(planned.timestamp))
+        heartbeat = Heartbeat.for_settings(storage, planned.timestamp, settings)
+        if not heartbeat.start():
+            raise WriteConflictError(f"{planned.action} {planned.timestamp} is being run by another writer")
+        txn = cls(spark, table, settings, planned, heartbeat, resumed=True)
+        try:
+            if planned.state is State.INFLIGHT:
+                rollback(table, planned, keep_requested=True)
+            txn.instant = table.timeline.transition_to_inflight(planned)
+        except BaseException:
+            txn.abort()
+            raise
+        return txn
+
+    def __enter__(self) -> WriteTransaction:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if not self._done:
+            self.abort()
+        if exc is not None and not isinstance(exc, HudiqlError):
+            translated = from_spark_error(exc)  # a task failed on bad data: say so in one line
+            if translated is not None:
+                raise translated from None
+
+    def commit(self, metadata: CommitMetadata, rule: ConflictRule) -> Instant:
+        """Complete the instant with ``metadata`` unless a write that completed meanwhile
+        conflicts with it (``WriteConflictError``, after which the caller aborts)."""
+        written = {s.path for s in metadata.write_stats}
+        for path in files_from_markers(self.table, self.instant_time):
+            if path not in written:
+                self.table.storage.delete(path)  # a failed task attempt's file
+        with commit_lock(self.table.storage, self.settings, f"{self.instant.action} {self.instant_time}") as lock:
+            if lock is not None:
+                current = Timeline.load(self.table.storage)
+                conflict.check(self.spark, self.table.storage, self.table.timeline, current, self.instant, metadata, rule)
+            completed = self.table.timeline.complete(self.instant, metadata.to_json())
+        self._done = True
+        self.table.storage.delete_dir(f"{TEMP_FOLDER}/{self.instant_time}")
+        self._heartbeat.stop()
+        return completed
+
+    def abort(self) -> None:
+        """Remove every file of the write and its instant (a planned instant goes back to requested)."""
+        self._done = True
+        try:
+            rollback(self.table, self.instant, keep_requested=self._resumed)
+        finally:
+            self._heartbeat.stop()
+
+
+def claim_instant_time(table: HudiTable, settings: Mapping[str, str]) -> Heartbeat:
+    """A beating heartbeat for a new instant time, later than every instant of the snapshot and
+    claimed by no other writer (two processes may pick the same millisecond)."""
+    instant_time = table.timeline.new_instant_time()
+    for _ in range(_CLAIM_ATTEMPTS):
+        heartbeat = Heartbeat.for_settings(table.storage, instant_time, settings)
+        if heartbeat.start():
+            return heartbeat
+        instant_time = Timeline.next_instant_time(instant_time)
+    raise WriteConflictError(f"table {table.base_uri}: no free instant time after {instant_time}; run the statement again")
