@@ -459,7 +459,10 @@ class Session:
         return self._dml_result(DmlPlanner(self).delete(st))
 
     def _dml_result(self, counts: DmlCounts) -> Result:
-        return Result(self.spark.createDataFrame([counts.row()], DML_RESULT_SCHEMA), True)
+        # A VALUES relation: collecting it runs no Spark job (a DataFrame of a Python list would).
+        names = ", ".join(name for name, _ in (c.split() for c in DML_RESULT_SCHEMA.split(", ")))
+        values = ", ".join(f"CAST({v} AS BIGINT)" for v in counts.row())
+        return Result(self.spark.sql(f"SELECT * FROM VALUES ({values}) AS t({names})"), True)
 
     def _write(self, table: HudiTable, rows: DataFrame, operation: Operation):
         return write_rows(self.spark, table, rows, operation, self.conf)

@@ -7,7 +7,9 @@ Planning turns a statement into *actions*, one row per target row to change, wit
 Then one path finishes every statement: precombine (several source rows for one key), the merge
 rule (an update older than the stored row is skipped and counted, unless
 ``hoodie.merge.ordering.enforce=false``), partition moves (delete at the old path, insert at the
-new one), counts, and the write. Nothing is written before validation passes.
+new one), counts, and the write. Nothing is written before validation passes. Each row keeps
+the file group of the stored row it changes (from the snapshot's ``_hoodie_file_name``), so the
+write does not look the keys up again (``write.writer.write_decided``).
 An INSERT's counts (``insert_counts``) are the same five, counted by its write tasks.
 
 Example:
@@ -32,10 +34,10 @@ from hudiql.sql import statements as S
 from hudiql.sql.parser import DIALECT
 from hudiql.table import keys
 from hudiql.table.commit import CommitMetadata
-from hudiql.table.schema import IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY
+from hudiql.table.schema import FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
-from hudiql.write.handle import DELETE, SEQUENCE
-from hudiql.write.writer import DmlCounts, Operation, write_rows
+from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
+from hudiql.write.writer import DmlCounts, planned_shuffles, write_decided
 
 if TYPE_CHECKING:
     from hudiql.session import Session
@@ -44,9 +46,12 @@ if TYPE_CHECKING:
 KIND = "__hudiql_kind"
 OLD_PATH = "__hudiql_old_path"
 OLD_ORDERING = "__hudiql_old_ordering"
+OLD_FILE = "__hudiql_old_file"  # the target row's _hoodie_file_name: its file group
 SOURCE_ORDERING = "__hudiql_source_ordering"  # the source row's ordering value, for precombine
 MATCHED = "__hudiql_matched"
+SKIP = "__hudiql_skip"  # an update older than the stored row (merge rule)
 UPDATE, DELETE_KIND, INSERT = "update", "delete", "insert"
+MOVED = "moved"  # the delete at the old path of an update that moves its row to another partition
 
 
 RESULT_SCHEMA = (
@@ -152,6 +157,7 @@ class DmlPlanner:
         projections += [
             exp.alias_(kind, KIND),
             exp.alias_(_col(PARTITION_PATH, target), OLD_PATH),
+            exp.alias_(_col(FILE_NAME, target), OLD_FILE),
             exp.alias_(self._old_ordering(table, target), OLD_ORDERING),
             exp.alias_(_col(SEQUENCE, source), SEQUENCE),
         ]
@@ -168,7 +174,11 @@ class DmlPlanner:
 
         checks = [(label, joined(check)) for label, check in checks]
         actions = self._run(joined(*projections), [target_view, source_view], checks).where(F.col(KIND).isNotNull())
-        return self._finish(table, actions, from_source=True)
+        # A source row no clause matched is a new key only if the join saw every stored row of
+        # its key: ON tests nothing but the record key, over the whole target.
+        on_keys_only = all(isinstance(c, exp.EQ) for c in conjuncts(st.on)) and len(
+            list(conjuncts(st.on))) == len(table.config.record_key_fields)
+        return self._finish(table, actions, from_source=True, inserts_checked=keep is None and on_keys_only)
 
     def update(self, st: S.Update) -> DmlCounts:
         table = self._keyed_table(st.table, "UPDATE")
@@ -212,6 +222,7 @@ class DmlPlanner:
         projections = projections + [
             exp.alias_(exp.Literal.string(kind), KIND),
             exp.alias_(_col(PARTITION_PATH), OLD_PATH),
+            exp.alias_(_col(FILE_NAME), OLD_FILE),
             exp.alias_(self._old_ordering(table, None), OLD_ORDERING),
             exp.alias_(exp.Literal.number(0), SEQUENCE),
         ]
@@ -222,9 +233,10 @@ class DmlPlanner:
             return sql.where(where.copy()) if where is not None else sql
 
         checks = [(label, selected(check)) for label, check in checks]
-        return self._finish(table, self._run(selected(*projections), [view], checks), from_source=False)
+        return self._finish(table, self._run(selected(*projections), [view], checks), from_source=False,
+                            inserts_checked=False)
 
-    def _finish(self, table: HudiTable, actions: DataFrame, from_source: bool) -> DmlCounts:
+    def _finish(self, table: HudiTable, actions: DataFrame, from_source: bool, inserts_checked: bool) -> DmlCounts:
         rule = table.merge_rule
         keyed = actions.withColumn(RECORD_KEY, table.keygen.record_key()).withColumn(
             PARTITION_PATH, table.keygen.partition_path(table.schema)
@@ -251,28 +263,37 @@ class DmlPlanner:
         is_update = F.col(KIND) == UPDATE
         # A row whose _hoodie_is_deleted is true deletes its key, whatever clause produced it.
         marked = F.coalesce(F.col(IS_DELETED), F.lit(False)) if IS_DELETED in combined.columns else F.lit(False)
-        skip = F.col("__hudiql_skip")
-        decided = combined.withColumn("__hudiql_skip", is_update & ~wins).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            totals = decided.agg(
-                F.sum((is_update & ~skip & ~marked).cast("long")),
-                F.sum(((F.col(KIND) == DELETE_KIND) | (is_update & ~skip & marked)).cast("long")),
-                F.sum(((F.col(KIND) == INSERT) & ~marked).cast("long")),
-                F.sum(skip.cast("long")),
-            ).first()
-            counts = DmlCounts(*[int(v or 0) for v in totals])
-            if counts.affected == 0:
-                return counts  # nothing changes: no commit
-            live = decided.where(~F.col("__hudiql_skip")).withColumn(DELETE, F.col(KIND) == DELETE_KIND)
-            # An update that changes the partition path deletes the row at its old path, in the same commit.
-            moved = live.where(is_update & (F.col(OLD_PATH) != F.col(PARTITION_PATH))).withColumn(
-                PARTITION_PATH, F.col(OLD_PATH)
-            ).withColumn(DELETE, F.lit(True))
-            rows = live.unionByName(moved).drop(KIND, OLD_PATH, OLD_ORDERING, "__hudiql_skip")
-            write_rows(self.spark, table, rows, Operation.UPSERT, self.session.conf, counts.metadata(), planned=True)
-            return counts
-        finally:
-            decided.unpersist()
+        is_delete = F.col(KIND) == DELETE_KIND
+        skip = F.col(SKIP)
+        decided = combined.withColumn(SKIP, is_update & ~wins).withColumn(DELETE, is_delete)
+        # A row stays in the file group of the stored row it changes; an update that changes the
+        # partition path is an insert at the new path plus a delete at the old one, in one commit.
+        moves = is_update & ~skip & (F.col(OLD_PATH) != F.col(PARTITION_PATH))
+        stored_group = F.regexp_extract(F.col(OLD_FILE), r"^([^_]+)", 1)  # a base or log file's group
+        decided = decided.withColumn(FILE_ID, F.when(F.col(OLD_FILE).isNull() | moves, F.lit(None)).otherwise(stored_group))
+        moved = decided.where(moves).withColumn(PARTITION_PATH, F.col(OLD_PATH)).withColumn(
+            DELETE, F.lit(True)).withColumn(FILE_ID, stored_group).withColumn(KIND, F.lit(MOVED))
+        with planned_shuffles(self.spark):
+            rows = decided.unionByName(moved).persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                # One pass counts the statement's rows and, per partition, the rows for new file groups.
+                live = ~skip
+                per_partition = rows.groupBy(PARTITION_PATH).agg(
+                    F.sum((live & is_update & ~marked).cast("long")),
+                    F.sum((live & (is_delete | (is_update & marked))).cast("long")),
+                    F.sum(((F.col(KIND) == INSERT) & ~marked).cast("long")),
+                    F.sum(skip.cast("long")),
+                    F.sum((live & F.col(FILE_ID).isNull() & ~F.col(DELETE) & ~marked).cast("long")),
+                ).collect()
+                counts = DmlCounts(*[sum(int(r[i] or 0) for r in per_partition) for i in (1, 2, 3, 4)])
+                if counts.affected == 0:
+                    return counts  # nothing changes: no commit
+                inserts = {r[PARTITION_PATH]: int(r[5] or 0) for r in per_partition}
+                written = rows.where(live).drop(KIND, OLD_PATH, OLD_ORDERING, OLD_FILE, SKIP)
+                write_decided(self.spark, table, written, self.session.conf, counts, inserts, inserts_checked)
+                return counts
+            finally:
+                rows.unpersist()
 
     # ---- validation ---------------------------------------------------------------------------
     def _check_on(self, table: HudiTable, on: exp.Expression, target: str) -> None:

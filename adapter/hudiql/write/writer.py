@@ -20,7 +20,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from functools import reduce
@@ -119,15 +120,96 @@ def write_rows(
     rows: DataFrame,
     operation: Operation,
     conf: dict[str, str],
-    extra_metadata: dict[str, str] | None = None,
-    planned: bool = False,
 ) -> CommitMetadata:
-    """Write ``rows`` (the table's data columns) as one commit; returns its metadata.
+    """Write ``rows`` (the table's data columns; INSERT, CTAS) as one commit; returns its metadata.
 
-    ``planned`` rows come from MERGE / UPDATE / DELETE: they carry their key columns, input
-    sequence and delete flag, are precombined, and the merge rule was applied while planning,
-    so each replaces its stored version.
+    ``table`` is the statement's snapshot: what the write reads of the table comes from it.
     """
+    settings, index = _write_settings(table, conf)
+    # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
+    # bucket assignment counts the inserts, and deleting a new key drops it. The bucket index
+    # does it in the shuffle by file group that the write needs anyway.
+    precombine = table.has_record_key and operation is Operation.UPSERT
+    rows = _prepare(table, rows)
+    if precombine and not index.is_bucket:
+        rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
+
+    def write(instant_time: str) -> list[dict]:
+        return _write_file_groups(
+            spark, table, index, rows, operation, instant_time, settings, table.merge_rule, precombine and index.is_bucket
+        )
+
+    return _commit(spark, table, settings, index, operation, write, None)
+
+
+def write_decided(
+    spark: SparkSession,
+    table: HudiTable,
+    rows: DataFrame,
+    conf: dict[str, str],
+    counts: DmlCounts,
+    inserts: dict[str, int],
+    inserts_checked: bool,
+) -> CommitMetadata:
+    """Write the rows of a MERGE / UPDATE / DELETE as one commit.
+
+    The statement decided each row against the stored row it read (the merge rule, partition
+    moves, deletes: ``write.dml``), and the rows carry their key columns, input sequence, delete
+    flag and ``FILE_ID``, the file group of the stored row (null for a new key). So no index
+    lookup runs again, and each row replaces its key's stored version: the transaction's
+    conflict check makes sure that version is still the one the statement read. ``inserts``:
+    rows without a file group, per partition path (every partition the write touches is a key).
+    ``inserts_checked``: the statement's join saw every stored row a new key could match (a
+    MERGE ON the record key over the whole table), else the index looks the new keys up.
+    """
+    settings, index = _write_settings(table, conf)
+    replace = MergeRule(COMMIT_TIME_ORDERING, None)  # decided already: the incoming row wins
+
+    def write(instant_time: str) -> list[dict]:
+        if index.is_bucket:  # the bucket index reads nothing: it places every row again, cheaply
+            return _write_file_groups(
+                spark, table, index, rows.drop(FILE_ID), Operation.UPSERT, instant_time, settings, replace, False
+            )
+        view = table.file_system_view(sorted(inserts))
+        base_files = spark.createDataFrame(
+            [(s.file_id, s.base_file) for s in view.latest_slices()], f"{FILE_ID} string, {BASE_FILE} string"
+        )
+        tagged = rows.join(F.broadcast(base_files), FILE_ID, "left")
+        if not inserts_checked and any(inserts.values()):
+            new = tagged.where(F.col(FILE_ID).isNull()).drop(FILE_ID, BASE_FILE)
+            found, _ = tag(spark, table, index, new, sorted(inserts), view, lookup=True)
+            tagged = tagged.where(F.col(FILE_ID).isNotNull()).unionByName(found)
+        _write_partition_metadata(table, sorted(p for p, n in inserts.items() if n), instant_time)
+        return _write_tagged(
+            spark, table, tagged, None, view, Operation.UPSERT, instant_time, settings, replace, False,
+            {p: n for p, n in inserts.items() if n},
+        )
+
+    return _commit(spark, table, settings, index, Operation.UPSERT, write, counts.metadata())
+
+
+@contextmanager
+def planned_shuffles(spark: SparkSession) -> Iterator[None]:
+    """Spark's adaptive execution is off within a write: the write sizes its own shuffles (one
+    task per file group, ``_by_file_group``), and adaptive execution would run each shuffle
+    stage as a Spark job of its own, a fixed cost that dominates a small statement."""
+    before = spark.conf.get(_ADAPTIVE, None)
+    spark.conf.set(_ADAPTIVE, "false")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(_ADAPTIVE)
+        else:
+            spark.conf.set(_ADAPTIVE, before)
+
+
+_ADAPTIVE = "spark.sql.adaptive.enabled"
+
+
+def _write_settings(table: HudiTable, conf: dict[str, str]) -> tuple[dict[str, str], IndexConfig]:
+    """The write's settings (table properties, then the session's) and index, checked before
+    anything is written."""
     if not table.config.populate_meta_fields:
         raise HudiqlError(
             f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
@@ -137,37 +219,34 @@ def write_rows(
         compaction.check_settings(settings)
         for key in (keys.WRITE_BATCH_SIZE, keys.WRITE_TASK_MAX_SIZE):
             megabytes(settings, key)
-    index = IndexConfig.for_table(table.config.props, conf, table.config.record_key_fields)
-    # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
-    # bucket assignment counts the inserts, and deleting a new key drops it. The bucket index
-    # does it in the shuffle by file group that the write needs anyway.
-    precombine = table.has_record_key and operation is Operation.UPSERT and not planned
-    incoming = None
-    with WriteTransaction.start(spark, table, settings, DELTA_COMMIT if table.config.is_mor else COMMIT) as txn:
-        try:
-            if not planned:
-                rows = _prepare(table, rows)
-            if precombine and not index.is_bucket:
-                rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
-            incoming = rows.persist(StorageLevel.MEMORY_AND_DISK)
-            task_stats = _write_file_groups(
-                spark, table, index, incoming, operation, txn.instant_time, settings, planned,
-                precombine and index.is_bucket,
-            )
-            # The tasks count what the incoming rows did (``insert_counts`` reads it back). A MERGE /
-            # UPDATE / DELETE decided its rows while planning and passes its own counts, which win.
-            counts = DmlCounts.from_write_stats(task_stats)
-            metadata = CommitMetadata(
-                operation_type=operation.value.upper(),
-                schema=to_avro_json(table.schema, table.config.name),
-                write_stats=[WriteStat.from_row(r) for r in task_stats],
-                extra_metadata={**counts.metadata(), **(extra_metadata or {})},
-            )
-            unique_keys = table.has_record_key and operation is Operation.UPSERT
-            txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys))
-        finally:
-            if incoming is not None:
-                incoming.unpersist()
+    return settings, IndexConfig.for_table(table.config.props, conf, table.config.record_key_fields)
+
+
+def _commit(
+    spark: SparkSession,
+    table: HudiTable,
+    settings: dict[str, str],
+    index: IndexConfig,
+    operation: Operation,
+    write: Callable[[str], list[dict]],
+    counts: dict[str, str] | None,
+) -> CommitMetadata:
+    """Run ``write`` (instant time -> the tasks' stats rows) in a write transaction, commit it,
+    then run the post-commit services."""
+    with planned_shuffles(spark), WriteTransaction.start(
+        spark, table, settings, DELTA_COMMIT if table.config.is_mor else COMMIT
+    ) as txn:
+        task_stats = write(txn.instant_time)
+        # The tasks count what the incoming rows did (``insert_counts`` reads it back). A MERGE /
+        # UPDATE / DELETE decided its rows while planning and passes its own counts, which win.
+        metadata = CommitMetadata(
+            operation_type=operation.value.upper(),
+            schema=to_avro_json(table.schema, table.config.name),
+            write_stats=[WriteStat.from_row(r) for r in task_stats],
+            extra_metadata=counts or DmlCounts.from_write_stats(task_stats).metadata(),
+        )
+        unique_keys = table.has_record_key and operation is Operation.UPSERT
+        txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys))
     post_commit.run(spark, table, settings)
     return metadata
 
@@ -191,12 +270,32 @@ def _write_file_groups(
     operation: Operation,
     instant_time: str,
     settings: dict,
-    planned: bool,
+    merge_rule: MergeRule,
     precombine: bool,
 ) -> list[dict]:
     """Tag ``incoming`` and write it by file group; ``precombine``: keep one row per key in the
     shuffle by file group (bucket index). Returns the tasks' stats rows (``STATS_SCHEMA``)."""
-    partitions = [r[0] for r in incoming.select(PARTITION_PATH).distinct().collect()]
+    incoming = incoming.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return _tag_and_write(spark, table, index, incoming, operation, instant_time, settings, merge_rule, precombine)
+    finally:
+        incoming.unpersist()
+
+
+def _tag_and_write(
+    spark: SparkSession,
+    table: HudiTable,
+    index: IndexConfig,
+    incoming: DataFrame,
+    operation: Operation,
+    instant_time: str,
+    settings: dict,
+    merge_rule: MergeRule,
+    precombine: bool,
+) -> list[dict]:
+    # Rows per partition: the partitions to index, and a bound on their inserts.
+    rows_by_partition = {r[0]: r[1] for r in incoming.groupBy(PARTITION_PATH).count().collect()}
+    partitions = sorted(rows_by_partition)
     view = table.file_system_view(partitions)
     _write_partition_metadata(table, partitions, instant_time)
     lookup = operation is Operation.UPSERT
@@ -219,7 +318,8 @@ def _write_file_groups(
         tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         return _write_tagged(
-            spark, table, tagged, new_groups, view, operation, instant_time, settings, planned, partitioned and not shared
+            spark, table, tagged, new_groups, view, operation, instant_time, settings, merge_rule, partitioned and not shared,
+            most_inserts=rows_by_partition,
         )
     finally:
         if shared:
@@ -235,10 +335,14 @@ def _write_tagged(
     operation: Operation,
     instant_time: str,
     settings: dict,
-    planned: bool,
+    merge_rule: MergeRule,
     partitioned: bool,
+    insert_counts: dict[str, int] | None = None,
+    most_inserts: dict[str, int] | None = None,
 ) -> list[dict]:
-    """Write the tagged rows; ``partitioned``: they are already shuffled by file group."""
+    """Write the tagged rows; ``partitioned``: they are already shuffled by file group.
+    ``insert_counts``: rows without a file group per partition, when the caller knows them;
+    else ``most_inserts`` bounds them."""
     updates, inserts = _split(tagged)
     mor = table.config.is_mor
     rewritten: list[str] = []
@@ -258,7 +362,7 @@ def _write_tagged(
                     small_files.setdefault(s.partition_path, []).append(s)
             if mor:
                 small_files = {p: [min(slices, key=lambda s: s.base_file_size)] for p, slices in small_files.items()}
-        inserts, buckets = _assign_buckets(spark, table, inserts, small_files, settings)
+        inserts, buckets = _assign_buckets(spark, table, inserts, small_files, settings, insert_counts, most_inserts)
         new_groups = len(buckets)
         rewritten = [b.file_id for b in buckets if b.base_file]
     groups = len(view.latest_slices()) + new_groups
@@ -271,7 +375,7 @@ def _write_tagged(
         base_uri=table.base_uri,
         instant_time=instant_time,
         arrow_schema=arrow_schema,
-        merge_rule=MergeRule(COMMIT_TIME_ORDERING, None) if planned else table.merge_rule,
+        merge_rule=merge_rule,
         concat=operation is not Operation.UPSERT or not table.has_record_key,
         generate_keys=not table.has_record_key,
         compression=keys.setting(settings, keys.COMPRESSION).lower(),
@@ -320,13 +424,26 @@ def _deletes(rows: DataFrame) -> Column:
 
 
 def _assign_buckets(
-    spark: SparkSession, table: HudiTable, inserts: DataFrame, small_files: dict, settings: dict
+    spark: SparkSession, table: HudiTable, inserts: DataFrame, small_files: dict, settings: dict,
+    insert_counts: dict[str, int] | None, most_inserts: dict[str, int] | None,
 ) -> tuple[DataFrame | None, list[Bucket]]:
-    """Tag inserts with the file group that receives them (``None`` when there are none)."""
-    insert_counts = {r[0]: r[1] for r in inserts.groupBy(PARTITION_PATH).count().collect()}
+    """Tag inserts with the file group that receives them (``None`` when there are none);
+    ``insert_counts`` per partition, counted here unless given.
+
+    When even ``most_inserts`` fit in one file group per partition, that assignment is the one
+    the exact counts would give, and counting them (a Spark job) is skipped: a small write's case.
+    """
     max_file_size = int(keys.setting(settings, keys.MAX_FILE_SIZE))
     record_size = int(keys.setting(settings, keys.RECORD_SIZE_ESTIMATE)) or table.average_record_size()
-    buckets = assign_inserts(insert_counts, small_files, record_size, max_file_size)
+    buckets = None
+    if insert_counts is None and most_inserts is not None:
+        buckets = assign_inserts(most_inserts, small_files, record_size, max_file_size)
+        if len({b.partition_path for b in buckets}) != len(buckets):
+            buckets = None
+    if buckets is None:
+        if insert_counts is None:
+            insert_counts = {r[0]: r[1] for r in inserts.groupBy(PARTITION_PATH).count().collect()}
+        buckets = assign_inserts(insert_counts, small_files, record_size, max_file_size)
     if not buckets:
         return None, []
     last = {b.partition_path: b.file_id for b in buckets}
