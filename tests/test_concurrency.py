@@ -1,0 +1,565 @@
+"""Concurrent writers on one table, as real processes (issue 13).
+
+Every writer is its own Python process with its own SparkSession (``local[1]``) and its own
+``hudiql.connect`` on the same warehouse: ``tests/concurrent_writer.py``, fed jobs on stdin.
+A JVM takes 5-10 s to start, so three writer processes live for the whole module and run every
+scenario; only the writer killed with SIGKILL and the CLI run start their own.
+
+The writers of one scenario wait for a start file, so their statements overlap in time. Each
+statement records whether it committed or raised ``WriteConflictError``; any other error fails
+the test. After each scenario (``check_table``): no key twice (hudiql and the official reader),
+the official reader returns what hudiql's SELECT returns, no write instant left pending, and
+every row was written by a statement that succeeded; the scenario then checks that every row a
+successful statement wrote last is there and that nothing of a statement that raised is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from itertools import count
+from pathlib import Path
+
+import pytest
+
+from conftest import hudiql_rows, official_rows
+
+WRITER_SCRIPT = Path(__file__).with_name("concurrent_writer.py")
+INSTANT = re.compile(r"(?<!\d)\d{17}(?!\d)")
+_TIMELINE_FILE = re.compile(r"^(\d{17})\.(.+)$")
+#: Completed instant files of timeline layout 1 (a compaction completes as ``.commit``).
+_COMPLETED = {"commit", "deltacommit", "replacecommit", "clean", "rollback", "savepoint", "restore"}
+_WRITE_REQUESTED = {"commit.requested", "deltacommit.requested", "replacecommit.requested"}
+COLUMNS = ["_hoodie_record_key", "_hoodie_commit_time", "id", "src"]
+STARTUP_TIMEOUT = 300
+JOB_TIMEOUT = 900  # a busy 2-core machine runs a small statement in seconds, or in a minute
+
+
+# ---- writer processes ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    result: Path  # the statements it ran (JSON), rewritten after each
+
+    def results(self) -> list[dict]:
+        return json.loads(self.result.read_text()) if self.result.exists() else []
+
+
+class Writer:
+    """One ``concurrent_writer.py`` process: jobs in on stdin, ``READY``/``WAITING``/``DONE`` out."""
+
+    _jobs = count()
+
+    def __init__(self, log_dir: Path, name: str) -> None:
+        self.name = name
+        self.log = log_dir / f"{name}.stderr"
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+        with open(self.log, "w") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(WRITER_SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=err, text=True, env=env, cwd=log_dir,
+            )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line.strip())
+        self.lines.put(None)
+
+    def log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:]
+
+    def expect(self, word: str, job: Job | None = None, timeout: float = JOB_TIMEOUT) -> None:
+        """Wait for ``word`` (of ``job``); lines of jobs an earlier failed test left behind are skipped."""
+        wanted = f"{word} {job.name}" if job else word
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"writer {self.name}: no {wanted} within {timeout} s; its stderr ends:\n{self.log_tail()}")
+            if line is None:
+                pytest.fail(f"writer {self.name} exited ({self.proc.poll()}) before {wanted}; its stderr ends:\n{self.log_tail()}")
+            if job and line == f"FAILED {job.name}":
+                pytest.fail(f"writer {self.name}: job {job.name} failed in its setup; its stderr ends:\n{self.log_tail()}")
+            if line == wanted:
+                return
+
+    def submit(self, workdir: Path, warehouse: Path, statements: list[dict], setup: list[str] = (),
+               start_file: Path | None = None, pause: float = 0, until_file: Path | None = None) -> Job:
+        """Send a job: it runs its setup, prints WAITING, waits for ``start_file``, runs its statements."""
+        name = f"{self.name}-job{next(self._jobs)}"
+        job = Job(name, workdir / f"{name}.json")
+        spec = {"name": name, "warehouse": str(warehouse), "setup": list(setup), "statements": statements,
+                "start_file": str(start_file) if start_file else None, "pause": pause,
+                "until_file": str(until_file) if until_file else None, "result_file": str(job.result)}
+        self.proc.stdin.write(json.dumps(spec) + "\n")
+        self.proc.stdin.flush()
+        return job
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def writers(tmp_path_factory):
+    """Three writer processes, started together (their JVMs start in parallel)."""
+    log_dir = tmp_path_factory.mktemp("writers")
+    procs = [Writer(log_dir, f"w{i}") for i in (1, 2, 3)]
+    try:
+        for w in procs:
+            w.expect("READY", timeout=STARTUP_TIMEOUT)
+        yield procs
+    finally:
+        for w in procs:
+            w.close()
+
+
+def run_together(workdir: Path, warehouse: Path, jobs: list[tuple[Writer, dict]]) -> list[list[dict]]:
+    """Run one job per writer, all released by one start file; the statements each writer ran."""
+    start = workdir / f"start-{time.monotonic_ns()}"
+    submitted = [(w, w.submit(workdir, warehouse, start_file=start, **spec)) for w, spec in jobs]
+    try:
+        for w, job in submitted:
+            w.expect("WAITING", job)
+    finally:
+        start.touch()  # also when a writer failed: the others must not wait for ever
+    for w, job in submitted:
+        w.expect("DONE", job)
+    return [job.results() for _, job in submitted]
+
+
+def no_other_errors(*runs: list[dict]) -> None:
+    """Statements either commit or raise WriteConflictError; anything else is a failure."""
+    errors = [r for run in runs for r in run if r["outcome"] == "error"]
+    assert not errors, "statements failed with errors other than WriteConflictError:\n" + "\n".join(
+        f"{r['id']}: {r['error_type']}: {r['message']}\n{r.get('traceback', '')}" for r in errors)
+
+
+# ---- the table on disk ----------------------------------------------------------------------------
+
+def timeline_files(table: Path) -> dict[str, set[str]]:
+    """Instant time -> suffixes of its files in ``.hoodie/`` (timeline layout 1)."""
+    files: dict[str, set[str]] = {}
+    for p in (table / ".hoodie").iterdir():
+        m = _TIMELINE_FILE.match(p.name)
+        if m and p.is_file():
+            files.setdefault(m[1], set()).add(m[2])
+    return files
+
+
+def completed(table: Path) -> set[str]:
+    return {ts for ts, suffixes in timeline_files(table).items() if suffixes & _COMPLETED}
+
+
+def pending_writes(table: Path) -> set[str]:
+    """Write instants (commit, deltacommit, replacecommit) requested or inflight, not completed."""
+    return {ts for ts, suffixes in timeline_files(table).items()
+            if suffixes & _WRITE_REQUESTED and not suffixes & _COMPLETED}
+
+
+def completion_ns(table: Path, instant: str) -> int:
+    """When an instant completed: the modification time of its completed file (layout 1)."""
+    [done] = [p for p in (table / ".hoodie").glob(f"{instant}.*") if p.name.split(".", 1)[1] in _COMPLETED]
+    return done.stat().st_mtime_ns
+
+
+def data_files_of(table: Path, instant: str) -> list[Path]:
+    """Data files (base and log) whose name carries the instant, outside ``.hoodie/``."""
+    return sorted(p for p in table.rglob(f"*{instant}*") if p.is_file() and ".hoodie" not in p.relative_to(table).parts)
+
+
+def check_table(session, table: Path, name: str, extra: tuple[str, ...] = ()) -> dict[int, dict]:
+    """What every scenario asserts at the end; returns the rows by id."""
+    columns = COLUMNS + list(extra)
+    ours = hudiql_rows(session, f"SELECT {', '.join(columns)} FROM {name}")
+    official = official_rows(table, columns)
+    for reader, rows in (("hudiql", ours), ("the official reader", official)):
+        twice = {k: n for k, n in Counter(r[0] for r in rows).items() if n > 1}
+        assert not twice, f"{reader} returns record keys more than once: {sorted(twice.items())[:10]}"
+    assert ours == official, "hudiql and the official reader disagree:\n" + "\n".join(
+        f"  only hudiql: {r}" for r in sorted(set(ours) - set(official))[:10]) + "\n" + "\n".join(
+        f"  only official: {r}" for r in sorted(set(official) - set(ours))[:10])
+    assert not pending_writes(table), f"write instants left pending: {sorted(pending_writes(table))}"
+    done = completed(table)
+    stray = {r[1] for r in ours} - done
+    assert not stray, f"rows carry commit times of instants that never completed: {sorted(stray)}"
+    return {r[2]: dict(zip(columns, r)) for r in ours}
+
+
+def check_conflict_messages(table: Path, runs: list[list[dict]]) -> None:
+    """A loser's error is one line naming the winning instant, a completed instant of the table."""
+    done = completed(table)
+    for r in (r for run in runs for r in run if r["outcome"] == "conflict"):
+        message = r["message"]
+        assert "\n" not in message.strip(), f"{r['id']}: the conflict error is not one line: {message!r}"
+        named = set(INSTANT.findall(message))
+        assert named & done, f"{r['id']}: the conflict error names no completed instant of the table: {message!r}"
+
+
+def values(rows: list[int], src: str) -> str:
+    return ", ".join(f"({k}, '{src}')" for k in rows)
+
+
+# ---- 1. overlapping keys --------------------------------------------------------------------------
+
+SHARED = list(range(1, 11))  # keys every statement writes
+
+
+def unique_keys(writer: int, statement: int) -> list[int]:
+    return [writer * 1000 + statement * 10 + j for j in range(3)]
+
+
+def upsert_statement(table: str, writer: int, statement: int) -> dict:
+    """An upsert of the shared keys and three keys of its own, as INSERT VALUES, INSERT SELECT or MERGE."""
+    src = f"w{writer}s{statement}"
+    keys = SHARED + unique_keys(writer, statement)
+    first = unique_keys(writer, statement)[0]
+    ranges = (f"SELECT CAST(id AS INT) AS id FROM range({SHARED[0]}, {SHARED[-1] + 1}) UNION ALL "
+              f"SELECT CAST(id AS INT) AS id FROM range({first}, {first + 3})")
+    form = statement % 3
+    if form == 1:
+        sql = f"INSERT INTO {table} VALUES {values(keys, src)}"
+    elif form == 2:
+        sql = f"INSERT INTO {table} SELECT id, '{src}' AS src FROM ({ranges})"
+    else:
+        sql = (f"MERGE INTO {table} USING (SELECT id, '{src}' AS src FROM ({ranges})) s ON {table}.id = s.id "
+               "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    return {"id": src, "sql": sql, "writer": writer, "keys": keys}
+
+
+def check_overlapping(session, table: Path, name: str, runs: list[list[dict]]) -> dict[int, dict]:
+    """The rows after overlapping upserts, against what each statement reported."""
+    statements = [r for run in runs for r in run]
+    ok = [r for r in statements if r["outcome"] == "ok"]
+    failed = [r for r in statements if r["outcome"] == "conflict"]
+    rows = check_table(session, table, name)
+    by_src = Counter(r["src"] for r in rows.values())
+    # Nothing of a statement that raised is visible, everything a successful one wrote alone is.
+    for r in failed:
+        assert by_src[r["id"]] == 0, f"{r['id']} raised ({r['message']}) but {by_src[r['id']]} of its rows are visible"
+    instant_of: dict[str, str] = {}
+    for r in ok:
+        mine = [rows.get(k) for k in r["unique"]]
+        assert all(mine) and {m["src"] for m in mine} == {r["id"]}, (
+            f"{r['id']} committed but its own keys {r['unique']} read {[m and m['src'] for m in mine]}")
+        [instant_of[r["id"]]] = {m["_hoodie_commit_time"] for m in mine}
+    assert len(set(instant_of.values())) == len(instant_of), f"two statements share a commit: {instant_of}"
+    assert set(by_src) <= {"seed"} | {r["id"] for r in ok}, f"rows of unknown writes: {by_src}"
+    # Two successful writes of one key cannot overlap under OCC: the key holds the value of the one
+    # with the greatest instant, and that one also completed last.
+    last = max(ok, key=lambda r: instant_of[r["id"]], default=None)
+    if last is not None:
+        last_done = max(ok, key=lambda r: completion_ns(table, instant_of[r["id"]]))
+        assert last_done["id"] == last["id"], (
+            f"{last['id']} has the greatest instant but {last_done['id']} completed after it: "
+            f"{ {i: instant_of[i] for i in (last['id'], last_done['id'])} }")
+    for k in SHARED:
+        want = (last["id"], instant_of[last["id"]]) if last else ("seed", rows[k]["_hoodie_commit_time"])
+        assert (rows[k]["src"], rows[k]["_hoodie_commit_time"]) == want, (
+            f"shared key {k} holds {rows[k]['src']} at {rows[k]['_hoodie_commit_time']}; the last successful "
+            f"write was {want} (successes: {instant_of})")
+    return rows
+
+
+@pytest.mark.parametrize("n_writers", [2, 3])
+def test_overlapping_upserts_one_commit_per_conflicting_pair(writers, session, warehouse, tmp_path, n_writers):
+    name = "t"
+    table = warehouse / name
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING) USING hudi TBLPROPERTIES (primaryKey='id')")
+    session.sql(f"INSERT INTO {name} VALUES {values(SHARED, 'seed')}")
+    plans = {w: [upsert_statement(name, w, s) for s in (1, 2, 3)] for w in range(1, n_writers + 1)}
+    jobs = [(writers[w - 1], {"statements": [{"id": p["id"], "sql": p["sql"]} for p in plans[w]],
+                              "setup": [f"SELECT count(*) FROM {name}"]}) for w in plans]
+    runs = run_together(tmp_path, warehouse, jobs)
+    keys = {p["id"]: p["keys"] for ps in plans.values() for p in ps}
+    for run in runs:
+        for r in run:
+            r["unique"] = [k for k in keys[r["id"]] if k not in SHARED]
+    assert [len(run) for run in runs] == [3] * n_writers
+    no_other_errors(*runs)
+    check_overlapping(session, table, name, runs)
+    check_conflict_messages(table, runs)
+    conflicts = [r for run in runs for r in run if r["outcome"] == "conflict"]
+    assert conflicts, (
+        f"{n_writers} writers upserted the same keys at the same time and every statement committed: "
+        + str([(r["id"], round(r["start"], 2), round(r["end"], 2)) for run in runs for r in run]))
+
+    # A retry of a statement that lost succeeds, and its rows are the latest.
+    retry = conflicts[0]
+    [counts] = session.sql(retry["sql"]).collect()
+    assert counts.num_affected_rows == len(keys[retry["id"]])
+    retry_run = dict(retry, outcome="ok", start=time.time(), end=time.time())
+    runs_after = [[r for r in run if r is not retry] for run in runs] + [[retry_run]]
+    rows = check_overlapping(session, table, name, runs_after)
+    assert {rows[k]["src"] for k in SHARED} == {retry["id"]}
+
+
+# ---- 2. disjoint partitions -----------------------------------------------------------------------
+
+def test_disjoint_partitions_all_commit(writers, session, warehouse, tmp_path):
+    name = "pt"
+    table = warehouse / name
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING, p STRING) USING hudi PARTITIONED BY (p) "
+                "TBLPROPERTIES (primaryKey='id')")
+    seeded = {w: [w * 1000 + j for j in range(1, 6)] for w in (1, 2, 3)}
+    session.sql(f"INSERT INTO {name} VALUES " + ", ".join(
+        f"({k}, 'seed', 'p{w}')" for w, ks in seeded.items() for k in ks))
+    jobs, new_keys = [], {}
+    for w in (1, 2, 3):
+        statements = []
+        for s in (1, 2, 3):
+            src = f"w{w}s{s}"
+            new_keys[src] = [w * 1000 + 100 + s * 10 + j for j in range(3)]
+            rows = ", ".join(f"({k}, '{src}', 'p{w}')" for k in seeded[w] + new_keys[src])
+            statements.append({"id": src, "sql": f"INSERT INTO {name} VALUES {rows}"})
+        jobs.append((writers[w - 1], {"statements": statements, "setup": [f"SELECT count(*) FROM {name}"]}))
+    runs = run_together(tmp_path, warehouse, jobs)
+    no_other_errors(*runs)
+    outcomes = {r["id"]: (r["outcome"], r.get("message")) for run in runs for r in run}
+    assert all(o == "ok" for o, _ in outcomes.values()), f"writers of disjoint partitions conflicted: {outcomes}"
+    rows = check_table(session, table, name, ("p",))
+    for w in (1, 2, 3):
+        assert {(rows[k]["src"], rows[k]["p"]) for k in seeded[w]} == {(f"w{w}s3", f"p{w}")}
+        for s in (1, 2, 3):
+            assert {(rows[k]["src"], rows[k]["p"]) for k in new_keys[f"w{w}s{s}"]} == {(f"w{w}s{s}", f"p{w}")}
+    assert len(rows) == 3 * 5 + 9 * 3
+
+
+# ---- 3. merge-on-read: a writer and compaction ------------------------------------------------------
+
+def check_sequential_writer(rows: dict[int, dict], run: list[dict], shared: list[int], new_keys: dict[str, list[int]]) -> None:
+    """One writer's statements ran one after the other: its last success holds the shared keys."""
+    ok = [r for r in run if r["outcome"] == "ok"]
+    for r in run:
+        mine = [rows.get(k) for k in new_keys[r["id"]]]
+        if r["outcome"] == "ok":
+            assert all(m and m["src"] == r["id"] for m in mine), f"{r['id']} committed but its rows read {mine}"
+        else:
+            assert not any(mine) and all(x["src"] != r["id"] for x in rows.values()), (
+                f"{r['id']} raised ({r['message']}) but its rows are visible")
+    want = ok[-1]["id"] if ok else "seed"
+    assert {rows[k]["src"] for k in shared} == {want}, f"shared keys {[rows[k]['src'] for k in shared]}, want {want}"
+
+
+#: Rows of the compacted table: enough that a compaction takes seconds and a write starts meanwhile.
+MOR_ROWS = 100_000
+
+
+def test_mor_writer_against_running_compaction(writers, session, warehouse, tmp_path):
+    name = "m"
+    table = warehouse / name
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING, p STRING) USING hudi PARTITIONED BY (p) TBLPROPERTIES "
+                "(primaryKey='id', type='mor', 'hoodie.compact.inline'='false')")
+    seed = f"SELECT CAST(id AS INT), 'seed', concat('p', CAST(id % 4 AS STRING)) FROM range(1, {MOR_ROWS + 1}"
+    session.sql(f"INSERT INTO {name} {seed})")
+    session.sql(f"INSERT INTO {name} {seed}, 2)")  # log files in every file group: work for the compactor
+    statements, new_keys = [], {}
+    for s in range(1, 7):
+        src = f"w1s{s}"
+        new_keys[src] = [MOR_ROWS + s * 10 + j for j in range(3)]
+        rows = ", ".join(f"({k}, '{src}', 'p{k % 4}')" for k in SHARED + new_keys[src])
+        statements.append({"id": src, "sql": f"INSERT INTO {name} VALUES {rows}"})
+    stop = tmp_path / "stop-compacting"
+    start = tmp_path / "start"
+    warm = [f"SELECT count(*) FROM {name}"]
+    # The writer pauses between statements, so that a compaction can be scheduled; its next
+    # statement then starts while that compaction runs.
+    writer = writers[0].submit(tmp_path, warehouse, statements, warm, start, pause=0.5)
+    compactor = writers[1].submit(
+        tmp_path, warehouse, [{"id": "compact", "sql": f"CALL run_compaction(table => '{name}')"}], warm, start,
+        pause=0.2, until_file=stop)
+    try:
+        writers[0].expect("WAITING", writer)
+        writers[1].expect("WAITING", compactor)
+        start.touch()
+        writers[0].expect("DONE", writer)
+    finally:
+        start.touch()
+        stop.touch()
+    writers[1].expect("DONE", compactor)
+    run, compactions = writer.results(), compactor.results()
+    no_other_errors(run, compactions)
+    assert any(r["outcome"] == "ok" for r in run), f"no write committed: {[(r['id'], r.get('message')) for r in run]}"
+    during = [(w["id"], w["outcome"], c["outcome"]) for w in run for c in compactions if c["start"] < w["start"] < c["end"]]
+    assert during, "no write started while a compaction ran; compactions: " + str(
+        [(c["outcome"], round(c["end"] - c["start"], 1), c.get("message")) for c in compactions if c["end"] - c["start"] > 0.5])
+    rows = check_table(session, table, name, ("p",))
+    check_sequential_writer(rows, run, SHARED, new_keys)
+    assert len(rows) == MOR_ROWS + 3 * sum(r["outcome"] == "ok" for r in run)
+
+    # With the writer gone a compaction runs, and the compacted files hold the same rows.
+    session.sql(f"CALL run_compaction(table => '{name}')").collect()
+    assert check_table(session, table, name, ("p",)) == rows
+    assert official_rows(table, COLUMNS, read_optimized=True) == official_rows(table, COLUMNS)
+
+
+def test_mor_inline_compaction_with_two_writers(writers, session, warehouse, tmp_path):
+    """Each statement's inline compaction runs while the other writer may be in flight: a
+    compaction that cannot run is the statement's warning, never its failure."""
+    name = "mi"
+    table = warehouse / name
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING, p STRING) USING hudi PARTITIONED BY (p) TBLPROPERTIES "
+                "(primaryKey='id', type='mor', 'hoodie.compact.inline'='true', "
+                "'hoodie.compact.inline.max.delta.commits'='1')")
+    seeded = {w: [w * 1000 + j for j in range(1, 6)] for w in (1, 2)}
+    session.sql(f"INSERT INTO {name} VALUES " + ", ".join(
+        f"({k}, 'seed', 'p{w}')" for w, ks in seeded.items() for k in ks))
+    jobs, new_keys = [], {}
+    for w in (1, 2):
+        statements = []
+        for s in range(1, 5):
+            src = f"w{w}s{s}"
+            new_keys[src] = [w * 1000 + 100 + s * 10 + j for j in range(3)]
+            rows = ", ".join(f"({k}, '{src}', 'p{w}')" for k in seeded[w] + new_keys[src])
+            statements.append({"id": src, "sql": f"INSERT INTO {name} VALUES {rows}"})
+        jobs.append((writers[w - 1], {"statements": statements, "setup": [f"SELECT count(*) FROM {name}"]}))
+    runs = run_together(tmp_path, warehouse, jobs)
+    no_other_errors(*runs)
+    for run in runs:
+        assert any(r["outcome"] == "ok" for r in run), f"no write committed: {[(r['id'], r.get('message')) for r in run]}"
+    rows = check_table(session, table, name, ("p",))
+    for w, run in zip((1, 2), runs):
+        check_sequential_writer(rows, run, seeded[w], new_keys)
+
+
+# ---- 4. a writer killed with SIGKILL ------------------------------------------------------------------
+
+HEARTBEAT_MS = 10000
+MISSES = 2
+HEARTBEAT_SETTINGS = [f"SET hoodie.client.heartbeat.interval_in_ms={HEARTBEAT_MS}",
+                      f"SET hoodie.client.heartbeat.tolerable.misses={MISSES}"]
+
+
+def test_killed_writer_rolled_back_only_after_its_heartbeat_expired(writers, session, warehouse, tmp_path):
+    name = "k"
+    table = warehouse / name
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING, p STRING) USING hudi PARTITIONED BY (p) "
+                "TBLPROPERTIES (primaryKey='id')")
+    session.sql(f"INSERT INTO {name} VALUES (1, 'seed', 'b'), (2, 'seed', 'a0')")
+    setup = HEARTBEAT_SETTINGS + [f"SELECT count(*) FROM {name}"]
+    victim = Writer(tmp_path, "victim")
+    try:
+        victim.expect("READY", timeout=STARTUP_TIMEOUT)
+        # A writes 8 partitions, one file group each: its first files exist well before it could complete.
+        big = {"id": "A", "sql": f"INSERT INTO {name} SELECT CAST(id AS INT), 'A', concat('a', CAST(id % 8 AS STRING)) "
+                                 "FROM range(1000000, 1600000)"}
+        a_start, b_start = tmp_path / "start-a", tmp_path / "start-b"
+        a_job = victim.submit(tmp_path, warehouse, [big], setup, a_start)
+        b_job = writers[0].submit(tmp_path, warehouse, [{"id": "B", "sql": f"INSERT INTO {name} VALUES (10, 'B', 'b')"}],
+                                  setup, b_start)
+        victim.expect("WAITING", a_job)
+        writers[0].expect("WAITING", b_job)
+        before = set(timeline_files(table))
+        a_start.touch()
+        a_instant, deadline = None, time.monotonic() + JOB_TIMEOUT
+        while time.monotonic() < deadline:
+            new = {ts: s for ts, s in timeline_files(table).items() if ts not in before}
+            assert not any(s & _COMPLETED for s in new.values()), (
+                f"A completed before it could be killed ({new}); make its write larger")
+            inflight = [ts for ts, s in new.items() if "inflight" in s]
+            if inflight:
+                [a_instant] = inflight
+                if data_files_of(table, a_instant):
+                    break
+            time.sleep(0.02)
+        else:
+            pytest.fail(f"A never had an inflight instant with data files; its stderr ends:\n{victim.log_tail()}")
+        os.kill(victim.proc.pid, signal.SIGKILL)
+        victim.proc.wait()
+        killed_at = time.time()
+        b_start.touch()  # B writes at once, while A's heartbeat is still fresh
+        writers[0].expect("DONE", b_job)
+    finally:
+        b_start.touch()
+        victim.close()
+    a_files = data_files_of(table, a_instant)
+    heartbeat = table / ".hoodie" / ".heartbeat" / a_instant
+    [b] = b_job.results()
+    assert b["outcome"] == "ok", f"B failed next to the dead writer: {b.get('error_type')}: {b.get('message')}"
+    assert a_job.results() == [], "A finished its statement although it was killed"
+    assert a_files, "A's data files vanished although its heartbeat was fresh"
+    assert {"inflight", "commit.requested"} <= timeline_files(table).get(a_instant, set()), (
+        f"A's instant {a_instant} was rolled back {b['start'] - killed_at:.1f} s after the kill, while its "
+        f"heartbeat could be alive (interval {HEARTBEAT_MS} ms); timeline: {sorted(timeline_files(table).get(a_instant, ()))}")
+    assert heartbeat.exists(), f"A's heartbeat file {heartbeat} is missing"
+    beat = heartbeat.stat().st_mtime
+    assert b["start"] - beat < HEARTBEAT_MS * MISSES / 1000, "B started after A's heartbeat expired: the check proves nothing"
+    # Nothing of A is visible meanwhile; B's row is.
+    ours = hudiql_rows(session, f"SELECT id, src, p FROM {name}")
+    assert ours == official_rows(table, ["id", "src", "p"]) == [(1, "seed", "b"), (2, "seed", "a0"), (10, "B", "b")]
+
+    # Once A's heartbeat expired, the next write rolls A back.
+    time.sleep(max(0.0, beat + HEARTBEAT_MS * MISSES / 1000 + 2 - time.time()))
+    c_job = writers[0].submit(tmp_path, warehouse, [{"id": "C", "sql": f"INSERT INTO {name} VALUES (11, 'C', 'b')"}],
+                                 setup)
+    writers[0].expect("DONE", c_job)
+    [c] = c_job.results()
+    assert c["outcome"] == "ok", f"C failed: {c.get('error_type')}: {c.get('message')}"
+    left = timeline_files(table).get(a_instant, set())
+    assert not left & {"inflight", "commit.requested"}, f"A's expired instant {a_instant} is still pending: {sorted(left)}"
+    assert not data_files_of(table, a_instant), f"A's data files are still there: {data_files_of(table, a_instant)}"
+    rows = check_table(session, table, name, ("p",))
+    assert sorted((r["id"], r["src"], r["p"]) for r in rows.values()) == [
+        (1, "seed", "b"), (2, "seed", "a0"), (10, "B", "b"), (11, "C", "b")]
+
+
+# ---- 5. the CLI ---------------------------------------------------------------------------------------
+
+def test_cli_conflict_exits_1_with_one_line_naming_the_winner(writers, session, warehouse, tmp_path):
+    """``hudiql sql`` runs a long upsert; a writer commits to the same file group meanwhile."""
+    name = "c"
+    table = warehouse / name
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING) USING hudi TBLPROPERTIES (primaryKey='id')")
+    session.sql(f"INSERT INTO {name} VALUES {values(SHARED, 'seed')}")
+    go = tmp_path / "start"
+    job = writers[0].submit(tmp_path, warehouse, [{"id": "w", "sql": f"INSERT INTO {name} VALUES (1, 'w')"}],
+                               [f"SELECT count(*) FROM {name}"], go)
+    writers[0].expect("WAITING", job)
+    before = set(timeline_files(table))
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "hudiql.cli", "sql", "--warehouse", str(warehouse), "-e",
+         f"INSERT INTO {name} SELECT CAST(id AS INT), 'cli' FROM range(1, 1000000)"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
+    try:
+        deadline = time.monotonic() + JOB_TIMEOUT
+        while not any("inflight" in s for ts, s in timeline_files(table).items() if ts not in before):
+            assert cli.poll() is None and time.monotonic() < deadline, "the CLI's write never became inflight"
+            time.sleep(0.02)
+        go.touch()
+        writers[0].expect("DONE", job)
+        out, err = cli.communicate(timeout=JOB_TIMEOUT)
+    finally:
+        go.touch()
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    [w] = job.results()
+    assert w["outcome"] == "ok", f"the short write failed: {w.get('message')}"
+    assert cli.returncode == 1, f"the CLI's conflicting write exited {cli.returncode}; stderr ends:\n{err[-2000:]}"
+    rows = check_table(session, table, name)
+    winner = rows[1]["_hoodie_commit_time"]
+    assert rows[1]["src"] == "w"
+    error_lines = [line for line in err.splitlines() if line.startswith("Error:")]
+    assert len(error_lines) == 1 and winner in error_lines[0], f"want one Error line naming {winner}: {error_lines}"
+    assert "Traceback" not in err
+    assert not [r for r in rows.values() if r["src"] == "cli"], "the CLI's failed write is visible"
