@@ -360,7 +360,7 @@ def prepare(spark: SparkSession, key: str, data: Data, args: argparse.Namespace)
     run = Run(key, id=k)
     if key in ("update", "delete"):
         # parquet cannot change a row in place: its baseline writes the changed row once more
-        name, value, ts = data.expected(k)
+        _, value, ts = data.expected(k)
         run.parquet_rows = [(k, "x", value, ts, part_of(k, data.partitions))]
     return run
 
@@ -401,14 +401,14 @@ class Hudiql:
     def statement(self, run: Run) -> Callable[[], Any]:
         t = self.table
         text = {
-            "insert": lambda: f"INSERT INTO {t} VALUES {sql_values(run.rows)}",
-            "merge": lambda: (f"MERGE INTO {t} AS t USING src AS s ON t.id = s.id "
-                              "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"),
-            "update": lambda: f"UPDATE {t} SET name = 'x' WHERE id = {run.id}",
-            "delete": lambda: f"DELETE FROM {t} WHERE id = {run.id}",
-            "count": lambda: f"SELECT count(*) AS n FROM {t}",
-            "lookup": lambda: f"SELECT * FROM {t} WHERE id = {run.id}",
-        }[run.key]()
+            "insert": f"INSERT INTO {t} VALUES {sql_values(run.rows)}",
+            "merge": (f"MERGE INTO {t} AS t USING src AS s ON t.id = s.id "
+                      "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"),
+            "update": f"UPDATE {t} SET name = 'x' WHERE id = {run.id}",
+            "delete": f"DELETE FROM {t} WHERE id = {run.id}",
+            "count": f"SELECT count(*) AS n FROM {t}",
+            "lookup": f"SELECT * FROM {t} WHERE id = {run.id}",
+        }[run.key]
         return lambda: self.session.sql(text).collect()
 
     def check(self, run: Run, result: list, data: Data) -> None:
@@ -440,8 +440,10 @@ class Hudiql:
 
     def completed_commits(self) -> int:
         """Completed ``.commit`` instants: on a MOR table each is a compaction."""
-        timeline = os.path.join(self.warehouse, "default", self.table, ".hoodie")
-        return sum(1 for root, dirs, files in os.walk(timeline) if "archived" not in root
+        location = self.session.catalog.location("default", self.table)
+        timeline = os.path.join(location.removeprefix("file://").removeprefix("file:"), ".hoodie")
+        assert os.path.isdir(timeline), timeline
+        return sum(1 for root, _, files in os.walk(timeline) if "archived" not in root
                    for f in files if f.endswith(".commit"))
 
 
@@ -463,13 +465,13 @@ class SparkParquet:
     def statement(self, run: Run) -> Callable[[], Any]:
         t = self.table
         text = {
-            "insert": lambda: f"INSERT INTO {t} VALUES {sql_values(run.parquet_rows)}",
-            "merge": lambda: f"INSERT INTO {t} SELECT * FROM src",
-            "update": lambda: f"INSERT INTO {t} VALUES {sql_values(run.parquet_rows)}",
-            "delete": lambda: f"INSERT INTO {t} VALUES {sql_values(run.parquet_rows)}",
-            "count": lambda: f"SELECT count(*) AS n FROM {t}",
-            "lookup": lambda: f"SELECT * FROM {t} WHERE id = {run.id}",
-        }[run.key]()
+            "insert": f"INSERT INTO {t} VALUES {sql_values(run.parquet_rows)}",
+            "merge": f"INSERT INTO {t} SELECT * FROM src",
+            "update": f"INSERT INTO {t} VALUES {sql_values(run.parquet_rows)}",
+            "delete": f"INSERT INTO {t} VALUES {sql_values(run.parquet_rows)}",
+            "count": f"SELECT count(*) AS n FROM {t}",
+            "lookup": f"SELECT * FROM {t} WHERE id = {run.id}",
+        }[run.key]
         return lambda: self.spark.sql(text).collect()
 
     def check(self, run: Run, result: list, data: Data) -> None:
