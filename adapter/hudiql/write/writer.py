@@ -438,7 +438,10 @@ def _assign_buckets(
     buckets = None
     if insert_counts is None and most_inserts is not None:
         buckets = assign_inserts(most_inserts, small_files, record_size, max_file_size)
-        if len({b.partition_path for b in buckets}) != len(buckets):
+        # On merge-on-read a small file that takes inserts is rewritten with its updates too:
+        # only inserts that do arrive may cause that.
+        if len({b.partition_path for b in buckets}) != len(buckets) or (
+                table.config.is_mor and any(b.base_file for b in buckets)):
             buckets = None
     if buckets is None:
         if insert_counts is None:

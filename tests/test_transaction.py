@@ -1,0 +1,240 @@
+"""The write transaction in one process, made deterministic: a write whose snapshot is older than
+a commit (another writer's, simulated by loading the table before it), the table lock, heartbeats
+and the rollback of dead writers, post-commit compaction that cannot fail a statement.
+
+Real concurrent processes are in test_concurrency.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from conftest import hudiql_rows, instants, official_rows, timeline
+from hudiql.errors import WriteConflictError
+from hudiql.sql.statements import TableName
+from hudiql.table.table import HudiTable
+from hudiql.write.writer import Operation, write_rows
+
+COLS = "id, name, ts, part"
+
+
+def pending(path: Path) -> list[str]:
+    """Instants that did not complete (a completed commit keeps its requested and inflight files)."""
+    done = {n.split(".")[0] for n in timeline(path) if n.endswith((".commit", ".deltacommit"))}
+    return sorted({n.split(".")[0] for n in timeline(path) if n.endswith((".inflight", ".requested"))} - done)
+
+
+def create(session, name: str = "t", *props: str, mor: bool = False) -> Path:
+    options = ["primaryKey='id'", "preCombineField='ts'", f"type='{'mor' if mor else 'cow'}'", *props]
+    session.sql(f"CREATE TABLE {name} (id INT, name STRING, ts INT, part STRING) USING hudi "
+                f"PARTITIONED BY (part) TBLPROPERTIES ({', '.join(options)})")
+    session.sql(f"INSERT INTO {name} VALUES (1, 'a', 1, 'p1'), (2, 'b', 1, 'p1'), (3, 'c', 1, 'p2')")
+    return Path(session.table(TableName(None, name)).base_uri.removeprefix("file://"))
+
+
+def stale_write(session, path: Path, stale: HudiTable, values: str) -> None:
+    """Write ``values`` from the snapshot ``stale`` (loaded before the latest commits), as a
+    writer that started before them would."""
+    rows = session.spark.sql(f"SELECT * FROM VALUES {values} AS v({COLS})")
+    write_rows(session.spark, stale, rows, Operation.UPSERT, dict(session.conf))
+
+
+def snapshot(path: Path) -> HudiTable:
+    table = HudiTable.load(str(path))
+    table.timeline, table.schema  # read now: the snapshot of a statement that starts now
+    return table
+
+
+def test_a_write_older_than_a_commit_to_the_same_file_group_fails_and_leaves_nothing(session):
+    path = create(session)
+    stale = snapshot(path)
+    session.sql("INSERT INTO t VALUES (1, 'winner', 2, 'p1')")
+    winner = instants(path, "commit")[-1]
+    before = sorted(p.name for p in path.rglob("*.parquet"))
+    with pytest.raises(WriteConflictError) as caught:
+        stale_write(session, path, stale, "(2, 'loser', 2, 'p1')")
+    message = str(caught.value)
+    assert winner in message and "file group" in message and "run the statement again" in message
+    # Nothing of the loser: no data file, no instant, no marker folder, no heartbeat, no lock.
+    assert sorted(p.name for p in path.rglob("*.parquet")) == before
+    assert len(instants(path, "commit")) == 2 and not pending(path)
+    assert not list((path / ".hoodie" / ".temp").glob("*")) and not list((path / ".hoodie" / ".heartbeat").glob("*"))
+    assert not (path / ".hoodie" / "lock").exists()
+    expected = [(1, "winner"), (2, "b"), (3, "c")]
+    assert hudiql_rows(session, "SELECT id, name FROM t") == expected
+    assert official_rows(path, ["id", "name"]) == expected
+    # A retry (a new snapshot) succeeds.
+    session.sql("INSERT INTO t VALUES (2, 'retried', 2, 'p1')")
+    assert hudiql_rows(session, "SELECT id, name FROM t WHERE id = 2") == [(2, "retried")]
+
+
+def test_writes_to_other_partitions_both_commit(session):
+    path = create(session)
+    stale = snapshot(path)
+    session.sql("INSERT INTO t VALUES (1, 'x', 2, 'p1')")
+    stale_write(session, path, stale, "(3, 'y', 2, 'p2'), (4, 'new', 1, 'p3')")
+    assert hudiql_rows(session, "SELECT id, name FROM t") == [(1, "x"), (2, "b"), (3, "y"), (4, "new")]
+
+
+def test_two_writers_inserting_one_new_key_into_new_file_groups_conflict(session):
+    # Tiny files: each write's inserts start a new file group, so only the key check can see it.
+    path = create(session, "t", "'hoodie.parquet.small.file.limit'='0'")
+    stale = snapshot(path)
+    session.sql("INSERT INTO t VALUES (9, 'first', 1, 'p1')")
+    with pytest.raises(WriteConflictError, match=r"new record key '9'"):
+        stale_write(session, path, stale, "(9, 'second', 1, 'p1')")
+    assert hudiql_rows(session, "SELECT id, name FROM t WHERE id = 9") == [(9, "first")]
+    # Different new keys in the same partition are no conflict.
+    stale = snapshot(path)
+    session.sql("INSERT INTO t VALUES (10, 'ten', 1, 'p1')")
+    stale_write(session, path, stale, "(11, 'eleven', 1, 'p1')")
+    assert [r[0] for r in hudiql_rows(session, "SELECT id FROM t")] == [1, 2, 3, 9, 10, 11]
+
+
+def test_bucket_index_writers_starting_one_bucket_conflict(session):
+    path = create(session, "t", "'hoodie.index.type'='BUCKET'", "'hoodie.bucket.index.num.buckets'='1'")
+    stale = snapshot(path)
+    session.sql("INSERT INTO t VALUES (20, 'x', 1, 'p9')")  # starts bucket 0 of partition p9
+    with pytest.raises(WriteConflictError, match=r"bucket 0 of partition 'part=p9'|file group"):
+        stale_write(session, path, stale, "(21, 'y', 1, 'p9')")
+    assert [r[0] for r in hudiql_rows(session, "SELECT id FROM t WHERE part = 'p9'")] == [20]
+
+
+def test_a_write_conflicts_with_a_compaction_planned_after_its_snapshot(session):
+    path = create(session, "m", mor=True)
+    session.sql("INSERT INTO m VALUES (1, 'log', 2, 'p1')")  # a log file to compact
+    stale = snapshot(path)
+    session.sql("CALL run_compaction(table => 'm', op => 'schedule')")
+    planned = instants(path, "compaction.requested")
+    with pytest.raises(WriteConflictError, match=rf"compaction {planned[0]}"):
+        stale_write(session, path, stale, "(2, 'late', 2, 'p1')")
+    # A write that starts after the plan goes to the slice it opens, and then the plan runs.
+    session.sql("INSERT INTO m VALUES (2, 'after', 2, 'p1')")
+    session.sql("CALL run_compaction(table => 'm', op => 'run')")
+    expected = [(1, "log"), (2, "after"), (3, "c")]
+    assert hudiql_rows(session, "SELECT id, name FROM m") == expected
+    assert official_rows(path, ["id", "name"]) == expected
+
+
+def test_single_writer_mode_skips_the_check_and_describe_shows_the_mode(session):
+    path = create(session)
+    rows = {r[0]: r[1] for r in session.sql("DESCRIBE EXTENDED t").collect()}
+    assert rows["Concurrency Mode"] == "OPTIMISTIC_CONCURRENCY_CONTROL"
+    session.sql("SET hoodie.write.concurrency.mode=SINGLE_WRITER")
+    rows = {r[0]: r[1] for r in session.sql("DESCRIBE EXTENDED t").collect()}
+    assert rows["Concurrency Mode"] == "SINGLE_WRITER"
+    stale = snapshot(path)
+    session.sql("INSERT INTO t VALUES (1, 'x', 2, 'p1')")
+    stale_write(session, path, stale, "(2, 'y', 2, 'p1')")  # the user promised one writer: no check
+    with pytest.raises(Exception, match="EAGER would roll back"):
+        session.sql("SET hoodie.cleaner.policy.failed.writes=EAGER")
+
+
+# ---- the lock ---------------------------------------------------------------------------------------
+
+def write_lock(path: Path, pid: int, age_s: float = 0) -> None:
+    holder = {"holder": "commit 1", "host": os.uname().nodename, "pid": pid,
+              "acquired_ms": int((time.time() - age_s) * 1000)}
+    (path / ".hoodie" / "lock").write_text(json.dumps(holder))
+
+
+def test_a_held_lock_times_out_with_a_clear_error_and_nothing_is_written(session):
+    path = create(session)
+    write_lock(path, os.getpid())  # held by a live process (this one), fresh
+    session.sql("SET hoodie.write.lock.wait_time_ms=300")
+    with pytest.raises(WriteConflictError, match=r"could not take the lock of table .* within 300 ms .*run the statement again"):
+        session.sql("INSERT INTO t VALUES (1, 'x', 2, 'p1')")
+    (path / ".hoodie" / "lock").unlink()  # still the one we wrote: a lock is never broken while fresh
+    assert len(instants(path, "commit")) == 1 and not pending(path)
+    assert hudiql_rows(session, "SELECT id, name FROM t WHERE id = 1") == [(1, "a")]
+
+
+def test_a_stale_lock_of_a_dead_process_or_an_old_one_is_broken(session):
+    path = create(session)
+    dead = os.fork()
+    if dead == 0:
+        os._exit(0)
+    os.waitpid(dead, 0)
+    write_lock(path, dead)
+    session.sql("INSERT INTO t VALUES (1, 'x', 2, 'p1')")
+    write_lock(path, os.getpid(), age_s=120)  # alive, but older than hoodie.write.lock.filesystem.expire (1 min)
+    session.sql("INSERT INTO t VALUES (1, 'y', 3, 'p1')")
+    assert hudiql_rows(session, "SELECT id, name FROM t WHERE id = 1") == [(1, "y")]
+    assert not (path / ".hoodie" / "lock").exists()
+
+
+# ---- heartbeats ---------------------------------------------------------------------------------------
+
+def crashed_write(path: Path, instant: str, heartbeat_age_s: float | None, interval_ms: int = 3000) -> Path:
+    """The traces of a writer that created its instant and a data file, then stopped."""
+    hoodie = path / ".hoodie"
+    (hoodie / f"{instant}.commit.requested").write_bytes(b"")
+    (hoodie / f"{instant}.inflight").write_bytes(b"")
+    name = f"deadbeef-0000-0000-0000-000000000000-0_0-1-0_{instant}.parquet"
+    data = path / "part=p1" / name
+    data.write_bytes(b"not yet whole")
+    marker = hoodie / ".temp" / instant / "part=p1" / f"{name}.marker.CREATE"
+    marker.parent.mkdir(parents=True)
+    marker.write_bytes(b"")
+    if heartbeat_age_s is not None:
+        beat = hoodie / ".heartbeat" / instant
+        beat.parent.mkdir(exist_ok=True)
+        beat.write_text(str(interval_ms))  # the interval its writer beats at
+        then = time.time() - heartbeat_age_s
+        os.utime(beat, (then, then))
+    return data
+
+
+def test_a_pending_write_with_a_live_heartbeat_is_left_alone_until_it_expires(session):
+    path = create(session)
+    instant = "20200101000000000"
+    data = crashed_write(path, instant, heartbeat_age_s=0, interval_ms=3000)
+    session.sql("INSERT INTO t VALUES (5, 'e', 1, 'p1')")
+    assert pending(path) == [instant] and data.exists()  # its writer may be alive
+    time.sleep(6.5)  # past 2 missed beats of 3 s
+    session.sql("INSERT INTO t VALUES (6, 'f', 1, 'p1')")
+    assert not pending(path) and not data.exists()
+    assert not (path / ".hoodie" / ".heartbeat" / instant).exists()
+    assert [r[0] for r in hudiql_rows(session, "SELECT id FROM t")] == [1, 2, 3, 5, 6]
+
+
+def test_a_pending_write_without_a_heartbeat_is_rolled_back(session):
+    path = create(session)
+    data = crashed_write(path, "20200101000000000", heartbeat_age_s=None)
+    session.sql("INSERT INTO t VALUES (5, 'e', 1, 'p1')")
+    assert not pending(path) and not data.exists()
+
+
+# ---- post-commit services --------------------------------------------------------------------------
+
+def test_inline_compaction_that_cannot_run_warns_and_the_statement_succeeds(session, capfd):
+    path = create(session, "m", "'hoodie.compact.inline'='true'", "'hoodie.compact.inline.max.delta.commits'='1'",
+                  mor=True)
+    capfd.readouterr()
+    # Another writer in flight, earlier than any compaction: the plan must wait for it.
+    crashed_write(path, "20200101000000000", heartbeat_age_s=0, interval_ms=600_000)
+    result = session.sql("INSERT INTO m VALUES (1, 'kept', 2, 'p1')").first()
+    assert result.num_updated_rows == 1
+    err = capfd.readouterr().err
+    assert "Warning: the write committed, but inline compaction of table m did not run" in err
+    assert "20200101000000000 is still in flight" in err
+    assert hudiql_rows(session, "SELECT id, name FROM m WHERE id = 1") == [(1, "kept")]
+    assert not instants(path, "compaction.requested")
+
+
+def test_inline_compaction_runs_a_plan_left_pending_first(session):
+    path = create(session, "m", mor=True)
+    session.sql("INSERT INTO m VALUES (1, 'log', 2, 'p1')")
+    session.sql("CALL run_compaction(table => 'm', op => 'schedule')")
+    planned = instants(path, "compaction.requested")
+    assert planned and not instants(path, "commit")[1:]
+    session.sql("ALTER TABLE m SET TBLPROPERTIES ('hoodie.compact.inline'='true', "
+                "'hoodie.compact.inline.max.delta.commits'='100')")
+    session.sql("INSERT INTO m VALUES (3, 'later', 2, 'p2')")
+    assert planned[0] in instants(path, "commit")  # the pending plan ran, though no new one was due
+    expected = [(1, "log"), (2, "b"), (3, "later")]
+    assert hudiql_rows(session, "SELECT id, name FROM m") == expected
+    assert official_rows(path, ["id", "name"]) == expected
