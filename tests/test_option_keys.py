@@ -66,6 +66,12 @@ REFUSED = [
     ("hoodie.index.type", "BLOOM", NO_BLOOM),
     ("hoodie.index.type", "bloom", NO_BLOOM),
     ("hoodie.index.type", "GLOBAL_BLOOM", NO_BLOOM),
+    ("hoodie.cleaner.policy.failed.writes", "EAGER",
+     "hudiql rolls back a failed write once its heartbeat expired (LAZY); EAGER would roll back the instant of a "
+     "writer that is still running"),
+    ("hoodie.write.lock.provider", "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
+     "hudiql locks a table with a file created atomically in its .hoodie folder (FileSystemBasedLockProvider); "
+     "remove the option"),
 ]
 
 
@@ -121,7 +127,9 @@ def test_bloom_index_no_longer_runs_as_simple():
         ("hoodie.archive.automatic", "false"),
         ("hoodie.clustering.inline", "false"),
         ("hoodie.write.concurrency.mode", "single_writer"),
-        ("hoodie.cleaner.policy.failed.writes", "EAGER"),
+        ("hoodie.write.concurrency.mode", "optimistic_concurrency_control"),
+        ("hoodie.cleaner.policy.failed.writes", "LAZY"),
+        ("hoodie.write.lock.provider", "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"),
         ("hoodie.combine.before.upsert", "true"),
         ("hoodie.datasource.hive_sync.enable", "false"),
         ("hoodie.write.table.version", "6"),
