@@ -416,6 +416,29 @@ def test_update_and_delete_rewrite_only_the_partition_their_where_fixes(wh):
     assert sorted(tuple(r) for r in session.sql("SELECT id, name, ts, dt FROM pr").collect()) == expected
 
 
+def test_merge_reads_only_the_partitions_its_source_rows_reach(wh):
+    """ON equates the partition column with the source's: the target is pruned to the source's
+    partition values (no literal in ON), so the other partition's (unreadable) files are never opened."""
+    session, warehouse = wh
+    base = warehouse / "pr"
+    other = list((base / "dt=d2").glob("*.parquet"))
+    saved = {p: p.read_bytes() for p in other}
+    try:
+        for p in other:
+            p.write_bytes(b"\0" * len(saved[p]))
+        counts = run_counts(session, "MERGE INTO pr t USING (SELECT 1 AS id, 'm' AS name, 9 AS ts, 'd1' AS dt "
+                                     "UNION ALL SELECT 7, 'n', 1, 'd1') s ON t.id = s.id AND t.dt = s.dt "
+                                     "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    finally:
+        for p, data in saved.items():
+            p.write_bytes(data)
+    assert counts == (2, 1, 0, 1, 0)
+    # (after the UPDATE and DELETE of the test before: 1 became 'A', 2 is gone)
+    expected = [(1, "m", 9, "d1"), (3, "c", 1, "d2"), (4, "d", 1, "d2"), (7, "n", 1, "d1")]
+    assert official_rows(base, ["id", "name", "ts", "dt"]) == expected
+    assert sorted(tuple(r) for r in session.sql("SELECT id, name, ts, dt FROM pr").collect()) == expected
+
+
 # ---- validation ---------------------------------------------------------------------------------
 
 SRC = "(SELECT 1 AS id, 'x' AS name, 1 AS ts, 'd1' AS dt)"

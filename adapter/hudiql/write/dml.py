@@ -74,6 +74,20 @@ def _column(name: str, table: HudiTable, what: str) -> str:
     raise ColumnError(f"{what}: column '{name}' is not in table {table.config.name}; columns are: {', '.join(table.schema.fieldNames())}")
 
 
+def _bound_columns(on: exp.Expression, target: str) -> dict[str, exp.Expression]:
+    """Target columns (lower case) that ``on`` equates with an expression of the source alone."""
+    bound = {}
+    for conjunct in conjuncts(on):
+        if not isinstance(conjunct, exp.EQ):
+            continue
+        for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
+            if isinstance(side, exp.Column) and side.table.lower() == target and not any(
+                c.table.lower() == target or not c.table for c in other.find_all(exp.Column)
+            ):
+                bound[side.name.lower()] = other
+    return bound
+
+
 def _col(name: str, qualifier: str | None = None) -> exp.Column:
     return exp.column(name, table=qualifier, quoted=True)
 
@@ -106,10 +120,14 @@ class DmlPlanner:
         self._check_clauses(table, st.clauses, source_df.columns, source, st.on)
 
         files = table.file_system_view()
-        keep = partition_filter(self.session, table, files, st.on, {target, st.table.name}, unqualified_ok=False)
-        target_df = snapshot(self.spark, table, files, keep).withColumn(MATCHED, F.lit(True))
         source_df = source_df.withColumn(SEQUENCE, F.monotonically_increasing_id())
-        target_view, source_view = self._register(target_df), self._register(source_df)
+        source_view = self._register(source_df)
+        keep = partition_filter(self.session, table, files, st.on, {target, st.table.name}, unqualified_ok=False)
+        reached = self._source_partitions(table, st.on, target, source, source_view)
+        if reached is not None:
+            literal = keep
+            keep = lambda path: path in reached and (literal is None or literal(path))  # noqa: E731
+        target_view = self._register(snapshot(self.spark, table, files, keep).withColumn(MATCHED, F.lit(True)))
 
         matched = exp.Not(this=exp.Is(this=_col(MATCHED, target), expression=exp.Null()))
         conditions = []
@@ -210,6 +228,24 @@ class DmlPlanner:
             )
         return table
 
+    def _source_partitions(
+        self, table: HudiTable, on: exp.Expression, target: str, source: str, source_view: str
+    ) -> set[str] | None:
+        """The partition paths the source's rows can reach, when ON equates every partition
+        column of the target with a source expression (delta-rs prunes a merge the same way):
+        no target row elsewhere can match, and every insert lands in one of them. ``None``:
+        every partition."""
+        bound = _bound_columns(on, target)
+        fields = table.config.partition_fields
+        if not table.keygen.is_partitioned or not all(f.lower() in bound for f in fields):
+            return None
+        values = exp.select(*[
+            exp.alias_(_cast(bound[f.lower()].copy(), table.schema[f].dataType), f, quoted=True) for f in fields
+        ]).from_(exp.Table(this=exp.to_identifier(source_view), alias=exp.TableAlias(this=exp.to_identifier(source))))
+        frame = self.spark.sql(values.sql(dialect=DIALECT))
+        paths = frame.select(table.keygen.partition_path(table.schema).alias("p")).distinct().collect()
+        return {r[0] for r in paths}
+
     def _old_ordering(self, table: HudiTable, qualifier: str | None) -> exp.Expression:
         field = table.config.ordering_field
         return _col(field, qualifier) if field else exp.Null()
@@ -298,15 +334,7 @@ class DmlPlanner:
     # ---- validation ---------------------------------------------------------------------------
     def _check_on(self, table: HudiTable, on: exp.Expression, target: str) -> None:
         """ON must equate every record key column of the target with a source expression."""
-        bound = set()
-        for conjunct in conjuncts(on):
-            if not isinstance(conjunct, exp.EQ):
-                continue
-            for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
-                if isinstance(side, exp.Column) and side.table.lower() == target and not any(
-                    c.table.lower() == target or not c.table for c in other.find_all(exp.Column)
-                ):
-                    bound.add(side.name.lower())
+        bound = _bound_columns(on, target)
         missing = [k for k in table.config.record_key_fields if k.lower() not in bound]
         if missing:
             need = " AND ".join(f"{target}.{k} = <source expression>" for k in missing)

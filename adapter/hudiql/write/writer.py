@@ -380,13 +380,14 @@ def _write_tagged(
         generate_keys=not table.has_record_key,
         compression=keys.setting(settings, keys.COMPRESSION).lower(),
     )
-    rows = []
+    stats: list[DataFrame] = []  # one collect for every task: one Spark job
     if mor:
         # Updates of a small file group that takes inserts are merged into its new base file:
         # a log would belong to the slice the rewrite supersedes.
         into_base = F.col(FILE_ID).isin(rewritten)
         appends = by_file_group(updates.where(~into_base))
-        rows += _append_logs(table, appends, view, instant_time, arrow_schema, settings)
+        appended = _append_logs(table, appends, view, instant_time, arrow_schema, settings)
+        stats += [appended] if appended is not None else []
         to_merge = updates.where(into_base).unionByName(inserts) if rewritten else inserts
     elif partitioned:
         # One filter keeps the rows' partitioning by file group; a union of the two sides would not.
@@ -394,8 +395,8 @@ def _write_tagged(
     else:
         to_merge = updates.unionByName(inserts) if inserts is not None else updates
     if to_merge is not None:
-        rows += by_file_group(to_merge).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA).collect()
-    return [r.asDict() for r in rows]
+        stats.append(by_file_group(to_merge).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA))
+    return [r.asDict() for r in reduce(DataFrame.union, stats).collect()] if stats else []
 
 
 def _by_file_group(spark: SparkSession, rows: DataFrame, groups: int) -> DataFrame:
@@ -471,12 +472,12 @@ def _append_logs(
     instant_time: str,
     arrow_schema,
     settings: dict,
-) -> list:
+) -> DataFrame | None:
     """MOR: updates and deletes of existing file groups (shuffled by file group) become a new
-    log file per group."""
+    log file per group; the tasks' stats rows (``None`` when no group takes logs)."""
     targets = {file_id: LogTarget(*target) for file_id, *target in view.log_targets()}
     if not targets:
-        return []
+        return None
     # Rows carry their file id only; what the group's log file needs travels once, in the task.
     rows = updates.drop(BASE_FILE)
     schema = with_meta_columns(table.schema)
@@ -494,7 +495,7 @@ def _append_logs(
         batch_size=megabytes(settings, keys.WRITE_BATCH_SIZE),
         task_max_size=megabytes(settings, keys.WRITE_TASK_MAX_SIZE),
     )
-    return rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()
+    return rows.mapInArrow(task.udf(), STATS_SCHEMA)
 
 
 def megabytes(settings: dict[str, str], key: str) -> int:
