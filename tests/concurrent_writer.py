@@ -5,7 +5,10 @@ Starting a JVM costs 5-10 s, so one process runs many jobs. The protocol is line
 - each stdin line is a job (JSON): ``warehouse``, ``setup`` (statements run before the start,
   e.g. ``SET`` and a warm-up ``SELECT``), ``statements`` (``[{"id", "sql"}]``), ``start_file``
   (wait until it exists, so that several processes start together), ``pause`` (seconds between
-  statements), ``until_file`` (repeat the statements until it exists) and ``result_file``;
+  statements), ``until_file`` (repeat the statements until it exists), ``wait_for_pending`` (a
+  glob of pending instant files, e.g. ``<table>/.hoodie/*.compaction.inflight``: every statement
+  after the first waits, at most ``wait_limit`` seconds, until such an instant is in flight, so
+  that it starts while another process's action runs) and ``result_file``;
 - after the setup it prints ``WAITING <job>``, after the last statement ``DONE <job>``
   (``ABANDONED <job>`` when the start file never came, ``FAILED <job>`` when the setup failed).
 
@@ -17,6 +20,7 @@ the statement returned and what it printed on stderr (``Warning: ...`` lines).
 
 from __future__ import annotations
 
+import glob
 import io
 import json
 import os
@@ -62,6 +66,17 @@ def _wait_for(path: str, limit: float) -> bool:
     return True
 
 
+def _wait_for_pending(pattern: str, limit: float) -> None:
+    """Until a file matches ``pattern`` whose instant has no completed ``.commit`` yet."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        for path in glob.glob(pattern):
+            folder, name = os.path.split(path)
+            if not os.path.exists(os.path.join(folder, name.split(".", 1)[0] + ".commit")):
+                return
+        time.sleep(0.002)
+
+
 def _run_statement(session, statement: dict) -> dict:
     from hudiql.errors import WriteConflictError
 
@@ -97,6 +112,8 @@ def run_job(spark, job: dict) -> None:
     deadline = time.monotonic() + _LIMIT
     while True:
         for statement in job["statements"]:
+            if results and job.get("wait_for_pending"):
+                _wait_for_pending(job["wait_for_pending"], job.get("wait_limit", 30))
             results.append(_run_statement(session, statement))
             _write_json(job["result_file"], results)
             if job.get("pause"):

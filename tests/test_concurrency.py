@@ -97,13 +97,15 @@ class Writer:
                 return
 
     def submit(self, workdir: Path, warehouse: Path, statements: list[dict], setup: list[str] = (),
-               start_file: Path | None = None, pause: float = 0, until_file: Path | None = None) -> Job:
+               start_file: Path | None = None, pause: float = 0, until_file: Path | None = None,
+               wait_for_pending: str | None = None) -> Job:
         """Send a job: it runs its setup, prints WAITING, waits for ``start_file``, runs its statements."""
         name = f"{self.name}-job{next(self._jobs)}"
         job = Job(name, workdir / f"{name}.json")
         spec = {"name": name, "warehouse": str(warehouse), "setup": list(setup), "statements": statements,
                 "start_file": str(start_file) if start_file else None, "pause": pause,
-                "until_file": str(until_file) if until_file else None, "result_file": str(job.result)}
+                "until_file": str(until_file) if until_file else None, "wait_for_pending": wait_for_pending,
+                "result_file": str(job.result)}
         self.proc.stdin.write(json.dumps(spec) + "\n")
         self.proc.stdin.flush()
         return job
@@ -345,22 +347,36 @@ def test_disjoint_partitions_all_commit(writers, session, warehouse, tmp_path):
 
 # ---- 3. merge-on-read: a writer and compaction ------------------------------------------------------
 
-def check_sequential_writer(rows: dict[int, dict], run: list[dict], shared: list[int], new_keys: dict[str, list[int]]) -> None:
-    """One writer's statements ran one after the other: its last success holds the shared keys."""
+def check_sequential_writer(rows: dict[int, dict], run: list[dict], shared: list[int], own: dict[str, list[int]]) -> None:
+    """One writer's statements ran one after the other: each that committed holds its own keys,
+    nothing of one that raised is visible, and the last that committed holds the shared keys."""
     ok = [r for r in run if r["outcome"] == "ok"]
+    visible = Counter(x["src"] for x in rows.values())
     for r in run:
-        mine = [rows.get(k) for k in new_keys[r["id"]]]
         if r["outcome"] == "ok":
+            mine = [rows.get(k) for k in own[r["id"]]]
             assert all(m and m["src"] == r["id"] for m in mine), f"{r['id']} committed but its rows read {mine}"
         else:
-            assert not any(mine) and all(x["src"] != r["id"] for x in rows.values()), (
-                f"{r['id']} raised ({r['message']}) but its rows are visible")
+            assert not visible[r["id"]], f"{r['id']} raised ({r['message']}) but {visible[r['id']]} of its rows are visible"
     want = ok[-1]["id"] if ok else "seed"
     assert {rows[k]["src"] for k in shared} == {want}, f"shared keys {[rows[k]['src'] for k in shared]}, want {want}"
 
 
-#: Rows of the compacted table: enough that a compaction takes seconds and a write starts meanwhile.
+def mor_updates(name: str, writer: int, statements: int, shared: list[int], own_base: int) -> tuple[list[dict], dict]:
+    """Statements that update existing keys only (the shared ones and three of their own), so that
+    each delta commit appends log files: work for compaction."""
+    plans, own = [], {}
+    for s in range(1, statements + 1):
+        src = f"w{writer}s{s}"
+        own[src] = [own_base + s * 10 + 2 * j for j in range(3)]  # of own_base's parity
+        rows = ", ".join(f"({k}, '{src}', 'p{k % 4}')" for k in shared + own[src])
+        plans.append({"id": src, "sql": f"INSERT INTO {name} VALUES {rows}"})
+    return plans, own
+
+
+#: Rows of the compacted table: enough that a compaction takes a while.
 MOR_ROWS = 100_000
+MOR_SEED = "SELECT CAST(id AS INT), 'seed', concat('p', CAST(id % 4 AS STRING)) FROM range(1, {n}{step})"
 
 
 def test_mor_writer_against_running_compaction(writers, session, warehouse, tmp_path):
@@ -368,24 +384,19 @@ def test_mor_writer_against_running_compaction(writers, session, warehouse, tmp_
     table = warehouse / name
     session.sql(f"CREATE TABLE {name} (id INT, src STRING, p STRING) USING hudi PARTITIONED BY (p) TBLPROPERTIES "
                 "(primaryKey='id', type='mor', 'hoodie.compact.inline'='false')")
-    seed = f"SELECT CAST(id AS INT), 'seed', concat('p', CAST(id % 4 AS STRING)) FROM range(1, {MOR_ROWS + 1}"
-    session.sql(f"INSERT INTO {name} {seed})")
-    session.sql(f"INSERT INTO {name} {seed}, 2)")  # log files in every file group: work for the compactor
-    statements, new_keys = [], {}
-    for s in range(1, 7):
-        src = f"w1s{s}"
-        new_keys[src] = [MOR_ROWS + s * 10 + j for j in range(3)]
-        rows = ", ".join(f"({k}, '{src}', 'p{k % 4}')" for k in SHARED + new_keys[src])
-        statements.append({"id": src, "sql": f"INSERT INTO {name} VALUES {rows}"})
+    session.sql(f"INSERT INTO {name} {MOR_SEED.format(n=MOR_ROWS + 1, step='')}")
+    session.sql(f"INSERT INTO {name} {MOR_SEED.format(n=MOR_ROWS + 1, step=', 2')}")  # log files to compact
+    statements, own = mor_updates(name, 1, 6, SHARED, 1000)
     stop = tmp_path / "stop-compacting"
     start = tmp_path / "start"
     warm = [f"SELECT count(*) FROM {name}"]
-    # The writer pauses between statements, so that a compaction can be scheduled; its next
-    # statement then starts while that compaction runs.
-    writer = writers[0].submit(tmp_path, warehouse, statements, warm, start, pause=0.5)
+    # Between two statements of the writer a compaction can be scheduled (none is while a write is
+    # in flight); the writer's next statement starts as soon as that compaction is inflight.
+    writer = writers[0].submit(tmp_path, warehouse, statements, warm, start,
+                               wait_for_pending=str(table / ".hoodie" / "*.compaction.inflight"))
     compactor = writers[1].submit(
         tmp_path, warehouse, [{"id": "compact", "sql": f"CALL run_compaction(table => '{name}')"}], warm, start,
-        pause=0.2, until_file=stop)
+        pause=0.1, until_file=stop)
     try:
         writers[0].expect("WAITING", writer)
         writers[1].expect("WAITING", compactor)
@@ -398,12 +409,13 @@ def test_mor_writer_against_running_compaction(writers, session, warehouse, tmp_
     run, compactions = writer.results(), compactor.results()
     no_other_errors(run, compactions)
     assert any(r["outcome"] == "ok" for r in run), f"no write committed: {[(r['id'], r.get('message')) for r in run]}"
-    during = [(w["id"], w["outcome"], c["outcome"]) for w in run for c in compactions if c["start"] < w["start"] < c["end"]]
-    assert during, "no write started while a compaction ran; compactions: " + str(
-        [(c["outcome"], round(c["end"] - c["start"], 1), c.get("message")) for c in compactions if c["end"] - c["start"] > 0.5])
+    compacted = [c for c in compactions if c["outcome"] == "ok" and c["rows"]]
+    during = [(w["id"], w["outcome"]) for w in run for c in compacted if c["start"] < w["start"] < c["end"]]
+    assert during, "no write started while a compaction ran; compactions that compacted: " + str(
+        [(round(c["start"] % 1000, 1), round(c["end"] - c["start"], 1), c["rows"]) for c in compacted])
     rows = check_table(session, table, name, ("p",))
-    check_sequential_writer(rows, run, SHARED, new_keys)
-    assert len(rows) == MOR_ROWS + 3 * sum(r["outcome"] == "ok" for r in run)
+    check_sequential_writer(rows, run, SHARED, own)
+    assert len(rows) == MOR_ROWS
 
     # With the writer gone a compaction runs, and the compacted files hold the same rows.
     session.sql(f"CALL run_compaction(table => '{name}')").collect()
@@ -411,33 +423,30 @@ def test_mor_writer_against_running_compaction(writers, session, warehouse, tmp_
     assert official_rows(table, COLUMNS, read_optimized=True) == official_rows(table, COLUMNS)
 
 
+def mine(writer: int) -> list[int]:
+    """Shared keys of writer 1 or 2: even keys (partitions p0, p2) or odd keys (p1, p3)."""
+    return [k for k in SHARED if k % 2 == writer - 1]
+
+
 def test_mor_inline_compaction_with_two_writers(writers, session, warehouse, tmp_path):
-    """Each statement's inline compaction runs while the other writer may be in flight: a
-    compaction that cannot run is the statement's warning, never its failure."""
+    """Each statement compacts inline while the other writer may be in flight: a compaction that
+    cannot run is the statement's warning, never its failure. The writers write disjoint partitions."""
     name = "mi"
     table = warehouse / name
     session.sql(f"CREATE TABLE {name} (id INT, src STRING, p STRING) USING hudi PARTITIONED BY (p) TBLPROPERTIES "
                 "(primaryKey='id', type='mor', 'hoodie.compact.inline'='true', "
                 "'hoodie.compact.inline.max.delta.commits'='1')")
-    seeded = {w: [w * 1000 + j for j in range(1, 6)] for w in (1, 2)}
-    session.sql(f"INSERT INTO {name} VALUES " + ", ".join(
-        f"({k}, 'seed', 'p{w}')" for w, ks in seeded.items() for k in ks))
-    jobs, new_keys = [], {}
-    for w in (1, 2):
-        statements = []
-        for s in range(1, 5):
-            src = f"w{w}s{s}"
-            new_keys[src] = [w * 1000 + 100 + s * 10 + j for j in range(3)]
-            rows = ", ".join(f"({k}, '{src}', 'p{w}')" for k in seeded[w] + new_keys[src])
-            statements.append({"id": src, "sql": f"INSERT INTO {name} VALUES {rows}"})
-        jobs.append((writers[w - 1], {"statements": statements, "setup": [f"SELECT count(*) FROM {name}"]}))
+    session.sql(f"INSERT INTO {name} {MOR_SEED.format(n=10_001, step='')}")
+    plans = {w: mor_updates(name, w, 4, mine(w), w * 1000 + w - 1) for w in (1, 2)}
+    jobs = [(writers[w - 1], {"statements": plans[w][0], "setup": [f"SELECT count(*) FROM {name}"]}) for w in (1, 2)]
     runs = run_together(tmp_path, warehouse, jobs)
     no_other_errors(*runs)
     for run in runs:
         assert any(r["outcome"] == "ok" for r in run), f"no write committed: {[(r['id'], r.get('message')) for r in run]}"
     rows = check_table(session, table, name, ("p",))
     for w, run in zip((1, 2), runs):
-        check_sequential_writer(rows, run, seeded[w], new_keys)
+        check_sequential_writer(rows, run, mine(w), plans[w][1])
+    assert len(rows) == 10_000
 
 
 # ---- 4. a writer killed with SIGKILL ------------------------------------------------------------------
