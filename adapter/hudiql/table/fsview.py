@@ -139,6 +139,12 @@ class FileSystemView:
         _check_written(groups, listed, written, replaced, completion, partitions)
         return cls({k: g for k, g in groups.items() if g.slices}, replaced, set(pending))
 
+    def only(self, partitions: list[str]) -> FileSystemView:
+        """The same view, of ``partitions`` only."""
+        wanted = set(partitions)
+        return FileSystemView({k: g for k, g in self.groups.items() if k[0] in wanted}, self.replaced,
+                              self.pending_compactions)
+
     def partitions(self) -> list[str]:
         return sorted({p for p, _ in self.groups if (p, _) not in self.replaced})
 

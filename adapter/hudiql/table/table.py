@@ -28,6 +28,7 @@ class HudiTable:
     def __init__(self, storage: Storage, config: TableConfig) -> None:
         self.storage = storage
         self.config = config
+        self._full_view: FileSystemView | None = None
 
     @classmethod
     def load(cls, base_uri: str) -> HudiTable:
@@ -80,7 +81,15 @@ class HudiTable:
         raise FormatError(f"table {self.base_uri} has no schema in hoodie.properties nor in any commit")
 
     def file_system_view(self, partitions: list[str] | None = None) -> FileSystemView:
-        return FileSystemView.load(self.storage, self.timeline, partitions)
+        """The file groups of this snapshot (of ``partitions`` only, when given). The whole
+        table's view is listed once per snapshot; a statement that read it (a MERGE's target)
+        hands its write the partitions it needs from it, without listing storage again."""
+        if self._full_view is not None:
+            return self._full_view if partitions is None else self._full_view.only(partitions)
+        view = FileSystemView.load(self.storage, self.timeline, partitions)
+        if partitions is None:
+            self._full_view = view
+        return view
 
     def average_record_size(self, default: int = 1024) -> int:
         """Bytes per record, estimated from the latest commit that wrote records."""
