@@ -518,7 +518,7 @@ def test_killed_writer_rolled_back_only_after_its_heartbeat_expired(writers, ses
     # Once A's heartbeat expired, the next write rolls A back.
     time.sleep(max(0.0, beat + HEARTBEAT_MS * MISSES / 1000 + 2 - time.time()))
     c_job = writers[0].submit(tmp_path, warehouse, [{"id": "C", "sql": f"INSERT INTO {name} VALUES (11, 'C', 'b')"}],
-                                 setup)
+                              setup)
     writers[0].expect("DONE", c_job)
     [c] = c_job.results()
     assert c["outcome"] == "ok", f"C failed: {c.get('error_type')}: {c.get('message')}"
@@ -540,7 +540,7 @@ def test_cli_conflict_exits_1_with_one_line_naming_the_winner(writers, session, 
     session.sql(f"INSERT INTO {name} VALUES {values(SHARED, 'seed')}")
     go = tmp_path / "start"
     job = writers[0].submit(tmp_path, warehouse, [{"id": "w", "sql": f"INSERT INTO {name} VALUES (1, 'w')"}],
-                               [f"SELECT count(*) FROM {name}"], go)
+                            [f"SELECT count(*) FROM {name}"], go)
     writers[0].expect("WAITING", job)
     before = set(timeline_files(table))
     cli = subprocess.Popen(
@@ -556,7 +556,7 @@ def test_cli_conflict_exits_1_with_one_line_naming_the_winner(writers, session, 
             time.sleep(0.02)
         go.touch()
         writers[0].expect("DONE", job)
-        out, err = cli.communicate(timeout=JOB_TIMEOUT)
+        _, err = cli.communicate(timeout=JOB_TIMEOUT)
     finally:
         go.touch()
         if cli.poll() is None:
