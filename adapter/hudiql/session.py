@@ -42,7 +42,6 @@ from hudiql.table.config import TableConfig
 from hudiql.table.layout import PROPERTIES_FILE
 from hudiql.table.schema import without_meta_columns
 from hudiql.table.table import HudiTable
-from hudiql.write.dml import RESULT_SCHEMA as DML_RESULT_SCHEMA
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
 from hudiql.write.writer import Operation, align_columns, insert_rows, write_rows
 
@@ -460,7 +459,7 @@ class Session:
 
     def _dml_result(self, counts: DmlCounts) -> Result:
         # A VALUES relation: collecting it runs no Spark job (a DataFrame of a Python list would).
-        names = ", ".join(name for name, _ in (c.split() for c in DML_RESULT_SCHEMA.split(", ")))
+        names = ", ".join(DmlCounts.NAMES)
         values = ", ".join(f"CAST({v} AS BIGINT)" for v in counts.row())
         return Result(self.spark.sql(f"SELECT * FROM VALUES ({values}) AS t({names})"), True)
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-from hudiql.errors import HudiqlError, from_spark_error, warn
+from hudiql.errors import HudiqlError, from_spark_error, spark_message, warn
 from hudiql.services import compaction
 from hudiql.table.table import HudiTable
 
@@ -28,7 +28,7 @@ def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> N
         compaction.compact_inline(spark, table.refresh(), settings)
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, the write committed
         error = exc if isinstance(exc, HudiqlError) else from_spark_error(exc)
-        reason = str(error) if error is not None else f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        reason = str(error) if error is not None else f"{type(exc).__name__}: {spark_message(str(exc))}"
         warn(
             f"the write committed, but inline compaction of table {table.config.name} did not run ({reason}); "
             "it runs after a later write, or with CALL run_compaction"

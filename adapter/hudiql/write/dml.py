@@ -54,12 +54,6 @@ UPDATE, DELETE_KIND, INSERT = "update", "delete", "insert"
 MOVED = "moved"  # the delete at the old path of an update that moves its row to another partition
 
 
-RESULT_SCHEMA = (
-    "num_affected_rows long, num_updated_rows long, num_deleted_rows long, "
-    "num_inserted_rows long, num_skipped_older_rows long"
-)
-
-
 def insert_counts(meta: CommitMetadata) -> DmlCounts:
     """What an INSERT did (the commit ``write_rows`` made), counted by its write tasks as MERGE's
     counts are: rows updated, deleted (``_hoodie_is_deleted``), inserted, and skipped because the

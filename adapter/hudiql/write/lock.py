@@ -77,7 +77,7 @@ class TableLock:
 
     def _read(self) -> bytes | None:
         try:
-            with open(self.storage.full_path(LOCK_FILE), "rb") as f:
+            with self.storage.fs.open_input_stream(self.storage.full_path(LOCK_FILE)) as f:
                 return f.read()
         except FileNotFoundError:
             return None

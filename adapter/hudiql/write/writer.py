@@ -276,54 +276,39 @@ def _write_file_groups(
     """Tag ``incoming`` and write it by file group; ``precombine``: keep one row per key in the
     shuffle by file group (bucket index). Returns the tasks' stats rows (``STATS_SCHEMA``)."""
     incoming = incoming.persist(StorageLevel.MEMORY_AND_DISK)
+    cached = [incoming]
     try:
-        return _tag_and_write(spark, table, index, incoming, operation, instant_time, settings, merge_rule, precombine)
-    finally:
-        incoming.unpersist()
-
-
-def _tag_and_write(
-    spark: SparkSession,
-    table: HudiTable,
-    index: IndexConfig,
-    incoming: DataFrame,
-    operation: Operation,
-    instant_time: str,
-    settings: dict,
-    merge_rule: MergeRule,
-    precombine: bool,
-) -> list[dict]:
-    # Rows per partition: the partitions to index, and a bound on their inserts.
-    rows_by_partition = {r[0]: r[1] for r in incoming.groupBy(PARTITION_PATH).count().collect()}
-    partitions = sorted(rows_by_partition)
-    view = table.file_system_view(partitions)
-    _write_partition_metadata(table, partitions, instant_time)
-    lookup = operation is Operation.UPSERT
-    tagged, new_groups = tag(spark, table, index, incoming, partitions, view, lookup)
-    partitioned = new_groups is not None
-    if partitioned:
-        # Bucket index: every row is placed already. One shuffle by file group serves the write
-        # and the precombine: a window within each file group needs no exchange of its own.
-        tagged = _by_file_group(spark, tagged, len(view.latest_slices()) + new_groups)
-        if precombine:
-            # The record key leads the window's sort: Spark sorts on a key's first bytes, which
-            # file ids of one bucket share.
-            tagged = table.merge_rule.precombine(tagged, [RECORD_KEY, PARTITION_PATH, FILE_ID], SEQUENCE)
-    # Tagged rows that feed more than one step are computed once: the simple index's (insert
-    # counts, appends, file rewrites), and those of a bucket-index MOR write that starts file
-    # groups (appends, new groups). Spark does not rely on the partitioning of cached rows, so
-    # those are shuffled by file group again where they are written.
-    shared = not partitioned or (table.config.is_mor and new_groups > 0)
-    if shared:
-        tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
+        # Rows per partition: the partitions to index, and a bound on their inserts.
+        rows_by_partition = {r[0]: r[1] for r in incoming.groupBy(PARTITION_PATH).count().collect()}
+        partitions = sorted(rows_by_partition)
+        view = table.file_system_view(partitions)
+        _write_partition_metadata(table, partitions, instant_time)
+        lookup = operation is Operation.UPSERT
+        tagged, new_groups = tag(spark, table, index, incoming, partitions, view, lookup)
+        partitioned = new_groups is not None
+        if partitioned:
+            # Bucket index: every row is placed already. One shuffle by file group serves the write
+            # and the precombine: a window within each file group needs no exchange of its own.
+            tagged = _by_file_group(spark, tagged, len(view.latest_slices()) + new_groups)
+            if precombine:
+                # The record key leads the window's sort: Spark sorts on a key's first bytes, which
+                # file ids of one bucket share.
+                tagged = table.merge_rule.precombine(tagged, [RECORD_KEY, PARTITION_PATH, FILE_ID], SEQUENCE)
+        # Tagged rows that feed more than one step are computed once: the simple index's (insert
+        # counts, appends, file rewrites), and those of a bucket-index MOR write that starts file
+        # groups (appends, new groups). Spark does not rely on the partitioning of cached rows, so
+        # those are shuffled by file group again where they are written.
+        shared = not partitioned or (table.config.is_mor and new_groups > 0)
+        if shared:
+            tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(tagged)
         return _write_tagged(
             spark, table, tagged, new_groups, view, operation, instant_time, settings, merge_rule, partitioned and not shared,
             most_inserts=rows_by_partition,
         )
     finally:
-        if shared:
-            tagged.unpersist()
+        for frame in cached:
+            frame.unpersist()
 
 
 def _write_tagged(
