@@ -18,7 +18,7 @@ from conftest import hudiql_rows
 from hudiql.errors import ColumnError
 from hudiql.sql import statements as S
 from hudiql.write.dml import DmlCounts, insert_counts
-from hudiql.write.writer import Operation, insert_rows, write_rows
+from hudiql.write.writer import Operation, insert_rows, transaction, write_rows
 
 
 def latest_extra_metadata(base: Path) -> dict:
@@ -29,8 +29,8 @@ def latest_extra_metadata(base: Path) -> dict:
 
 def upsert(session, name: str, rows: list[tuple]):
     """What ``INSERT INTO name VALUES ...`` writes: the rows, upserted by ``write_rows``."""
-    table = session.table(S.TableName(None, name))
-    return write_rows(session.spark, table, session.spark.createDataFrame(rows, table.schema), Operation.UPSERT, {})
+    with transaction(session.spark, session.table(S.TableName(None, name)), {}) as txn:
+        return write_rows(txn, session.spark.createDataFrame(rows, txn.table.schema), Operation.UPSERT)
 
 
 # ---- INSERT counts ------------------------------------------------------------------------------
@@ -81,9 +81,9 @@ def test_insert_counts_on_merge_on_read(session, warehouse):
 
 def test_insert_operation_counts_every_row_as_inserted(session, warehouse):
     session.sql("CREATE TABLE logs (msg STRING, n INT) USING hudi")
-    table = session.table(S.TableName(None, "logs"))
-    rows = session.spark.createDataFrame([("a", 1), ("a", 1)], table.schema)
-    meta = write_rows(session.spark, table, rows, Operation.INSERT, {})
+    with transaction(session.spark, session.table(S.TableName(None, "logs")), {}) as txn:
+        rows = session.spark.createDataFrame([("a", 1), ("a", 1)], txn.table.schema)
+        meta = write_rows(txn, rows, Operation.INSERT)
     assert insert_counts(meta) == DmlCounts(inserted=2)
 
 

@@ -1,5 +1,5 @@
-"""The write transaction in one process, made deterministic: a write whose snapshot is older than
-a commit (another writer's, simulated by loading the table before it), the table lock, heartbeats
+"""The write transaction in one process, made deterministic: a write that started before a commit
+(another writer's: a statement run while the write's transaction is open), the table lock, heartbeats
 and the rollback of dead writers, post-commit compaction that cannot fail a statement.
 
 Real concurrent processes are in test_concurrency.py."""
@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from conftest import hudiql_rows, instants, official_rows, timeline
 from hudiql.errors import WriteConflictError
 from hudiql.sql.statements import TableName
-from hudiql.table.table import HudiTable
-from hudiql.write.writer import Operation, write_rows
+from hudiql.write.transaction import WriteTransaction
+from hudiql.write.writer import Operation, transaction, write_rows
 
 COLS = "id, name, ts, part"
 
@@ -35,31 +37,34 @@ def create(session, name: str = "t", *props: str, mor: bool = False) -> Path:
     return Path(session.table(TableName(None, name)).base_uri.removeprefix("file://"))
 
 
-def stale_write(session, path: Path, stale: HudiTable, values: str) -> None:
-    """Write ``values`` from the snapshot ``stale`` (loaded before the latest commits), as a
-    writer that started before them would."""
+@contextmanager
+def started(session, name: str = "t") -> Iterator[WriteTransaction]:
+    """The write transaction of a statement on ``name`` that starts now: its instant is inflight and
+    its snapshot taken while the statements in the block run, as another writer's would be."""
+    with transaction(session.spark, session.table(TableName(None, name)), dict(session.conf)) as txn:
+        yield txn
+
+
+def late_write(session, txn: WriteTransaction, values: str) -> None:
+    """Write ``values`` in ``txn``, after the statements that ran since it started."""
     rows = session.spark.sql(f"SELECT * FROM VALUES {values} AS v({COLS})")
-    write_rows(session.spark, stale, rows, Operation.UPSERT, dict(session.conf))
-
-
-def snapshot(path: Path) -> HudiTable:
-    table = HudiTable.load(str(path))
-    table.timeline, table.schema  # read now: the snapshot of a statement that starts now
-    return table
+    write_rows(txn, rows, Operation.UPSERT)
 
 
 def test_a_write_older_than_a_commit_to_the_same_file_group_fails_and_leaves_nothing(session):
     path = create(session)
-    stale = snapshot(path)
-    session.sql("INSERT INTO t VALUES (1, 'winner', 2, 'p1')")
-    winner = instants(path, "commit")[-1]
     before = sorted(p.name for p in path.rglob("*.parquet"))
-    with pytest.raises(WriteConflictError) as caught:
-        stale_write(session, path, stale, "(2, 'loser', 2, 'p1')")
+    with started(session) as txn:
+        session.sql("INSERT INTO t VALUES (1, 'winner', 2, 'p1')")
+        winner = instants(path, "commit")[-1]
+        after_winner = sorted(p.name for p in path.rglob("*.parquet"))
+        with pytest.raises(WriteConflictError) as caught:
+            late_write(session, txn, "(2, 'loser', 2, 'p1')")
+    assert txn.instant_time < winner  # the loser started first
     message = str(caught.value)
     assert winner in message and "file group" in message and "run the statement again" in message
     # Nothing of the loser: no data file, no instant, no marker folder, no heartbeat, no lock.
-    assert sorted(p.name for p in path.rglob("*.parquet")) == before
+    assert sorted(p.name for p in path.rglob("*.parquet")) == after_winner != before
     assert len(instants(path, "commit")) == 2 and not pending(path)
     assert not list((path / ".hoodie" / ".temp").glob("*")) and not list((path / ".hoodie" / ".heartbeat").glob("*"))
     assert not (path / ".hoodie" / "lock").exists()
@@ -72,63 +77,68 @@ def test_a_write_older_than_a_commit_to_the_same_file_group_fails_and_leaves_not
 
 
 def test_writes_to_other_partitions_both_commit(session):
-    path = create(session)
-    stale = snapshot(path)
-    session.sql("INSERT INTO t VALUES (1, 'x', 2, 'p1')")
-    stale_write(session, path, stale, "(3, 'y', 2, 'p2'), (4, 'new', 1, 'p3')")
+    create(session)
+    with started(session) as txn:
+        session.sql("INSERT INTO t VALUES (1, 'x', 2, 'p1')")
+        late_write(session, txn, "(3, 'y', 2, 'p2'), (4, 'new', 1, 'p3')")
     assert hudiql_rows(session, "SELECT id, name FROM t") == [(1, "x"), (2, "b"), (3, "y"), (4, "new")]
 
 
 def test_two_writers_inserting_one_new_key_into_new_file_groups_conflict(session):
     # Tiny files: each write's inserts start a new file group, so only the key check can see it.
-    path = create(session, "t", "'hoodie.parquet.small.file.limit'='0'")
-    stale = snapshot(path)
-    session.sql("INSERT INTO t VALUES (9, 'first', 1, 'p1')")
-    with pytest.raises(WriteConflictError, match=r"new record key '9'"):
-        stale_write(session, path, stale, "(9, 'second', 1, 'p1')")
+    create(session, "t", "'hoodie.parquet.small.file.limit'='0'")
+    with started(session) as txn:
+        session.sql("INSERT INTO t VALUES (9, 'first', 1, 'p1')")
+        with pytest.raises(WriteConflictError, match=r"new record key '9'"):
+            late_write(session, txn, "(9, 'second', 1, 'p1')")
     assert hudiql_rows(session, "SELECT id, name FROM t WHERE id = 9") == [(9, "first")]
     # Different new keys in the same partition are no conflict.
-    stale = snapshot(path)
-    session.sql("INSERT INTO t VALUES (10, 'ten', 1, 'p1')")
-    stale_write(session, path, stale, "(11, 'eleven', 1, 'p1')")
+    with started(session) as txn:
+        session.sql("INSERT INTO t VALUES (10, 'ten', 1, 'p1')")
+        late_write(session, txn, "(11, 'eleven', 1, 'p1')")
     assert [r[0] for r in hudiql_rows(session, "SELECT id FROM t")] == [1, 2, 3, 9, 10, 11]
 
 
 def test_bucket_index_writers_starting_one_bucket_conflict(session):
-    path = create(session, "t", "'hoodie.index.type'='BUCKET'", "'hoodie.bucket.index.num.buckets'='1'")
-    stale = snapshot(path)
-    session.sql("INSERT INTO t VALUES (20, 'x', 1, 'p9')")  # starts bucket 0 of partition p9
-    with pytest.raises(WriteConflictError, match=r"bucket 0 of partition 'part=p9'|file group"):
-        stale_write(session, path, stale, "(21, 'y', 1, 'p9')")
+    create(session, "t", "'hoodie.index.type'='BUCKET'", "'hoodie.bucket.index.num.buckets'='1'")
+    with started(session) as txn:
+        session.sql("INSERT INTO t VALUES (20, 'x', 1, 'p9')")  # starts bucket 0 of partition p9
+        with pytest.raises(WriteConflictError, match=r"bucket 0 of partition 'part=p9'|file group"):
+            late_write(session, txn, "(21, 'y', 1, 'p9')")
     assert [r[0] for r in hudiql_rows(session, "SELECT id FROM t WHERE part = 'p9'")] == [20]
 
 
-def test_a_write_conflicts_with_a_compaction_planned_after_its_snapshot(session):
+def test_a_compaction_waits_for_an_earlier_write_and_a_later_write_goes_past_its_plan(session):
     path = create(session, "m", mor=True)
     session.sql("INSERT INTO m VALUES (1, 'log', 2, 'p1')")  # a log file to compact
-    stale = snapshot(path)
+    with started(session, "m") as txn:
+        with pytest.raises(WriteConflictError, match=rf"write {txn.instant_time} is still in flight"):
+            session.sql("CALL run_compaction(table => 'm', op => 'schedule')")
+        late_write(session, txn, "(2, 'early', 2, 'p1')")
+    assert not instants(path, "compaction.requested")
     session.sql("CALL run_compaction(table => 'm', op => 'schedule')")
     planned = instants(path, "compaction.requested")
-    with pytest.raises(WriteConflictError, match=rf"compaction {planned[0]}"):
-        stale_write(session, path, stale, "(2, 'late', 2, 'p1')")
-    # A write that starts after the plan goes to the slice it opens, and then the plan runs.
-    session.sql("INSERT INTO m VALUES (2, 'after', 2, 'p1')")
+    # A write that starts after the plan goes to the slices it opens: no conflict, nothing lost.
+    with started(session, "m") as txn:
+        late_write(session, txn, "(3, 'late', 2, 'p2')")
+    session.sql("INSERT INTO m VALUES (2, 'after', 3, 'p1')")
     session.sql("CALL run_compaction(table => 'm', op => 'run')")
-    expected = [(1, "log"), (2, "after"), (3, "c")]
+    assert len(planned) == 1 and instants(path, "commit") == planned
+    expected = [(1, "log"), (2, "after"), (3, "late")]
     assert hudiql_rows(session, "SELECT id, name FROM m") == expected
     assert official_rows(path, ["id", "name"]) == expected
 
 
 def test_single_writer_mode_skips_the_check_and_describe_shows_the_mode(session):
-    path = create(session)
+    create(session)
     rows = {r[0]: r[1] for r in session.sql("DESCRIBE EXTENDED t").collect()}
     assert rows["Concurrency Mode"] == "OPTIMISTIC_CONCURRENCY_CONTROL"
     session.sql("SET hoodie.write.concurrency.mode=SINGLE_WRITER")
     rows = {r[0]: r[1] for r in session.sql("DESCRIBE EXTENDED t").collect()}
     assert rows["Concurrency Mode"] == "SINGLE_WRITER"
-    stale = snapshot(path)
-    session.sql("INSERT INTO t VALUES (1, 'x', 2, 'p1')")
-    stale_write(session, path, stale, "(2, 'y', 2, 'p1')")  # the user promised one writer: no check
+    with started(session) as txn:
+        session.sql("INSERT INTO t VALUES (1, 'x', 2, 'p1')")
+        late_write(session, txn, "(2, 'y', 2, 'p1')")  # the user promised one writer: no check
     with pytest.raises(Exception, match="EAGER would roll back"):
         session.sql("SET hoodie.cleaner.policy.failed.writes=EAGER")
 

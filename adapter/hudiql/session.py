@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +43,7 @@ from hudiql.table.layout import PROPERTIES_FILE
 from hudiql.table.schema import without_meta_columns
 from hudiql.table.table import HudiTable
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
-from hudiql.write.writer import Operation, align_columns, insert_rows, write_rows
+from hudiql.write.writer import Operation, align_columns, insert_rows, transaction, write_rows
 
 INSERT_OPERATION = keys.INSERT_INTO_OPERATION
 WRITE_OPERATION = keys.WRITE_OPERATION
@@ -221,7 +221,8 @@ class Session:
         if rows is not None:
             try:
                 ordered = rows.select([F.col(f"`{f.name}`") for f in schema.fields])
-                self._write(table, align_columns(ordered, schema), Operation.UPSERT if table.has_record_key else Operation.INSERT)
+                with transaction(self.spark, table, self.conf) as txn:
+                    write_rows(txn, align_columns(ordered, schema), Operation.UPSERT if table.has_record_key else Operation.INSERT)
             except BaseException:
                 # CTAS is all or nothing: no table is left behind a failed query.
                 self.catalog.unregister(database, name)
@@ -433,9 +434,6 @@ class Session:
 
     def _run_Insert(self, st: S.Insert) -> Result:
         table = self.table(st.table)
-        source = self.planner.dataframe(st.query)
-        rows = insert_rows(table.schema, source, st.columns, st.partition,
-                           table.config.record_key_fields, table.config.partition_fields)
         default = Operation.UPSERT if table.has_record_key else Operation.INSERT
         # A session SET of either key beats the table's properties, as session settings do.
         given = [(k, settings.get(k)) for settings in (self.conf, table.config.props) for k in (INSERT_OPERATION, WRITE_OPERATION)]
@@ -446,25 +444,39 @@ class Session:
             raise SqlError(f"{key}={raw} is not valid; use insert, upsert or bulk_insert") from None
         if not table.has_record_key:
             operation = Operation.INSERT if operation is Operation.UPSERT else operation
-        return self._dml_result(insert_counts(self._write(table, rows, operation)))
+        with transaction(self.spark, table, self.conf) as txn:
+            source = self.planner.dataframe(st.query)
+            rows = insert_rows(txn.table.schema, source, st.columns, st.partition,
+                               table.config.record_key_fields, table.config.partition_fields)
+            counts = insert_counts(write_rows(txn, rows, operation))
+        return self._dml_result(counts)
 
     def _run_Merge(self, st: S.Merge) -> Result:
-        return self._dml_result(DmlPlanner(self).merge(st))
+        return self._dml(st.table, "MERGE INTO", lambda planner: planner.merge(st))
 
     def _run_Update(self, st: S.Update) -> Result:
-        return self._dml_result(DmlPlanner(self).update(st))
+        return self._dml(st.table, "UPDATE", lambda planner: planner.update(st))
 
     def _run_Delete(self, st: S.Delete) -> Result:
-        return self._dml_result(DmlPlanner(self).delete(st))
+        return self._dml(st.table, "DELETE FROM", lambda planner: planner.delete(st))
+
+    def _dml(self, name: S.TableName, statement: str, plan: Callable[[DmlPlanner], DmlCounts]) -> Result:
+        """A MERGE / UPDATE / DELETE, planned and written in one transaction of its table."""
+        table = self.table(name)
+        if not table.has_record_key:
+            raise SqlError(
+                f"{statement} {name} needs a record key; the table was created without one "
+                "(add TBLPROPERTIES (primaryKey='...') when creating it)"
+            )
+        with transaction(self.spark, table, self.conf) as txn:
+            counts = plan(DmlPlanner(self, txn))
+        return self._dml_result(counts)
 
     def _dml_result(self, counts: DmlCounts) -> Result:
         # A VALUES relation: collecting it runs no Spark job (a DataFrame of a Python list would).
         names = ", ".join(DmlCounts.NAMES)
         values = ", ".join(f"CAST({v} AS BIGINT)" for v in counts.row())
         return Result(self.spark.sql(f"SELECT * FROM VALUES ({values}) AS t({names})"), True)
-
-    def _write(self, table: HudiTable, rows: DataFrame, operation: Operation):
-        return write_rows(self.spark, table, rows, operation, self.conf)
 
 
 def _is_table(location: str) -> bool:

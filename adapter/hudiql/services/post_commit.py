@@ -25,7 +25,7 @@ def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> N
     if not table.config.is_mor:
         return
     try:
-        compaction.compact_inline(spark, table.refresh(), settings)
+        compaction.compact_inline(spark, table.snapshot(), settings)
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, the write committed
         error = exc if isinstance(exc, HudiqlError) else from_spark_error(exc)
         reason = str(error) if error is not None else f"{type(exc).__name__}: {spark_message(str(exc))}"

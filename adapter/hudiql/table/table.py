@@ -23,11 +23,13 @@ from hudiql.table.timeline import Timeline
 
 
 class HudiTable:
-    """One table, as loaded at one moment; ``refresh()`` for a newer view."""
+    """One table, as loaded at one moment; ``snapshot()`` for a newer timeline. Its timeline is read
+    when first needed, unless given."""
 
-    def __init__(self, storage: Storage, config: TableConfig) -> None:
+    def __init__(self, storage: Storage, config: TableConfig, timeline: Timeline | None = None) -> None:
         self.storage = storage
         self.config = config
+        self._timeline = timeline
         self._full_view: FileSystemView | None = None
 
     @classmethod
@@ -46,16 +48,19 @@ class HudiTable:
         config.save(storage)
         return cls(storage, config)
 
-    def refresh(self) -> HudiTable:
-        return HudiTable.load(self.storage.base_uri)
-
     @property
     def base_uri(self) -> str:
         return self.storage.base_uri
 
-    @cached_property
+    @property
     def timeline(self) -> Timeline:
-        return Timeline.load(self.storage)
+        if self._timeline is None:
+            self._timeline = Timeline.load(self.storage)
+        return self._timeline
+
+    def snapshot(self) -> HudiTable:
+        """This table with its timeline read now (the config as loaded)."""
+        return HudiTable(self.storage, self.config, Timeline.load(self.storage))
 
     @cached_property
     def keygen(self) -> KeyGenerator:

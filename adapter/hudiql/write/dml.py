@@ -13,7 +13,8 @@ write does not look the keys up again (``write.writer.write_decided``).
 An INSERT's counts (``insert_counts``) are the same five, counted by its write tasks.
 
 Example:
-    >>> DmlPlanner(session).merge(statement)
+    >>> with transaction(session.spark, table, session.conf) as txn:
+    ...     DmlPlanner(session, txn).merge(statement)
     DmlCounts(updated=1, deleted=0, inserted=1, skipped_older=0)
 """
 
@@ -37,7 +38,8 @@ from hudiql.table.commit import CommitMetadata
 from hudiql.table.schema import FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
-from hudiql.write.writer import DmlCounts, planned_shuffles, write_decided
+from hudiql.write.transaction import WriteTransaction
+from hudiql.write.writer import DmlCounts, write_decided
 
 if TYPE_CHECKING:
     from hudiql.session import Session
@@ -91,13 +93,17 @@ def _cast(value: exp.Expression, dtype) -> exp.Expression:
 
 
 class DmlPlanner:
-    def __init__(self, session: Session) -> None:
+    """Plans and writes one statement in ``txn``, over its snapshot ``txn.table`` (a table with a record key)."""
+
+    def __init__(self, session: Session, txn: WriteTransaction) -> None:
         self.session = session
         self.spark = session.spark
+        self.txn = txn
+        self.table = txn.table
 
     # ---- statements -------------------------------------------------------------------------
     def merge(self, st: S.Merge) -> DmlCounts:
-        table = self._keyed_table(st.table, "MERGE INTO")
+        table = self.table
         target = (st.alias or st.table.name).lower()
         source = st.source_alias or (st.source.name if isinstance(st.source, exp.Table) else None)
         if not source:
@@ -193,7 +199,7 @@ class DmlPlanner:
         return self._finish(table, actions, from_source=True, inserts_checked=keep is None and on_keys_only)
 
     def update(self, st: S.Update) -> DmlCounts:
-        table = self._keyed_table(st.table, "UPDATE")
+        table = self.table
         assigned = {_column(k, table, "UPDATE SET").lower(): v for k, v in st.assignments.items()}
         self._check_keys_unassigned(table, assigned, "UPDATE")
         projections = [
@@ -208,20 +214,11 @@ class DmlPlanner:
         return self._filtered(table, st.table, st.alias, st.where, projections, UPDATE, checks)
 
     def delete(self, st: S.Delete) -> DmlCounts:
-        table = self._keyed_table(st.table, "DELETE FROM")
+        table = self.table
         projections = [exp.alias_(_col(f.name), f.name, quoted=True) for f in table.schema.fields]
         return self._filtered(table, st.table, st.alias, st.where, projections, DELETE_KIND, [])
 
     # ---- shared steps -----------------------------------------------------------------------
-    def _keyed_table(self, name: S.TableName, statement: str) -> HudiTable:
-        table = self.session.table(name)
-        if not table.has_record_key:
-            raise SqlError(
-                f"{statement} {name} needs a record key; the table was created without one "
-                "(add TBLPROPERTIES (primaryKey='...') when creating it)"
-            )
-        return table
-
     def _source_partitions(
         self, table: HudiTable, on: exp.Expression, target: str, source: str, source_view: str
     ) -> set[str] | None:
@@ -303,27 +300,26 @@ class DmlPlanner:
         decided = decided.withColumn(FILE_ID, F.when(F.col(OLD_FILE).isNull() | moves, F.lit(None)).otherwise(stored_group))
         moved = decided.where(moves).withColumn(PARTITION_PATH, F.col(OLD_PATH)).withColumn(
             DELETE, F.lit(True)).withColumn(FILE_ID, stored_group).withColumn(KIND, F.lit(MOVED))
-        with planned_shuffles(self.spark):
-            rows = decided.unionByName(moved).persist(StorageLevel.MEMORY_AND_DISK)
-            try:
-                # One pass counts the statement's rows and, per partition, the rows for new file groups.
-                live = ~skip
-                per_partition = rows.groupBy(PARTITION_PATH).agg(
-                    F.sum((live & is_update & ~marked).cast("long")),
-                    F.sum((live & (is_delete | (is_update & marked))).cast("long")),
-                    F.sum(((F.col(KIND) == INSERT) & ~marked).cast("long")),
-                    F.sum(skip.cast("long")),
-                    F.sum((live & F.col(FILE_ID).isNull() & ~F.col(DELETE) & ~marked).cast("long")),
-                ).collect()
-                counts = DmlCounts(*[sum(int(r[i] or 0) for r in per_partition) for i in (1, 2, 3, 4)])
-                if counts.affected == 0:
-                    return counts  # nothing changes: no commit
-                inserts = {r[PARTITION_PATH]: int(r[5] or 0) for r in per_partition}
-                written = rows.where(live).drop(KIND, OLD_PATH, OLD_ORDERING, OLD_FILE, SKIP)
-                write_decided(self.spark, table, written, self.session.conf, counts, inserts, inserts_checked)
-                return counts
-            finally:
-                rows.unpersist()
+        rows = decided.unionByName(moved).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            # One pass counts the statement's rows and, per partition, the rows for new file groups.
+            live = ~skip
+            per_partition = rows.groupBy(PARTITION_PATH).agg(
+                F.sum((live & is_update & ~marked).cast("long")),
+                F.sum((live & (is_delete | (is_update & marked))).cast("long")),
+                F.sum(((F.col(KIND) == INSERT) & ~marked).cast("long")),
+                F.sum(skip.cast("long")),
+                F.sum((live & F.col(FILE_ID).isNull() & ~F.col(DELETE) & ~marked).cast("long")),
+            ).collect()
+            counts = DmlCounts(*[sum(int(r[i] or 0) for r in per_partition) for i in (1, 2, 3, 4)])
+            if counts.affected == 0:
+                return counts  # nothing changes: no commit
+            inserts = {r[PARTITION_PATH]: int(r[5] or 0) for r in per_partition}
+            written = rows.where(live).drop(KIND, OLD_PATH, OLD_ORDERING, OLD_FILE, SKIP)
+            write_decided(self.txn, written, counts, inserts, inserts_checked)
+            return counts
+        finally:
+            rows.unpersist()
 
     # ---- validation ---------------------------------------------------------------------------
     def _check_on(self, table: HudiTable, on: exp.Expression, target: str) -> None:

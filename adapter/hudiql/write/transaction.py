@@ -1,10 +1,12 @@
 """The write transaction: one per statement that writes, and one per compaction run.
 
 A transaction owns everything between a write's snapshot and its completed instant:
-1. ``start``: the table as loaded when the statement began is its snapshot (config, timeline,
-   file-system view: read once and passed down). Writes whose writer died are rolled back
-   (``services.rollback``); the instant time is claimed with a heartbeat (``write.heartbeat``)
-   and the instant goes requested -> inflight.
+1. ``start``, before the statement reads the table: writes whose writer died are rolled back
+   (``services.rollback``); the instant time is claimed with a heartbeat (``write.heartbeat``);
+   under the table lock the instant goes requested -> inflight and the timeline is read:
+   ``txn.table`` is the statement's snapshot (config, timeline, file-system view: read once and
+   passed down). A compaction is planned under the same lock, so it is either in the snapshot
+   (the write goes to the slices it opens) or planned later, seeing this write in flight.
 2. The writer's tasks write files, each marked under ``.hoodie/.temp/<instant>/`` first.
 3. ``commit``: files of failed task attempts are removed; under the table lock
    (``write.lock``), the timeline is read again and the write is checked against every instant
@@ -18,7 +20,7 @@ each a transaction of its own, so that none of them can fail the statement.
 
 Example:
     >>> with WriteTransaction.start(spark, table, settings, COMMIT) as txn:
-    ...     stats = write_files(txn.instant_time)
+    ...     stats = write_files(txn.table, txn.instant_time)
     ...     txn.commit(CommitMetadata(write_stats=stats), ConflictRule(unique_keys=True))
 """
 
@@ -55,6 +57,7 @@ class WriteTransaction:
         self._heartbeat = heartbeat
         self._resumed = resumed  # a planned instant (compaction): a rollback keeps its plan
         self._done = False
+        self.committed = False
 
     @property
     def instant_time(self) -> str:
@@ -62,17 +65,22 @@ class WriteTransaction:
 
     @classmethod
     def start(cls, spark: SparkSession, table: HudiTable, settings: Mapping[str, str], action: str) -> WriteTransaction:
-        """A new instant of ``action`` on ``table`` (the statement's snapshot), inflight."""
-        timeline = table.timeline
-        timeline.ensure_writable()
+        """A new instant of ``action`` on ``table``, inflight; ``txn.table`` is the snapshot of
+        the table taken with it (``table``'s own timeline is only used to claim the instant)."""
+        table.timeline.ensure_writable()
         rollback_failed_writes(table, settings)
         heartbeat = claim_instant_time(table, settings)
+        instant = None
         try:
-            instant = timeline.start(action, heartbeat.instant_time)
+            with commit_lock(table.storage, settings, f"{action} {heartbeat.instant_time}"):
+                instant = table.timeline.start(action, heartbeat.instant_time)
+                snapshot = table.snapshot()
         except BaseException:
+            if instant is not None:
+                table.timeline.remove_pending(instant)
             heartbeat.stop()
             raise
-        return cls(spark, table, settings, instant, heartbeat)
+        return cls(spark, snapshot, settings, instant, heartbeat)
 
     @classmethod
     def resume(cls, spark: SparkSession, table: HudiTable, settings: Mapping[str, str], planned: Instant) -> WriteTransaction:
@@ -119,7 +127,7 @@ class WriteTransaction:
                 current = Timeline.load(self.table.storage)
                 conflict.check(self.spark, self.table.storage, self.table.timeline, current, self.instant, metadata, rule)
             completed = self.table.timeline.complete(self.instant, metadata.to_json())
-        self._done = True
+        self._done = self.committed = True
         self.table.storage.delete_dir(f"{TEMP_FOLDER}/{self.instant_time}")
         self._heartbeat.stop()
         return completed

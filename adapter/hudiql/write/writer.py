@@ -14,13 +14,14 @@
 Any failure rolls the instant back: its files are removed and nothing becomes visible.
 
 Example:
-    >>> meta = write_rows(spark, table, df, Operation.UPSERT, conf={})
+    >>> with transaction(spark, table, conf={}) as txn:
+    ...     meta = write_rows(txn, df, Operation.UPSERT)
     >>> meta.total("num_inserts")
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -114,18 +115,28 @@ class Operation(str, Enum):
     BULK_INSERT = "bulk_insert"
 
 
-def write_rows(
-    spark: SparkSession,
-    table: HudiTable,
-    rows: DataFrame,
-    operation: Operation,
-    conf: dict[str, str],
-) -> CommitMetadata:
-    """Write ``rows`` (the table's data columns; INSERT, CTAS) as one commit; returns its metadata.
+@contextmanager
+def transaction(spark: SparkSession, table: HudiTable, conf: dict[str, str]) -> Iterator[WriteTransaction]:
+    """The write transaction of one statement that writes ``table``, with the session's ``conf``.
 
-    ``table`` is the statement's snapshot: what the write reads of the table comes from it.
+    Started before the statement reads the table: ``txn.table`` is the snapshot its planning and
+    its write read. ``write_rows`` / ``write_decided`` commit it (a statement that changes
+    nothing leaves it uncommitted: it is rolled back, without a trace); then the post-commit
+    services run.
     """
-    settings, index = _write_settings(table, conf)
+    settings = _write_settings(table, conf)
+    with planned_shuffles(spark):
+        with WriteTransaction.start(spark, table, settings, DELTA_COMMIT if table.config.is_mor else COMMIT) as txn:
+            yield txn
+    if txn.committed:
+        post_commit.run(spark, txn.table, settings)
+
+
+def write_rows(txn: WriteTransaction, rows: DataFrame, operation: Operation) -> CommitMetadata:
+    """Write ``rows`` (the table's data columns; INSERT, CTAS) as the commit of ``txn``; returns
+    its metadata."""
+    spark, table = txn.spark, txn.table
+    index = _index(txn)
     # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
     # bucket assignment counts the inserts, and deleting a new key drops it. The bucket index
     # does it in the shuffle by file group that the write needs anyway.
@@ -133,25 +144,20 @@ def write_rows(
     rows = _prepare(table, rows)
     if precombine and not index.is_bucket:
         rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
-
-    def write(instant_time: str) -> list[dict]:
-        return _write_file_groups(
-            spark, table, index, rows, operation, instant_time, settings, table.merge_rule, precombine and index.is_bucket
-        )
-
-    return _commit(spark, table, settings, index, operation, write, None)
+    task_stats = _write_file_groups(
+        spark, table, index, rows, operation, txn.instant_time, txn.settings, table.merge_rule, precombine and index.is_bucket
+    )
+    return _commit(txn, index, operation, task_stats, None)
 
 
 def write_decided(
-    spark: SparkSession,
-    table: HudiTable,
+    txn: WriteTransaction,
     rows: DataFrame,
-    conf: dict[str, str],
     counts: DmlCounts,
     inserts: dict[str, int],
     inserts_checked: bool,
 ) -> CommitMetadata:
-    """Write the rows of a MERGE / UPDATE / DELETE as one commit.
+    """Write the rows of a MERGE / UPDATE / DELETE as the commit of ``txn``.
 
     The statement decided each row against the stored row it read (the merge rule, partition
     moves, deletes: ``write.dml``), and the rows carry their key columns, input sequence, delete
@@ -162,14 +168,14 @@ def write_decided(
     ``inserts_checked``: the statement's join saw every stored row a new key could match (a
     MERGE ON the record key over the whole table), else the index looks the new keys up.
     """
-    settings, index = _write_settings(table, conf)
+    spark, table, instant_time = txn.spark, txn.table, txn.instant_time
+    index = _index(txn)
     replace = MergeRule(COMMIT_TIME_ORDERING, None)  # decided already: the incoming row wins
-
-    def write(instant_time: str) -> list[dict]:
-        if index.is_bucket:  # the bucket index reads nothing: it places every row again, cheaply
-            return _write_file_groups(
-                spark, table, index, rows.drop(FILE_ID), Operation.UPSERT, instant_time, settings, replace, False
-            )
+    if index.is_bucket:  # the bucket index reads nothing: it places every row again, cheaply
+        task_stats = _write_file_groups(
+            spark, table, index, rows.drop(FILE_ID), Operation.UPSERT, instant_time, txn.settings, replace, False
+        )
+    else:
         view = table.file_system_view(sorted(inserts))
         base_files = spark.createDataFrame(
             [(s.file_id, s.base_file) for s in view.latest_slices()], f"{FILE_ID} string, {BASE_FILE} string"
@@ -180,12 +186,11 @@ def write_decided(
             found, _ = tag(spark, table, index, new, sorted(inserts), view, lookup=True)
             tagged = tagged.where(F.col(FILE_ID).isNotNull()).unionByName(found)
         _write_partition_metadata(table, sorted(p for p, n in inserts.items() if n), instant_time)
-        return _write_tagged(
-            spark, table, tagged, None, view, Operation.UPSERT, instant_time, settings, replace, False,
+        task_stats = _write_tagged(
+            spark, table, tagged, None, view, Operation.UPSERT, instant_time, txn.settings, replace, False,
             {p: n for p, n in inserts.items() if n},
         )
-
-    return _commit(spark, table, settings, index, Operation.UPSERT, write, counts.metadata())
+    return _commit(txn, index, Operation.UPSERT, task_stats, counts.metadata())
 
 
 @contextmanager
@@ -207,47 +212,43 @@ def planned_shuffles(spark: SparkSession) -> Iterator[None]:
 _ADAPTIVE = "spark.sql.adaptive.enabled"
 
 
-def _write_settings(table: HudiTable, conf: dict[str, str]) -> tuple[dict[str, str], IndexConfig]:
-    """The write's settings (table properties, then the session's) and index, checked before
-    anything is written."""
+def _write_settings(table: HudiTable, conf: dict[str, str]) -> dict[str, str]:
+    """The write's settings (table properties, then the session's), checked before anything is written."""
     if not table.config.populate_meta_fields:
         raise HudiqlError(
             f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
         )
-    settings = {**table.config.props, **conf}
     if table.config.is_mor:
-        compaction.check_settings(settings)
+        compaction.check_settings({**table.config.props, **conf})
         for key in (keys.WRITE_BATCH_SIZE, keys.WRITE_TASK_MAX_SIZE):
-            megabytes(settings, key)
-    return settings, IndexConfig.for_table(table.config.props, conf, table.config.record_key_fields)
+            megabytes({**table.config.props, **conf}, key)
+    IndexConfig.for_table(table.config.props, conf, table.config.record_key_fields)  # a session may not change it
+    return {**table.config.props, **conf}
+
+
+def _index(txn: WriteTransaction) -> IndexConfig:
+    return IndexConfig.from_settings(txn.settings, txn.table.config.record_key_fields)
 
 
 def _commit(
-    spark: SparkSession,
-    table: HudiTable,
-    settings: dict[str, str],
+    txn: WriteTransaction,
     index: IndexConfig,
     operation: Operation,
-    write: Callable[[str], list[dict]],
+    task_stats: list[dict],
     counts: dict[str, str] | None,
 ) -> CommitMetadata:
-    """Run ``write`` (instant time -> the tasks' stats rows) in a write transaction, commit it,
-    then run the post-commit services."""
-    with planned_shuffles(spark), WriteTransaction.start(
-        spark, table, settings, DELTA_COMMIT if table.config.is_mor else COMMIT
-    ) as txn:
-        task_stats = write(txn.instant_time)
-        # The tasks count what the incoming rows did (``insert_counts`` reads it back). A MERGE /
-        # UPDATE / DELETE decided its rows while planning and passes its own counts, which win.
-        metadata = CommitMetadata(
-            operation_type=operation.value.upper(),
-            schema=to_avro_json(table.schema, table.config.name),
-            write_stats=[WriteStat.from_row(r) for r in task_stats],
-            extra_metadata=counts or DmlCounts.from_write_stats(task_stats).metadata(),
-        )
-        unique_keys = table.has_record_key and operation is Operation.UPSERT
-        txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys))
-    post_commit.run(spark, table, settings)
+    """Commit the tasks' stats rows as the metadata of ``txn``."""
+    table = txn.table
+    # The tasks count what the incoming rows did (``insert_counts`` reads it back). A MERGE /
+    # UPDATE / DELETE decided its rows while planning and passes its own counts, which win.
+    metadata = CommitMetadata(
+        operation_type=operation.value.upper(),
+        schema=to_avro_json(table.schema, table.config.name),
+        write_stats=[WriteStat.from_row(r) for r in task_stats],
+        extra_metadata=counts or DmlCounts.from_write_stats(task_stats).metadata(),
+    )
+    unique_keys = table.has_record_key and operation is Operation.UPSERT
+    txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys))
     return metadata
 
 
