@@ -71,7 +71,8 @@ def logs(table: Path) -> list[Path]:
 
 
 def timeline(table: Path) -> list[str]:
-    return sorted(p.name for p in (table / ".hoodie").iterdir() if p.is_file() and p.name != "hoodie.properties")
+    """The instant files in ``.hoodie/`` (not hoodie.properties, nor a writer's lock file)."""
+    return sorted(p.name for p in (table / ".hoodie").iterdir() if p.is_file() and p.name[:1].isdigit())
 
 
 def instants(table: Path, suffix: str) -> list[str]:
