@@ -99,6 +99,10 @@ class AppendTask:
 
         return append
 
+    def write_group(self, rows: pa.Table) -> dict:
+        """The rows of one file group as its log file; its stats row."""
+        return next(self.run(iter(rows.to_batches()))).to_pylist()[0]
+
     def run(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -29,11 +30,14 @@ from hudiql.table.schema import (
     meta_values,
 )
 
+if TYPE_CHECKING:
+    from hudiql.write.append_handle import AppendTask
+
 # Helper columns the driver adds to incoming records; never stored.
 FILE_ID = "__hudiql_file_id"
-BASE_FILE = "__hudiql_base_file"
 SEQUENCE = "__hudiql_seq"
 DELETE = "__hudiql_delete"  # set by MERGE / DELETE: the row deletes its key
+INSERT = "__hudiql_insert"  # MOR: a new key that bucket assignment placed in an existing small file group
 
 STATS_SCHEMA = (
     "file_id string, partition_path string, path string, prev_commit string, num_writes long, "
@@ -52,9 +56,13 @@ class MergeTask:
     instant_time: str
     arrow_schema: pa.Schema  # meta columns + data columns, as stored
     merge_rule: MergeRule
+    base_files: dict[str, str]  # per file id: the base file of its latest slice (rows carry only the id)
     concat: bool  # insert / bulk_insert: keep duplicates instead of merging by key
     generate_keys: bool  # table without a record key: keys are made here
     compression: str = "snappy"
+    # Merge-on-read: a small file group chosen to take inserts that receives none (the write
+    # planned from a bound on its inserts, not a count) appends its updates as a log instead.
+    append: AppendTask | None = None
 
     def udf(self):
         """The function ``applyInArrow`` calls once per file group (a plain one-argument function,
@@ -75,7 +83,9 @@ class MergeTask:
         storage = Storage(self.base_uri)
         file_id = incoming.column(FILE_ID)[0].as_py()
         partition_path = incoming.column(PARTITION_PATH)[0].as_py()
-        old_base = incoming.column(BASE_FILE)[0].as_py()
+        old_base = self.base_files.get(file_id)
+        if self.append is not None and old_base and not pc.any(flag(incoming, INSERT)).as_py():
+            return self.append.write_group(incoming)
         new_name = layout.base_file_name(file_id, token, self.instant_time)
         new_path = layout.join_partition(partition_path, new_name)
         storage.write(layout.marker_path(self.instant_time, partition_path, new_name,

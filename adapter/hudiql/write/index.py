@@ -34,7 +34,7 @@ from hudiql.table.keygen import EMPTY_KEY, NULL_KEY
 from hudiql.table.layout import bucket_file_id, bucket_of_file_id
 from hudiql.table.schema import PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
-from hudiql.write.handle import BASE_FILE, FILE_ID
+from hudiql.write.handle import FILE_ID
 
 INDEX_TYPE = K.INDEX_TYPE
 BUCKET_ENGINE = K.BUCKET_ENGINE
@@ -104,7 +104,7 @@ def tag(
     view: FileSystemView,
     lookup: bool,
 ) -> tuple[DataFrame, int | None]:
-    """``incoming`` with ``FILE_ID`` and ``BASE_FILE`` of the file group storing each key, and
+    """``incoming`` with ``FILE_ID``, the file group storing each key, and
     how many file groups the index may start (``None``: bucket assignment decides).
 
     The simple index tags only keys it finds (and only when ``lookup``: upserts); the bucket
@@ -114,20 +114,17 @@ def tag(
         return _tag_buckets(spark, index, incoming, partitions, view)
     slices = [s for s in view.read_slices() if s.base_file]
     if not (lookup and table.has_record_key and slices):
-        untagged = incoming.withColumn(BASE_FILE, F.lit(None).cast("string")).withColumn(FILE_ID, F.lit(None).cast("string"))
-        return untagged, None
+        return incoming.withColumn(FILE_ID, F.lit(None).cast("string")), None
     meta = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
     existing = (
         spark.read.schema(meta)
         .parquet(*[table.storage.uri(s.base_path) for s in slices])
-        .select(RECORD_KEY, PARTITION_PATH, F.col("_metadata.file_name").alias(BASE_FILE))
+        .select(RECORD_KEY, PARTITION_PATH, F.regexp_extract(F.col("_metadata.file_name"), r"^([^_]+)_", 1).alias(FILE_ID))
     )
     # Inner join first: Spark may broadcast the (small) batch keys instead of shuffling every
     # stored key; the left join of the batch with the matches is then small on both sides.
     keys = incoming.select(RECORD_KEY, PARTITION_PATH)
-    matches = existing.join(keys, [RECORD_KEY, PARTITION_PATH]).withColumn(
-        FILE_ID, F.regexp_extract(F.col(BASE_FILE), r"^([^_]+)_", 1)
-    )
+    matches = existing.join(keys, [RECORD_KEY, PARTITION_PATH])
     return incoming.join(matches, [RECORD_KEY, PARTITION_PATH], "left"), None
 
 
@@ -136,7 +133,7 @@ def _tag_buckets(
 ) -> tuple[DataFrame, int]:
     groups = []
     for partition in partitions:
-        existing: dict[int, tuple[str, str | None]] = {}
+        existing: dict[int, str] = {}
         for s in view.latest_slices(partition):
             bucket = bucket_of_file_id(s.file_id)
             if bucket is None or bucket >= index.num_buckets:
@@ -145,12 +142,11 @@ def _tag_buckets(
                     f"{index.num_buckets} buckets ({NUM_BUCKETS}); the bucket count of a table cannot change"
                 )
             if bucket in existing:
-                raise HudiqlError(f"partition '{partition}' has two file groups for bucket {bucket}: {existing[bucket][0]} and {s.file_id}")
-            existing[bucket] = (s.file_id, s.base_file)
+                raise HudiqlError(f"partition '{partition}' has two file groups for bucket {bucket}: {existing[bucket]} and {s.file_id}")
+            existing[bucket] = s.file_id
         for bucket in range(index.num_buckets):
-            file_id, base_file = existing.get(bucket, (bucket_file_id(bucket), None))
-            groups.append((partition, bucket, file_id, base_file, bucket not in existing))
-    schema = f"{PARTITION_PATH} string, {_BUCKET} int, {FILE_ID} string, {BASE_FILE} string, {NEW_GROUP} boolean"
+            groups.append((partition, bucket, existing.get(bucket, bucket_file_id(bucket)), bucket not in existing))
+    schema = f"{PARTITION_PATH} string, {_BUCKET} int, {FILE_ID} string, {NEW_GROUP} boolean"
     located = spark.createDataFrame(groups, schema)
     bucketed = incoming.withColumn(_BUCKET, bucket_id(F.col(RECORD_KEY), index.hash_fields, index.num_buckets))
     missing = sum(1 for group in groups if group[-1])

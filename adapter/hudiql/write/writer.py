@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -60,9 +61,9 @@ from hudiql.table.timeline import COMMIT, DELTA_COMMIT
 from hudiql.write.append_handle import AppendTask, LogTarget
 from hudiql.write.bucket import Bucket, assign_inserts
 from hudiql.write.handle import (
-    BASE_FILE,
     DELETE,
     FILE_ID,
+    INSERT,
     SEQUENCE,
     STATS_SCHEMA,
     MergeTask,
@@ -177,14 +178,11 @@ def write_decided(
         )
     else:
         view = table.file_system_view(sorted(inserts))
-        base_files = spark.createDataFrame(
-            [(s.file_id, s.base_file) for s in view.latest_slices()], f"{FILE_ID} string, {BASE_FILE} string"
-        )
-        tagged = rows.join(F.broadcast(base_files), FILE_ID, "left")
+        tagged = rows
         if not inserts_checked and any(inserts.values()):
-            new = tagged.where(F.col(FILE_ID).isNull()).drop(FILE_ID, BASE_FILE)
+            new = rows.where(F.col(FILE_ID).isNull()).drop(FILE_ID)
             found, _ = tag(spark, table, index, new, sorted(inserts), view, lookup=True)
-            tagged = tagged.where(F.col(FILE_ID).isNotNull()).unionByName(found)
+            tagged = rows.where(F.col(FILE_ID).isNotNull()).unionByName(found)
         _write_partition_metadata(table, sorted(p for p, n in inserts.items() if n), instant_time)
         task_stats = _write_tagged(
             spark, table, tagged, None, view, Operation.UPSERT, instant_time, txn.settings, replace, False,
@@ -348,7 +346,7 @@ def _write_tagged(
                     small_files.setdefault(s.partition_path, []).append(s)
             if mor:
                 small_files = {p: [min(slices, key=lambda s: s.base_file_size)] for p, slices in small_files.items()}
-        inserts, buckets = _assign_buckets(spark, table, inserts, small_files, settings, insert_counts, most_inserts)
+        inserts, buckets = _assign_buckets(table, inserts, small_files, settings, insert_counts, most_inserts)
         new_groups = len(buckets)
         rewritten = [b.file_id for b in buckets if b.base_file]
     groups = len(view.latest_slices()) + new_groups
@@ -357,24 +355,30 @@ def _write_tagged(
         return rows if partitioned else _by_file_group(spark, rows, groups)
 
     arrow_schema = to_arrow(with_meta_columns(table.schema))
+    append = _append_task(table, view, instant_time, arrow_schema, settings) if mor else None
     merge = MergeTask(
         base_uri=table.base_uri,
         instant_time=instant_time,
         arrow_schema=arrow_schema,
         merge_rule=merge_rule,
+        base_files={s.file_id: s.base_file for s in view.latest_slices() if s.base_file},
         concat=operation is not Operation.UPSERT or not table.has_record_key,
         generate_keys=not table.has_record_key,
         compression=keys.setting(settings, keys.COMPRESSION).lower(),
+        append=append,
     )
     stats: list[DataFrame] = []  # one collect for every task: one Spark job
     if mor:
         # Updates of a small file group that takes inserts are merged into its new base file:
-        # a log would belong to the slice the rewrite supersedes.
+        # a log would belong to the slice the rewrite supersedes. (If no insert arrives, its
+        # task appends them as a log after all: ``MergeTask.append``.)
         into_base = F.col(FILE_ID).isin(rewritten)
-        appends = by_file_group(updates.where(~into_base))
-        appended = _append_logs(table, appends, view, instant_time, arrow_schema, settings)
-        stats += [appended] if appended is not None else []
-        to_merge = updates.where(into_base).unionByName(inserts) if rewritten else inserts
+        if append is not None:
+            stats.append(by_file_group(updates.where(~into_base)).mapInArrow(append.udf(), STATS_SCHEMA))
+        if rewritten:
+            to_merge = updates.where(into_base).unionByName(inserts.withColumn(INSERT, F.lit(True)), allowMissingColumns=True)
+        else:
+            to_merge = inserts
     elif partitioned:
         # One filter keeps the rows' partitioning by file group; a union of the two sides would not.
         to_merge = tagged.where(~(F.col(NEW_GROUP) & _deletes(tagged))).drop(NEW_GROUP)
@@ -400,7 +404,7 @@ def _split(tagged: DataFrame) -> tuple[DataFrame, DataFrame]:
         inserts = tagged.where(F.col(NEW_GROUP) & ~_deletes(tagged)).drop(NEW_GROUP)
     else:
         updates = tagged.where(F.col(FILE_ID).isNotNull())
-        inserts = tagged.where(F.col(FILE_ID).isNull() & ~_deletes(tagged)).drop(FILE_ID, BASE_FILE)
+        inserts = tagged.where(F.col(FILE_ID).isNull() & ~_deletes(tagged)).drop(FILE_ID)
     return updates, inserts
 
 
@@ -411,7 +415,7 @@ def _deletes(rows: DataFrame) -> Column:
 
 
 def _assign_buckets(
-    spark: SparkSession, table: HudiTable, inserts: DataFrame, small_files: dict, settings: dict,
+    table: HudiTable, inserts: DataFrame, small_files: dict, settings: dict,
     insert_counts: dict[str, int] | None, most_inserts: dict[str, int] | None,
 ) -> tuple[DataFrame | None, list[Bucket]]:
     """Tag inserts with the file group that receives them (``None`` when there are none);
@@ -419,16 +423,15 @@ def _assign_buckets(
 
     When even ``most_inserts`` fit in one file group per partition, that assignment is the one
     the exact counts would give, and counting them (a Spark job) is skipped: a small write's case.
+    (On merge-on-read a small file group so chosen that receives no insert appends its updates
+    as a log all the same: ``MergeTask.append``.)
     """
     max_file_size = int(keys.setting(settings, keys.MAX_FILE_SIZE))
     record_size = int(keys.setting(settings, keys.RECORD_SIZE_ESTIMATE)) or table.average_record_size()
     buckets = None
     if insert_counts is None and most_inserts is not None:
         buckets = assign_inserts(most_inserts, small_files, record_size, max_file_size)
-        # On merge-on-read a small file that takes inserts is rewritten with its updates too:
-        # only inserts that do arrive may cause that.
-        if len({b.partition_path for b in buckets}) != len(buckets) or (
-                table.config.is_mor and any(b.base_file for b in buckets)):
+        if len({b.partition_path for b in buckets}) != len(buckets):
             buckets = None
     if buckets is None:
         if insert_counts is None:
@@ -436,40 +439,33 @@ def _assign_buckets(
         buckets = assign_inserts(insert_counts, small_files, record_size, max_file_size)
     if not buckets:
         return None, []
-    last = {b.partition_path: b.file_id for b in buckets}
-    bucket_df = spark.createDataFrame(
-        [(b.partition_path, b.file_id, b.base_file, b.low, 2.0 if last[b.partition_path] == b.file_id else b.high)
-         for b in buckets],
-        f"__p string, {FILE_ID} string, {BASE_FILE} string, __lo double, __hi double",
-    )
+    # Each partition's hash ranges, in order, as one constant of the plan (a join with a frame
+    # made on the driver would cost a Spark job to broadcast it); the last range is open-ended.
+    ranges: dict[str, list[dict]] = {}
+    for b in sorted(buckets, key=lambda b: (b.partition_path, b.low)):
+        ranges.setdefault(b.partition_path, []).append({"high": b.high, "file_id": b.file_id})
+    for partition_ranges in ranges.values():
+        partition_ranges[-1]["high"] = 2.0
+    plan = F.from_json(F.lit(json.dumps(ranges)), "map<string, array<struct<high: double, file_id: string>>>")
     spread = F.col(RECORD_KEY) if table.has_record_key else F.col(SEQUENCE).cast("string")
-    hashed = inserts.withColumn("__r", F.pmod(F.xxhash64(spread), F.lit(1_000_003)) / F.lit(1_000_003.0))
-    assigned = hashed.join(
-        F.broadcast(bucket_df),
-        (hashed[PARTITION_PATH] == bucket_df["__p"]) & (hashed["__r"] >= bucket_df["__lo"]) & (hashed["__r"] < bucket_df["__hi"]),
-    ).drop("__p", "__lo", "__hi", "__r")
-    return assigned, buckets
+    share = F.pmod(F.xxhash64(spread), F.lit(1_000_003)) / F.lit(1_000_003.0)
+    chosen = F.filter(F.try_element_at(plan, F.col(PARTITION_PATH)), lambda r: share < r["high"])
+    return inserts.withColumn(FILE_ID, F.try_element_at(chosen, F.lit(1))["file_id"]), buckets
 
 
-def _append_logs(
-    table: HudiTable,
-    updates: DataFrame,
-    view: FileSystemView,
-    instant_time: str,
-    arrow_schema,
-    settings: dict,
-) -> DataFrame | None:
-    """MOR: updates and deletes of existing file groups (shuffled by file group) become a new
-    log file per group; the tasks' stats rows (``None`` when no group takes logs)."""
+def _append_task(
+    table: HudiTable, view: FileSystemView, instant_time: str, arrow_schema, settings: dict
+) -> AppendTask | None:
+    """MOR: what turns updates and deletes of existing file groups (shuffled by file group)
+    into a new log file per group (``None`` when no group can take logs)."""
     targets = {file_id: LogTarget(*target) for file_id, *target in view.log_targets()}
     if not targets:
         return None
     # Rows carry their file id only; what the group's log file needs travels once, in the task.
-    rows = updates.drop(BASE_FILE)
     schema = with_meta_columns(table.schema)
     ordering = table.config.ordering_field
     avro_schema = to_avro(schema, table.config.name)
-    task = AppendTask(
+    return AppendTask(
         base_uri=table.base_uri,
         instant_time=instant_time,
         arrow_schema=arrow_schema,
@@ -481,7 +477,6 @@ def _append_logs(
         batch_size=megabytes(settings, keys.WRITE_BATCH_SIZE),
         task_max_size=megabytes(settings, keys.WRITE_TASK_MAX_SIZE),
     )
-    return rows.mapInArrow(task.udf(), STATS_SCHEMA)
 
 
 def megabytes(settings: dict[str, str], key: str) -> int:
