@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import hudiql_rows, instants, logs, official_rows, timeline
-from hudiql.errors import HudiqlError, TruncatedLogError
+from hudiql.errors import HudiqlError
+from hudiql.io.log_format import TruncatedLogError
 from hudiql.io import log_format as L
 
 LOG_NAME = re.compile(r"^\.(?P<fid>[^_]+)_(?P<base>\d{17})\.log\.(?P<version>\d+)_(?P<token>\d+-\d+-\d+)$")

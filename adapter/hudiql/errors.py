@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
-if TYPE_CHECKING:
-    from hudiql.io.log_format import LogBlock
+#: The marker of the error a Spark task raises for a row without a record key (``table.keygen``),
+#: which ``from_spark_error`` turns into one line.
+NULL_KEY_ERROR = "HUDIQL_NULL_RECORD_KEY"
 
 
 class HudiqlError(Exception):
@@ -56,19 +57,6 @@ def damaged_file(path: str, problem: str) -> FormatError:
     return FormatError(f"{path} {problem}; the table needs it: {RESTORE_FROM_BACKUP}")
 
 
-class TruncatedLogError(FormatError):
-    """A log file ends inside a block: a write that crashed while appending it, or a damaged file.
-
-    ``blocks`` are the whole blocks before the cut one; ``instant_time`` is the cut block's
-    instant, when its header entry is whole, so that a reader can tell a failed write from damage.
-    """
-
-    def __init__(self, message: str, blocks: list[LogBlock] | None = None, instant_time: str | None = None) -> None:
-        super().__init__(message)
-        self.blocks = blocks or []
-        self.instant_time = instant_time
-
-
 class WriteConflictError(HudiqlError):
     """The timeline changed in a way that makes this write unsafe."""
 
@@ -79,7 +67,6 @@ def from_spark_error(exc: BaseException) -> HudiqlError | None:
     Spark wraps errors raised in tasks in long Java traces; we keep the one line that says
     what went wrong.
     """
-    from hudiql.table.keygen import NULL_KEY_ERROR
 
     text = str(exc)
     # A hudiql error raised inside a Spark task comes back inside the task's Python traceback.

@@ -469,7 +469,7 @@ class Session:
                 "(add TBLPROPERTIES (primaryKey='...') when creating it)"
             )
         with transaction(self.spark, table, self.conf) as txn:
-            counts = plan(DmlPlanner(self, txn))
+            counts = plan(DmlPlanner(self.planner, txn))
         return self._dml_result(counts)
 
     def _dml_result(self, counts: DmlCounts) -> Result:

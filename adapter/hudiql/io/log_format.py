@@ -25,7 +25,7 @@ import fastavro
 import numpy as np
 import pyarrow as pa
 
-from hudiql.errors import FormatError, TruncatedLogError
+from hudiql.errors import FormatError
 from hudiql.io import avro_columnar
 
 MAGIC = b"#HUDI#"
@@ -52,6 +52,19 @@ class LogBlock:
     @property
     def instant_time(self) -> str | None:
         return self.header.get(INSTANT_TIME)
+
+
+class TruncatedLogError(FormatError):
+    """A log file ends inside a block: a write that crashed while appending it, or a damaged file.
+
+    ``blocks`` are the whole blocks before the cut one; ``instant_time`` is the cut block's
+    instant, when its header entry is whole, so that a reader can tell a failed write from damage.
+    """
+
+    def __init__(self, message: str, blocks: list[LogBlock] | None = None, instant_time: str | None = None) -> None:
+        super().__init__(message)
+        self.blocks = blocks or []
+        self.instant_time = instant_time
 
 
 def _encode_map(entries: dict[int, str]) -> bytes:

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudiql.errors import RESTORE_FROM_BACKUP, FormatError, TruncatedLogError, damaged_file
+from hudiql.errors import RESTORE_FROM_BACKUP, FormatError, damaged_file
 from hudiql.io import log_format as L
 from hudiql.io.storage import Storage
 from hudiql.table.layout import join_partition, parse_data_file_name
@@ -131,12 +131,12 @@ class SliceMerger:
         schema = self._schema(columns)
         storage = Storage(self.base_uri)
         blocks: list[tuple[str, L.LogBlock]] = []
-        cuts: list[tuple[str, TruncatedLogError]] = []
+        cuts: list[tuple[str, L.TruncatedLogError]] = []
         for name in log_files:
             path = join_partition(partition_path, name)
             try:
                 file_blocks = L.read_blocks(storage.read(path), storage.uri(path))
-            except TruncatedLogError as cut:
+            except L.TruncatedLogError as cut:
                 file_blocks = cut.blocks
                 cuts.append((path, cut))
             except FormatError as exc:

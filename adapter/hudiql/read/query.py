@@ -13,23 +13,22 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Protocol
 
 import sqlglot
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from hudiql.catalog import View
+from hudiql.catalog import Catalog, View
 from hudiql.errors import SqlError, TableNotFoundError, spark_message
 from hudiql.read.snapshot import snapshot, table_columns
 from hudiql.sql.parser import DIALECT, table_name
+from hudiql.sql.statements import TableName
 from hudiql.table import keys
 from hudiql.table.fsview import FileSystemView
 from hudiql.table.table import HudiTable
-
-if TYPE_CHECKING:
-    from hudiql.session import Session
 
 
 #: ``<format>.`<path>``` reads files directly in Spark SQL; such names are not tables.
@@ -38,8 +37,23 @@ FILE_FORMATS = {"parquet", "csv", "json", "orc", "avro", "text", "binaryfile"}
 MAX_VIEW_DEPTH = 32
 
 
+class NameResolver(Protocol):
+    """What planning needs of a session (``hudiql.session.Session`` is one): its Spark session,
+    its settings and catalog, and how it resolves names."""
+
+    spark: SparkSession
+    conf: dict[str, str]
+    catalog: Catalog
+
+    def resolve(self, name: TableName) -> tuple[str, str]: ...
+
+    def view(self, name: TableName) -> View | None: ...
+
+    def in_database(self, database: str) -> AbstractContextManager[None]: ...
+
+
 class QueryPlanner:
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: NameResolver) -> None:
         self.session = session
         self._views = 0
         self._view_tables: dict[str, str] = {}  # snapshot view -> the table it reads, for error messages
@@ -103,7 +117,7 @@ class QueryPlanner:
                         raise TableNotFoundError(f"table {database}.{table_name_} does not exist; see SHOW TABLES")
                     table, read_optimized = resolved
                     files = table.file_system_view()
-                    keep = _partition_filter(self.session, table, files, node)
+                    keep = _partition_filter(self.session.spark, table, files, node)
                     columns = needed_columns(query, table_columns(table).fieldNames())
                     df = snapshot(self.session.spark, table, files, keep, read_optimized, columns)
                     label = f"{database}.{table_name_}"
@@ -208,18 +222,18 @@ def conjuncts(where: exp.Expression) -> list[exp.Expression]:
     return [where]
 
 
-def _partition_filter(session: Session, table: HudiTable, files: FileSystemView, node: exp.Table):
+def _partition_filter(spark: SparkSession, table: HudiTable, files: FileSystemView, node: exp.Table):
     """Pruning for one table of a SELECT, from its WHERE clause."""
     select = node.find_ancestor(exp.Select)
     where = select.args.get("where") if select is not None else None
     if where is None:
         return None
     single_table = len(list(select.find_all(exp.Table))) == 1
-    return partition_filter(session, table, files, where.this, {node.name.lower(), (node.alias or "").lower()}, single_table)
+    return partition_filter(spark, table, files, where.this, {node.name.lower(), (node.alias or "").lower()}, single_table)
 
 
 def partition_filter(
-    session: Session,
+    spark: SparkSession,
     table: HudiTable,
     files: FileSystemView,
     condition: exp.Expression,
@@ -255,7 +269,7 @@ def partition_filter(
     fields = [table.schema[f] for f in table.config.partition_fields]
     rows = [(p, *[values[p][f.name] for f in fields]) for p in partitions]
     schema = T.StructType([T.StructField("__path", T.StringType())] + [T.StructField(f.name, T.StringType()) for f in fields])
-    frame = session.spark.createDataFrame(rows, schema)
+    frame = spark.createDataFrame(rows, schema)
     frame = frame.select("__path", *[frame[f"`{f.name}`"].cast(f.dataType).alias(f.name) for f in fields])
     for predicate in usable:
         frame = frame.where(predicate)

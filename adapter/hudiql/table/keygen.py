@@ -17,6 +17,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from hudiql.errors import NULL_KEY_ERROR
 from hudiql.table import config as C
 from hudiql.table import keys
 from hudiql.table.layout import DEFAULT_PARTITION
@@ -24,7 +25,6 @@ from hudiql.table.layout import DEFAULT_PARTITION
 NULL_KEY = "__null__"
 EMPTY_KEY = "__empty__"
 #: Prefix of the error raised inside Spark tasks for a null record key, so the driver can spot it.
-NULL_KEY_ERROR = "HUDIQL_NULL_RECORD_KEY"
 
 
 @dataclass(frozen=True)

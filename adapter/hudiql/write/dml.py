@@ -14,13 +14,11 @@ An INSERT's counts (``insert_counts``) are the same five, counted by its write t
 
 Example:
     >>> with transaction(session.spark, table, session.conf) as txn:
-    ...     DmlPlanner(session, txn).merge(statement)
+    ...     DmlPlanner(session.planner, txn).merge(statement)
     DmlCounts(updated=1, deleted=0, inserted=1, skipped_older=0)
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
@@ -29,7 +27,7 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from hudiql.errors import ColumnError, DataError, SqlError
-from hudiql.read.query import conjuncts, partition_filter
+from hudiql.read.query import QueryPlanner, conjuncts, partition_filter
 from hudiql.read.snapshot import snapshot
 from hudiql.sql import statements as S
 from hudiql.sql.parser import DIALECT
@@ -41,8 +39,6 @@ from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
 from hudiql.write.transaction import WriteTransaction
 from hudiql.write.writer import DmlCounts, write_decided
 
-if TYPE_CHECKING:
-    from hudiql.session import Session
 
 
 KIND = "__hudiql_kind"
@@ -95,9 +91,10 @@ def _cast(value: exp.Expression, dtype) -> exp.Expression:
 class DmlPlanner:
     """Plans and writes one statement in ``txn``, over its snapshot ``txn.table`` (a table with a record key)."""
 
-    def __init__(self, session: Session, txn: WriteTransaction) -> None:
-        self.session = session
-        self.spark = session.spark
+    def __init__(self, planner: QueryPlanner, txn: WriteTransaction) -> None:
+        self.planner = planner  # plans the source and the target's snapshot
+        self.spark = planner.session.spark
+        self.conf = planner.session.conf
         self.txn = txn
         self.table = txn.table
 
@@ -116,13 +113,13 @@ class DmlPlanner:
         query = st.source.this if isinstance(st.source, exp.Subquery) else exp.select("*").from_(
             exp.Table(this=st.source.this, db=st.source.args.get("db"))
         )
-        source_df = self.session.planner.dataframe(query)
+        source_df = self.planner.dataframe(query)
         self._check_clauses(table, st.clauses, source_df.columns, source, st.on)
 
         files = table.file_system_view()
         source_df = source_df.withColumn(SEQUENCE, F.monotonically_increasing_id())
         source_view = self._register(source_df)
-        keep = partition_filter(self.session, table, files, st.on, {target, st.table.name}, unqualified_ok=False)
+        keep = partition_filter(self.spark, table, files, st.on, {target, st.table.name}, unqualified_ok=False)
         reached = self._source_partitions(table, st.on, target, source, source_view)
         if reached is not None:
             literal = keep
@@ -244,7 +241,7 @@ class DmlPlanner:
     def _filtered(self, table, name: S.TableName, alias, where, projections, kind: str, checks) -> DmlCounts:
         target = (alias or name.name).lower()
         files = table.file_system_view()
-        keep = partition_filter(self.session, table, files, where, {target, name.name}, True) if where else None
+        keep = partition_filter(self.spark, table, files, where, {target, name.name}, True) if where else None
         view = self._register(snapshot(self.spark, table, files, keep))
         projections = projections + [
             exp.alias_(exp.Literal.string(kind), KIND),
@@ -278,7 +275,7 @@ class DmlPlanner:
         if from_source:
             keyed = rule.precombine(keyed, [RECORD_KEY], SEQUENCE, SOURCE_ORDERING if rule.ordering_field else None)
         combined = keyed.drop(SOURCE_ORDERING)
-        enforce = keys.setting(self.session.conf, keys.ENFORCE_ORDERING).lower() != "false"
+        enforce = keys.setting(self.conf, keys.ENFORCE_ORDERING).lower() != "false"
         if not enforce and rule.is_event_time and table.config.is_mor:
             raise SqlError(
                 f"{keys.ENFORCE_ORDERING}=false cannot apply to merge-on-read table {table.config.name}: every reader "
@@ -405,12 +402,12 @@ class DmlPlanner:
 
     # ---- Spark plumbing -----------------------------------------------------------------------
     def _register(self, df: DataFrame) -> str:
-        return self.session.planner.register(df)
+        return self.planner.register(df)
 
     def _run(self, sql: exp.Expression, views: list[str], checks: list[tuple[str, exp.Expression]]) -> DataFrame:
         """Analyse the planned SQL (hudiql tables in subqueries read as snapshots). When a value
         cannot be cast to its column, ``checks`` (label, one-column query) find which one."""
-        planner = self.session.planner
+        planner = self.planner
         query, snapshots = planner.with_snapshots(sql)
         try:
             return self.spark.sql(query.sql(dialect=DIALECT))

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -29,9 +29,6 @@ from hudiql.table.schema import (
     RECORD_KEY,
     meta_values,
 )
-
-if TYPE_CHECKING:
-    from hudiql.write.append_handle import AppendTask
 
 # Helper columns the driver adds to incoming records; never stored.
 FILE_ID = "__hudiql_file_id"
@@ -61,8 +58,9 @@ class MergeTask:
     generate_keys: bool  # table without a record key: keys are made here
     compression: str = "snappy"
     # Merge-on-read: a small file group chosen to take inserts that receives none (the write
-    # planned from a bound on its inserts, not a count) appends its updates as a log instead.
-    append: AppendTask | None = None
+    # planned from a bound on its inserts, not a count) appends its updates as a log instead,
+    # with this (``AppendTask.write_group``).
+    append: Callable[[pa.Table], dict] | None = None
 
     def udf(self):
         """The function ``applyInArrow`` calls once per file group (a plain one-argument function,
@@ -85,7 +83,7 @@ class MergeTask:
         partition_path = incoming.column(PARTITION_PATH)[0].as_py()
         old_base = self.base_files.get(file_id)
         if self.append is not None and old_base and not pc.any(flag(incoming, INSERT)).as_py():
-            return self.append.write_group(incoming)
+            return self.append(incoming)
         new_name = layout.base_file_name(file_id, token, self.instant_time)
         new_path = layout.join_partition(partition_path, new_name)
         storage.write(layout.marker_path(self.instant_time, partition_path, new_name,

@@ -365,7 +365,7 @@ def _write_tagged(
         concat=operation is not Operation.UPSERT or not table.has_record_key,
         generate_keys=not table.has_record_key,
         compression=keys.setting(settings, keys.COMPRESSION).lower(),
-        append=append,
+        append=append.write_group if append is not None else None,
     )
     stats: list[DataFrame] = []  # one collect for every task: one Spark job
     if mor:
