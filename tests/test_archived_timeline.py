@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import HUDI_TABLES, hudiql_rows, instants, logs, official_rows, unzip
-from hudiql.io import log_format as L
+from hudiql.file_group.log_file import format as L
 
 TRIPS = HUDI_TABLES / "quickstart_trips_table" / "mor" / "avro"
 SELECT = "SELECT id, name, ts, dt FROM "

@@ -1,5 +1,5 @@
 """Log content without Spark: the columnar Avro codec against fastavro, and the fold of a file
-slice's log blocks onto its base file (``SliceMerger``) against a plain item-by-item model.
+slice's log blocks onto its base file (``SliceReader``) against a plain item-by-item model.
 
 Everything here writes real bytes: Avro data block content, delete blocks, rollback command
 blocks, log files and a parquet base file with the meta columns, in a temporary directory.
@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 from hudiql.errors import FormatError
-from hudiql.io import avro_columnar
-from hudiql.io import log_format as L
-from hudiql.read.merged import SliceMerger
+from hudiql.file_group.log_file import avro as avro_codec
+from hudiql.file_group.log_file import format as L
+from hudiql.file_group.reader import SliceReader
 from hudiql.table.config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import RECORD_KEY, to_arrow, to_avro, with_meta_columns
@@ -119,7 +119,7 @@ def assert_codec_matches_fastavro(table: pa.Table, schema: dict, arrow_schema: p
 # ---- a) the columnar codec is byte-identical to fastavro --------------------------------------------
 
 def test_columnar_codec_hand_written_rows():
-    assert avro_columnar.supports(FLAT_SCHEMA)
+    assert avro_codec.supports(FLAT_SCHEMA)
     values = {
         "k": ["", "ascii", "ü日本😀", "a\x00b", "𝄞" * 40],
         "nl": [None, INT64_MIN, INT64_MAX, -1, 0],
@@ -163,7 +163,7 @@ def test_columnar_codec_random_rows(rows, chunks):
 def test_columnar_encode_refuses_nulls_in_a_non_null_field():
     schema = {"type": "record", "name": "r", "fields": [{"name": "l", "type": "long"}]}
     with pytest.raises(FormatError, match="'l'"):
-        avro_columnar.encode(pa.table({"l": pa.array([1, None], pa.int64())}), schema)
+        avro_codec.encode(pa.table({"l": pa.array([1, None], pa.int64())}), schema)
 
 
 # ---- b) unsupported schemas fall back to fastavro ----------------------------------------------------
@@ -188,12 +188,12 @@ def test_unsupported_schemas_fall_back_to_fastavro(kind):
               "fields": [{"name": "id", "type": "long"}, {"name": "v", "type": avro_type}]}
     arrow_schema = pa.schema([("id", pa.int64()), ("v", arrow_type)])
     table = pa.table({"id": pa.array(range(len(values)), pa.int64()), "v": pa.array(values, arrow_type)})
-    assert not avro_columnar.supports(schema)
-    assert avro_columnar.encode(table, schema) is None
+    assert not avro_codec.supports(schema)
+    assert avro_codec.encode(table, schema) is None
     content = L.avro_table_content(table, schema)  # through fastavro
     assert content == L.avro_records_content(L.avro_values(table), schema)
-    starts, ends = avro_columnar.record_bounds(content, 8, len(values), "p")
-    assert avro_columnar.decode(content, starts, ends, schema, "p") is None
+    starts, ends = avro_codec.record_bounds(content, 8, len(values), "p")
+    assert avro_codec.decode(content, starts, ends, schema, "p") is None
     decoded = L.read_avro_table(_block(content, schema), "p", arrow_schema)
     assert decoded.cast(arrow_schema).to_pylist() == table.to_pylist()
 
@@ -265,7 +265,7 @@ import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (3 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
 import pyarrow as pa
 from hudiql.errors import FormatError
-from hudiql.io import log_format as L
+from hudiql.file_group.log_file import format as L
 schema, record = json.loads(sys.argv[1]), bytes.fromhex(sys.argv[2])
 content = (3).to_bytes(4, "big") + (1).to_bytes(4, "big") + len(record).to_bytes(4, "big") + record
 block = L.LogBlock(L.AVRO_DATA, {L.SCHEMA: json.dumps(schema)}, content)
@@ -307,7 +307,7 @@ FALLBACK = {"type": "record", "name": "r", "fields": SMALL["fields"] + [{"name":
 FALLBACK_ARROW = SMALL_ARROW.append(pa.field("a", pa.list_(pa.int64())))
 
 
-# ---- SliceMerger: the fold of a slice's log blocks against an item-by-item model ---------------------
+# ---- SliceReader: the fold of a slice's log blocks against an item-by-item model ---------------------
 
 KEYS = ["k1", "k2", "k3", "k4"]
 PARTITION = "p"
@@ -476,7 +476,7 @@ def test_slice_merger_matches_item_by_item_fold(base, specs, archived):
             expected_replaced = sorted(
                 i for k, i in base_positions.items() if not (state[k][0] == "rec" and state[k][3])
             )
-            merger = SliceMerger(str(root), ARROW, rule, completed)
+            merger = SliceReader(str(root), ARROW, rule, completed)
             merged = merger.merge(PARTITION, base_file, log_files)
             assert _triples(merged) == expected, mode
             assert merged.schema == ARROW
@@ -520,9 +520,9 @@ def test_slice_merger_hand_written_sequence(tmp_path):
     specs = [{"same_instant": False, "rollback_at_end": True, "new_file": i % 2 == 0, **s} for i, s in enumerate(specs)]
     base_file, log_files, completed, valid = write_slice(tmp_path, base, specs)
     assert len(log_files) == 4
-    merged = SliceMerger(str(tmp_path), ARROW, RULES["event"], completed).merge(PARTITION, base_file, log_files)
+    merged = SliceReader(str(tmp_path), ARROW, RULES["event"], completed).merge(PARTITION, base_file, log_files)
     assert _triples(merged) == [("k1", "base-k1", 2), ("k2", "b6r0", 5), ("k3", "b3r0", 1), ("k4", "b1r0", 1)]
-    merged = SliceMerger(str(tmp_path), ARROW, RULES["commit"], completed).merge(PARTITION, base_file, log_files)
+    merged = SliceReader(str(tmp_path), ARROW, RULES["commit"], completed).merge(PARTITION, base_file, log_files)
     # commit time: every delete of a live record applies (k1 goes), every record wins
     assert _triples(merged) == [("k2", "b6r0", 5), ("k3", "b3r0", 1), ("k4", "b1r0", 1)]
 
@@ -537,11 +537,11 @@ def test_slice_merger_closed_form_ties_and_nulls(tmp_path):
     ]
     specs = [{"status": "ok", "same_instant": False, "rollback_at_end": False, "new_file": False, **s} for s in specs]
     base_file, log_files, completed, _ = write_slice(tmp_path, base, specs)
-    event = SliceMerger(str(tmp_path), ARROW, RULES["event"], completed)
+    event = SliceReader(str(tmp_path), ARROW, RULES["event"], completed)
     assert _triples(event.merge(PARTITION, base_file, log_files)) == [
         ("k1", "b0r0", 2), ("k2", "b0r1", None), ("k3", "base-k3", 3), ("k4", "b1r0", None)]
     assert sorted(event.outcome(PARTITION, event.read_base(PARTITION, base_file), log_files).replaced.to_pylist()) == [0, 1]
-    commit = SliceMerger(str(tmp_path), ARROW, RULES["commit"], completed)
+    commit = SliceReader(str(tmp_path), ARROW, RULES["commit"], completed)
     assert _triples(commit.merge(PARTITION, base_file, log_files)) == [
         ("k1", "b0r0", 2), ("k2", "b0r1", None), ("k3", "b1r1", 2), ("k4", "b1r0", None)]
 
@@ -573,7 +573,7 @@ def test_a_block_cut_at_the_end_of_a_log_is_skipped_only_when_its_write_failed(t
         log_files.append(rollback_log)
     committed = CommittedInstants(frozenset({active}), frozenset(), active)
     assert cut_instant in committed
-    merger = SliceMerger(str(tmp_path), ARROW, RULES["event"], committed)
+    merger = SliceReader(str(tmp_path), ARROW, RULES["event"], committed)
     if rolled_back:
         assert _triples(merger.merge(PARTITION, base_file, log_files)) == [("k1", "b0r0", 5), ("k2", "base-k2", 1)]
     else:

@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import hudiql_rows, instants, logs, official_rows, timeline
 from hudiql.errors import HudiqlError
-from hudiql.io.log_format import TruncatedLogError
-from hudiql.io import log_format as L
+from hudiql.file_group.log_file.format import TruncatedLogError
+from hudiql.file_group.log_file import format as L
 
 LOG_NAME = re.compile(r"^\.(?P<fid>[^_]+)_(?P<base>\d{17})\.log\.(?P<version>\d+)_(?P<token>\d+-\d+-\d+)$")
 BASE_NAME = re.compile(r"^(?P<fid>[^_]+)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d{17})\.parquet$")

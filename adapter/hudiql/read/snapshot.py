@@ -19,8 +19,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from hudiql.errors import FormatError
-from hudiql.read.merged import SliceMerger
-from hudiql.table.fsview import FileSlice, FileSystemView
+from hudiql.file_group.reader import SliceReader
+from hudiql.file_group import FileSlice
+from hudiql.table.fsview import FileSystemView
 from hudiql.table.schema import RECORD_KEY, to_arrow, with_meta_columns
 from hudiql.table.table import HudiTable
 
@@ -75,7 +76,7 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
     """
     if not table.config.populate_meta_fields:
         raise FormatError(f"table {table.base_uri} has log files but no meta fields; hudiql cannot merge them")
-    merger = SliceMerger(
+    reader = SliceReader(
         table.base_uri, to_arrow(table_columns(table)), table.merge_rule, table.timeline.committed()
     )
     out = schema if schema.fields else T.StructType([_row_carrier(table_columns(table))])
@@ -86,7 +87,7 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
         [(s.partition_path, s.base_file, s.log_files) for s in ordered], parallelism
     )
     frame = spark.createDataFrame(descriptors, "partition_path string, base_file string, log_files array<string>")
-    merged = frame.mapInArrow(merger.udf(out.fieldNames()), out)
+    merged = frame.mapInArrow(reader.udf(out.fieldNames()), out)
     return merged if schema.fields else merged.select()
 
 

@@ -29,7 +29,7 @@ from pyspark.sql import SparkSession
 
 from hudiql.errors import HudiqlError, WriteConflictError, raise_user_error
 from hudiql.io.storage import Storage
-from hudiql.read.merged import SliceMerger
+from hudiql.file_group.reader import SliceReader
 from hudiql.services.rollback import rollback_failed_writes
 from hudiql.table import keys as K
 from hudiql.table import layout
@@ -129,7 +129,7 @@ def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
 
 @dataclass(frozen=True)
 class CompactionTask:
-    merger: SliceMerger
+    reader: SliceReader
     instant_time: str
     compression: str = "snappy"
 
@@ -147,8 +147,8 @@ class CompactionTask:
         started = time.monotonic()
         ctx = TaskContext.get()
         token = layout.write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber()) if ctx else "0-0-0"
-        storage = Storage(self.merger.base_uri)
-        merged = self.merger.merge(op["partition_path"], op["base_file"], list(op["log_files"]))
+        storage = Storage(self.reader.base_uri)
+        merged = self.reader.merge(op["partition_path"], op["base_file"], list(op["log_files"]))
         name = layout.base_file_name(op["file_id"], token, self.instant_time)
         path = layout.join_partition(op["partition_path"], name)
         storage.write(layout.marker_path(self.instant_time, op["partition_path"], name, "CREATE"), b"")
@@ -157,7 +157,7 @@ class CompactionTask:
             merged.schema.get_field_index(FILE_NAME), FILE_NAME, pa.array([name] * merged.num_rows, pa.string())
         )
         with storage.open_output_stream(path) as sink:
-            pq.write_table(merged.cast(self.merger.arrow_schema), sink, compression=self.compression)
+            pq.write_table(merged.cast(self.reader.arrow_schema), sink, compression=self.compression)
         size = storage.size(path)
         return {
             "file_id": op["file_id"], "partition_path": op["partition_path"], "path": path,
@@ -173,7 +173,7 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: M
     """Run a requested compaction (or one whose runner died) and commit it."""
     operations = read_plan(table, instant)
     with WriteTransaction.resume(spark, table, settings, instant) as txn:
-        merger = SliceMerger(
+        reader = SliceReader(
             table.base_uri, to_arrow(with_meta_columns(table.schema)), table.merge_rule,
             table.timeline.committed(),
         )
@@ -181,7 +181,7 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: M
             [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],
             "partition_path string, file_id string, base_instant string, base_file string, log_files array<string>",
         )
-        task = CompactionTask(merger, instant.timestamp, K.setting(settings, K.COMPRESSION).lower())
+        task = CompactionTask(reader, instant.timestamp, K.setting(settings, K.COMPRESSION).lower())
         rows = ops.repartition(max(1, min(len(operations), spark.sparkContext.defaultParallelism * 2))).mapInArrow(
             task.udf(), STATS_SCHEMA
         ).collect()

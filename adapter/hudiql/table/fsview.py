@@ -1,8 +1,8 @@
-"""File system view: partitions, file groups and file slices, as of the completed timeline.
+"""File system view: partitions, file groups and file slices (``hudiql.file_group``), as of the
+completed timeline.
 
-A file group (partition path + file id) holds slices; a slice is a base file plus the log
-files written on top of it, named by its base instant. Files of instants that did not
-complete are invisible, and so are file groups a completed replacecommit replaced.
+Files of instants that did not complete are invisible, and so are file groups a completed
+replacecommit replaced.
 
 Example:
     >>> view = FileSystemView.load(storage, timeline)
@@ -12,9 +12,10 @@ Example:
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from hudiql.errors import damaged_file
+from hudiql.file_group import FileGroup, FileSlice
 from hudiql.io.storage import Storage
 from hudiql.table.commit import CommitMetadata
 from hudiql.table.compaction_plan import decode_plan
@@ -26,37 +27,6 @@ from hudiql.table.timeline import (
     Instant,
     Timeline,
 )
-
-
-@dataclass
-class FileSlice:
-    partition_path: str
-    file_id: str
-    base_instant: str
-    base_file: str | None = None  # file name, or None for a log-only slice
-    base_file_size: int = 0
-    log_files: list[str] = field(default_factory=list)
-    log_size: int = 0  # bytes of the log files
-
-    @property
-    def base_path(self) -> str | None:
-        """The base file's path relative to the table root."""
-        return join_partition(self.partition_path, self.base_file) if self.base_file else None
-
-
-@dataclass
-class FileGroup:
-    partition_path: str
-    file_id: str
-    slices: dict[str, FileSlice] = field(default_factory=dict)  # base instant -> slice
-    # log versions on storage per base instant, visible or not: new log files must not reuse one
-    all_log_versions: dict[str, set[int]] = field(default_factory=dict)
-
-    def next_log_version(self, base_instant: str) -> int:
-        return max(self.all_log_versions.get(base_instant, {0})) + 1
-
-    def latest_slice(self) -> FileSlice | None:
-        return self.slices[max(self.slices)] if self.slices else None
 
 
 class FileSystemView:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 
 import numpy as np
 import pyarrow as pa
@@ -195,3 +196,23 @@ def to_arrow(schema: T.StructType) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(schema, timezone="UTC")
+
+
+def conform(t: pa.Table, schema: pa.Schema, extra: list[str] | None = None) -> pa.Table:
+    """Select and cast ``t`` to ``schema`` (plus ``extra`` columns kept as they are)."""
+    columns, fields = [], []
+    for f in schema:
+        if f.name in t.column_names:
+            columns.append(t.column(f.name).cast(f.type))
+        else:  # a column added to the table after this file was written
+            columns.append(pa.nulls(t.num_rows, f.type))
+        fields.append(f)
+    for name in extra or []:
+        columns.append(t.column(name))
+        fields.append(t.schema.field(name))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def select_fields(schema: pa.Schema, columns: Collection[str] | None) -> pa.Schema:
+    """``schema``, or the part of it named by ``columns`` (in schema order)."""
+    return schema if columns is None else pa.schema([f for f in schema if f.name in columns])

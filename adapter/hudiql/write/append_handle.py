@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudiql.io import log_format as L
+from hudiql.file_group.log_file import format as L
 from hudiql.io.storage import Storage
 from hudiql.table import keys, layout
 from hudiql.table.schema import (
@@ -31,13 +31,13 @@ from hudiql.table.schema import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
+    conform,
     meta_values,
 )
 from hudiql.write.handle import (
     DELETE,
     FILE_ID,
     SEQUENCE,
-    conform,
     flag,
     stats_arrow_schema,
 )

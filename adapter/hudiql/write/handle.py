@@ -27,6 +27,7 @@ from hudiql.table.schema import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
+    conform,
     meta_values,
 )
 
@@ -167,21 +168,6 @@ def flag(rows: pa.Table, name: str) -> pa.Array:
 def _is_deleted(incoming: pa.Table) -> pa.Array:
     """Rows that delete their key: a DML delete, or ``_hoodie_is_deleted = true``."""
     return pc.or_(flag(incoming, DELETE), flag(incoming, IS_DELETED))
-
-
-def conform(t: pa.Table, schema: pa.Schema, extra: list[str] | None = None) -> pa.Table:
-    """Select and cast ``t`` to ``schema`` (plus ``extra`` columns kept as they are)."""
-    columns, fields = [], []
-    for f in schema:
-        if f.name in t.column_names:
-            columns.append(t.column(f.name).cast(f.type))
-        else:  # a column added to the table after this file was written
-            columns.append(pa.nulls(t.num_rows, f.type))
-        fields.append(f)
-    for name in extra or []:
-        columns.append(t.column(name))
-        fields.append(t.schema.field(name))
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
 _counters: dict[tuple[int, int, int], itertools.count] = {}

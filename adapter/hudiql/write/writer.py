@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudiql.errors import ColumnError, DataError, HudiqlError
-from hudiql.io.log_format import wrapper_for
+from hudiql.file_group.log_file.format import wrapper_for
 from hudiql.services import compaction, post_commit
 from hudiql.table import keys
 from hudiql.table.commit import CommitMetadata, WriteStat

@@ -1,12 +1,11 @@
-"""Merging a file slice: its base file and the blocks of its log files, by the table's merge rule.
+"""Reading a file slice: its base file merged with what its log files say, by the table's merge rule.
 
-The fold of a slice's log items onto its base file gives a ``SliceOutcome``: which base rows
-the logs replace or delete (by row position), and the log records that win. Compaction applies
-it to the whole base file (``SliceMerger.merge``). A snapshot query folds with the base file's
-key and ordering columns, then streams only the columns the query reads, a row group at a
-time, without the replaced rows (``SliceMerger.snapshot_batches``). Blocks of instants that did
-not commit (``CommittedInstants``), and blocks a rollback command block targets, are skipped; so is
-a block a failed write left cut short at the end of a file.
+The log scanner (``file_group.log_file.scanner``) gives the slice's valid log content; its fold
+onto the base file gives a ``SliceOutcome``: which base rows the logs replace or delete (by row
+position), and the log records that win. Compaction applies it to the whole base file
+(``SliceReader.merge``). A snapshot query folds with the base file's key and ordering columns,
+then streams only the columns the query reads, a row group at a time, without the replaced rows
+(``SliceReader.snapshot_batches``).
 
 Per record key, log items are folded in log order onto the stored record:
 - a data record replaces the current one when the merge rule says the incoming version wins;
@@ -14,15 +13,13 @@ Per record key, log items are folded in log order onto the stored record:
   is not lower than the current ordering value (event time); always under commit time.
 
 Example:
-    >>> merger = SliceMerger(base_uri, arrow_schema, rule, timeline.committed())
-    >>> merger.merge("dt=1", base_file="f-0_0-1-0_001.parquet", log_files=[".f-0_001.log.1_0-2-0"])
-    >>> merger.snapshot_batches("dt=1", "f-0_0-1-0_001.parquet", [".f-0_001.log.1_0-2-0"], ["id", "price"])
+    >>> reader = SliceReader(base_uri, arrow_schema, rule, timeline.committed())
+    >>> reader.merge("dt=1", base_file="f-0_0-1-0_001.parquet", log_files=[".f-0_001.log.1_0-2-0"])
+    >>> reader.snapshot_batches("dt=1", "f-0_0-1-0_001.parquet", [".f-0_001.log.1_0-2-0"], ["id", "price"])
 """
 
 from __future__ import annotations
 
-import io
-import posixpath
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,14 +29,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudiql.errors import RESTORE_FROM_BACKUP, FormatError, damaged_file
-from hudiql.io import log_format as L
+from hudiql.errors import damaged_file
+from hudiql.file_group.log_file.scanner import LogScanner
 from hudiql.io.storage import Storage
-from hudiql.table.layout import join_partition, parse_data_file_name
+from hudiql.table.layout import join_partition
 from hudiql.table.merge import MergeRule
-from hudiql.table.schema import RECORD_KEY
+from hudiql.table.schema import RECORD_KEY, conform, select_fields
 from hudiql.table.timeline import CommittedInstants
-from hudiql.write.handle import conform
 
 _DELETED = object()
 
@@ -49,11 +45,11 @@ class SliceOutcome:
     """What a slice's logs do to its base file."""
 
     replaced: pa.Array  # int64 positions of base rows that a log record or delete supersedes
-    records: pa.Table  # the log records that win, in the merger's schema
+    records: pa.Table  # the log records that win, in the reader's schema
 
 
 @dataclass(frozen=True)
-class SliceMerger:
+class SliceReader:
     base_uri: str
     arrow_schema: pa.Schema  # meta + data columns
     merge_rule: MergeRule
@@ -92,7 +88,7 @@ class SliceMerger:
         yield from conform(outcome.records, schema).to_batches()
 
     def read_base(self, partition_path: str, base_file: str | None, columns: list[str] | None = None) -> pa.Table:
-        """The base file's rows in the merger's schema (only ``columns`` of it, when given)."""
+        """The base file's rows in the reader's schema (only ``columns`` of it, when given)."""
         with self._open_base(partition_path, base_file) as parquet:
             return self._read(parquet, columns)
 
@@ -109,7 +105,7 @@ class SliceMerger:
             raise damaged_file(path, f"cannot be read ({str(exc).splitlines()[0][:200]})") from None
 
     def _read(self, parquet: pq.ParquetFile | None, columns: list[str] | None, row_group: int | None = None) -> pa.Table:
-        """Columns of a base file (all row groups, or one), in the merger's types; a column the
+        """Columns of a base file (all row groups, or one), in the reader's types; a column the
         file lacks (added to the table later) reads as nulls."""
         schema = self._schema(columns)
         if parquet is None:
@@ -119,96 +115,11 @@ class SliceMerger:
         return conform(table, schema)
 
     def _schema(self, columns: Collection[str] | None) -> pa.Schema:
-        """The merger's schema, or the part of it named by ``columns`` (in schema order)."""
-        return self.arrow_schema if columns is None else pa.schema([f for f in self.arrow_schema if f.name in columns])
+        return select_fields(self.arrow_schema, columns)
 
-    def read_log_items(
-        self, partition_path: str, log_files: list[str], columns: Collection[str] | None = None
-    ) -> tuple[list[pa.Table], pa.Table, list[tuple]]:
-        """The slice's valid log content, in log order (``seq``): the data blocks' tables (only
-        ``columns``, which name the key and ordering fields, when given), their records as items
-        (key, ordering, seq, table index, row), and the deletes (key, ordering, seq)."""
-        schema = self._schema(columns)
-        storage = Storage(self.base_uri)
-        blocks: list[tuple[str, L.LogBlock]] = []
-        cuts: list[tuple[str, L.TruncatedLogError]] = []
-        for name in log_files:
-            path = join_partition(partition_path, name)
-            try:
-                file_blocks = L.read_blocks(storage.read(path), storage.uri(path))
-            except L.TruncatedLogError as cut:
-                file_blocks = cut.blocks
-                cuts.append((path, cut))
-            except FormatError as exc:
-                raise FormatError(f"{exc}; {RESTORE_FROM_BACKUP}") from None
-            blocks.extend((path, b) for b in file_blocks)
-        rolled_back = {
-            b.header.get(L.TARGET_INSTANT_TIME)
-            for _, b in blocks
-            if b.block_type == L.COMMAND and b.header.get(L.COMMAND_BLOCK_TYPE) == L.ROLLBACK_COMMAND
-        }
-        for path, cut in cuts:
-            if not self._failed_write(path, cut.instant_time, rolled_back):
-                raise FormatError(f"{cut}; {RESTORE_FROM_BACKUP}") from None
-        tables: list[pa.Table] = []
-        items: list[pa.Table] = []
-        deletes: list[tuple] = []
-        avro: dict[str, list[tuple[int, int, L.LogBlock, str]]] = {}  # writer schema -> (seq, count, block, path)
-        seq = 0
-        for path, block in blocks:
-            instant = block.instant_time
-            if block.block_type == L.COMMAND or instant not in self.committed or instant in rolled_back:
-                continue
-            if block.block_type == L.DELETE:
-                for d in L.read_deletes(block, path):
-                    deletes.append((d.record_key, d.ordering_value, seq))
-                    seq += 1
-            elif block.block_type == L.AVRO_DATA:
-                count = L.avro_record_count(block, path)
-                avro.setdefault(block.header[L.SCHEMA], []).append((seq, count, block, path))
-                seq += count
-            else:
-                try:
-                    parquet = pq.ParquetFile(io.BytesIO(block.content))
-                    table = parquet.read(columns=[c for c in schema.names if c in parquet.schema_arrow.names])
-                except pa.ArrowException as exc:
-                    raise damaged_file(path, f"has a corrupt parquet block ({exc})") from None
-                self._add_items(tables, items, conform(table, schema), np.arange(seq, seq + table.num_rows, dtype=np.int64))
-                seq += table.num_rows
-        for group in avro.values():  # blocks of one writer schema are decoded together
-            table = L.read_avro_blocks([(block, path) for _, _, block, path in group], self.arrow_schema, columns)
-            seqs = np.concatenate([np.arange(first, first + count, dtype=np.int64) for first, count, _, _ in group])
-            self._add_items(tables, items, conform(table, schema), seqs)
-        return tables, pa.concat_tables(items) if items else self._items_schema().empty_table(), deletes
-
-    def _failed_write(self, path: str, instant_time: str | None, rolled_back: set[str | None]) -> bool:
-        """Whether the block cut short at the end of log file ``path`` is a failed write's partial
-        append, which Hudi's readers skip, rather than damage to committed data: its instant did
-        not commit or was rolled back; or its header is cut before the instant and the file sits on
-        an archived slice, where the view opens logs no delta commit on the timeline lists (a v6
-        log names its slice; ``FileSystemView``)."""
-        if instant_time is not None:
-            return instant_time not in self.committed or instant_time in rolled_back
-        parsed = parse_data_file_name(posixpath.basename(path))
-        return parsed is not None and self.committed.archived(parsed.instant_time)
-
-    def _add_items(self, tables: list[pa.Table], items: list[pa.Table], table: pa.Table, seqs: np.ndarray) -> None:
-        n = table.num_rows
-        columns = {
-            "key": table.column(RECORD_KEY),
-            "seq": pa.array(seqs),
-            "src": pa.array(np.full(n, len(tables), dtype=np.int64)),
-            "row": pa.array(np.arange(n, dtype=np.int64)),
-        }
-        if self.merge_rule.ordering_field:
-            columns["ordering"] = table.column(self.merge_rule.ordering_field)
-        items.append(pa.table(columns))
-        tables.append(table)
-
-    def _items_schema(self) -> pa.Schema:
-        schema = pa.schema([("key", pa.string()), ("seq", pa.int64()), ("src", pa.int64()), ("row", pa.int64())])
-        ordering = self.merge_rule.ordering_field
-        return schema.append(self.arrow_schema.field(ordering).with_name("ordering")) if ordering else schema
+    @property
+    def scanner(self) -> LogScanner:
+        return LogScanner(self.base_uri, self.arrow_schema, self.merge_rule.ordering_field, self.committed)
 
     def merge(self, partition_path: str, base_file: str | None, log_files: list[str]) -> pa.Table:
         """The merged rows of a slice (compaction)."""
@@ -230,7 +141,7 @@ class SliceMerger:
         Keys without deletes take the closed form of the fold (``_fold_records``); keys with a
         delete are folded one item at a time (``_fold_sequence``).
         """
-        tables, items, deletes = self.read_log_items(partition_path, log_files, columns)
+        tables, items, deletes = self.scanner.scan(partition_path, log_files, columns)
         if not items.num_rows and not deletes:
             return SliceOutcome(pa.array([], pa.int64()), self._schema(columns).empty_table())
         delete_keys = pa.array(sorted({key for key, _, _ in deletes}), pa.string())

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from hudiql.errors import FormatError
-from hudiql.io import avro_columnar
+from hudiql.file_group.log_file import avro
 
 MAGIC = b"#HUDI#"
 LOG_FORMAT_VERSION = 1
@@ -183,7 +183,7 @@ def avro_records_content(records: list[dict], schema: dict) -> bytes:
 
 def avro_table_content(table: pa.Table, schema: dict) -> bytes:
     """An Avro data block's content for the rows of ``table`` (columnar when the schema allows)."""
-    records = avro_columnar.encode(table, schema, length_prefix=True)
+    records = avro.encode(table, schema, length_prefix=True)
     if records is None:
         return avro_records_content(avro_values(table), schema)
     offsets = np.frombuffer(records.buffers()[1], np.int64)
@@ -233,17 +233,17 @@ def read_avro_blocks(
     table (only ``columns`` of the writer schema, when given): a slice's small blocks are
     decoded in one pass, not one numpy pass each."""
     schema, _ = _avro_records(*blocks[0])
-    if avro_columnar.supports(schema):
+    if avro.supports(schema):
         starts, ends, offset = [], [], 0
         for block, path in blocks:
             _, count = _avro_records(block, path)
-            first, last = avro_columnar.record_bounds(block.content, 8, count, path)
+            first, last = avro.record_bounds(block.content, 8, count, path)
             starts.append(first + offset)
             ends.append(last + offset)
             offset += len(block.content)
         content = blocks[0][0].content if len(blocks) == 1 else b"".join(b.content for b, _ in blocks)
         try:
-            return avro_columnar.decode(content, np.concatenate(starts), np.concatenate(ends), schema, blocks[0][1], columns)
+            return avro.decode(content, np.concatenate(starts), np.concatenate(ends), schema, blocks[0][1], columns)
         except FormatError:
             for one in blocks[1:] if len(blocks) > 1 else []:
                 read_avro_blocks([one], arrow_schema, columns)  # names the file that holds the bad record

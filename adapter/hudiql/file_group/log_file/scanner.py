@@ -1,0 +1,126 @@
+"""Scanning a file slice's log files: the valid content of their blocks, in log order.
+
+Blocks of instants that did not commit (``CommittedInstants``), and blocks a rollback command
+block targets, are skipped; so is a block a failed write left cut short at the end of a file
+(anything else cut short is damage, an error). What is left is what the slice reader
+(``file_group.reader``) folds onto the base file: the data blocks' tables, their records as
+items (key, ordering, seq, table index, row) and the deletes (key, ordering, seq).
+
+Example:
+    >>> scanner = LogScanner(base_uri, arrow_schema, "ts", timeline.committed())
+    >>> tables, items, deletes = scanner.scan("dt=1", [".f-0_001.log.1_0-2-0"])
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from hudiql.errors import RESTORE_FROM_BACKUP, FormatError, damaged_file
+from hudiql.file_group.log_file import format as L
+from hudiql.io.storage import Storage
+from hudiql.table.layout import join_partition, parse_data_file_name
+from hudiql.table.schema import RECORD_KEY, conform, select_fields
+from hudiql.table.timeline import CommittedInstants
+
+
+@dataclass(frozen=True)
+class LogScanner:
+    base_uri: str
+    arrow_schema: pa.Schema  # meta + data columns
+    ordering_field: str | None
+    committed: CommittedInstants
+
+    def scan(
+        self, partition_path: str, log_files: list[str], columns: Collection[str] | None = None
+    ) -> tuple[list[pa.Table], pa.Table, list[tuple]]:
+        """The slice's valid log content, in log order (``seq``): the data blocks' tables (only
+        ``columns``, which name the key and ordering fields, when given), their records as items
+        (key, ordering, seq, table index, row), and the deletes (key, ordering, seq)."""
+        schema = select_fields(self.arrow_schema, columns)
+        storage = Storage(self.base_uri)
+        blocks: list[tuple[str, L.LogBlock]] = []
+        cuts: list[tuple[str, L.TruncatedLogError]] = []
+        for name in log_files:
+            path = join_partition(partition_path, name)
+            try:
+                file_blocks = L.read_blocks(storage.read(path), storage.uri(path))
+            except L.TruncatedLogError as cut:
+                file_blocks = cut.blocks
+                cuts.append((path, cut))
+            except FormatError as exc:
+                raise FormatError(f"{exc}; {RESTORE_FROM_BACKUP}") from None
+            blocks.extend((path, b) for b in file_blocks)
+        rolled_back = {
+            b.header.get(L.TARGET_INSTANT_TIME)
+            for _, b in blocks
+            if b.block_type == L.COMMAND and b.header.get(L.COMMAND_BLOCK_TYPE) == L.ROLLBACK_COMMAND
+        }
+        for path, cut in cuts:
+            if not self._failed_write(path, cut.instant_time, rolled_back):
+                raise FormatError(f"{cut}; {RESTORE_FROM_BACKUP}") from None
+        tables: list[pa.Table] = []
+        items: list[pa.Table] = []
+        deletes: list[tuple] = []
+        avro: dict[str, list[tuple[int, int, L.LogBlock, str]]] = {}  # writer schema -> (seq, count, block, path)
+        seq = 0
+        for path, block in blocks:
+            instant = block.instant_time
+            if block.block_type == L.COMMAND or instant not in self.committed or instant in rolled_back:
+                continue
+            if block.block_type == L.DELETE:
+                for d in L.read_deletes(block, path):
+                    deletes.append((d.record_key, d.ordering_value, seq))
+                    seq += 1
+            elif block.block_type == L.AVRO_DATA:
+                count = L.avro_record_count(block, path)
+                avro.setdefault(block.header[L.SCHEMA], []).append((seq, count, block, path))
+                seq += count
+            else:
+                try:
+                    parquet = pq.ParquetFile(io.BytesIO(block.content))
+                    table = parquet.read(columns=[c for c in schema.names if c in parquet.schema_arrow.names])
+                except pa.ArrowException as exc:
+                    raise damaged_file(path, f"has a corrupt parquet block ({exc})") from None
+                self._add_items(tables, items, conform(table, schema), np.arange(seq, seq + table.num_rows, dtype=np.int64))
+                seq += table.num_rows
+        for group in avro.values():  # blocks of one writer schema are decoded together
+            table = L.read_avro_blocks([(block, path) for _, _, block, path in group], self.arrow_schema, columns)
+            seqs = np.concatenate([np.arange(first, first + count, dtype=np.int64) for first, count, _, _ in group])
+            self._add_items(tables, items, conform(table, schema), seqs)
+        return tables, pa.concat_tables(items) if items else self.items_schema().empty_table(), deletes
+
+    def _failed_write(self, path: str, instant_time: str | None, rolled_back: set[str | None]) -> bool:
+        """Whether the block cut short at the end of log file ``path`` is a failed write's partial
+        append, which Hudi's readers skip, rather than damage to committed data: its instant did
+        not commit or was rolled back; or its header is cut before the instant and the file sits on
+        an archived slice, where the view opens logs no delta commit on the timeline lists (a v6
+        log names its slice; ``FileSystemView``)."""
+        if instant_time is not None:
+            return instant_time not in self.committed or instant_time in rolled_back
+        parsed = parse_data_file_name(posixpath.basename(path))
+        return parsed is not None and self.committed.archived(parsed.instant_time)
+
+    def _add_items(self, tables: list[pa.Table], items: list[pa.Table], table: pa.Table, seqs: np.ndarray) -> None:
+        n = table.num_rows
+        columns = {
+            "key": table.column(RECORD_KEY),
+            "seq": pa.array(seqs),
+            "src": pa.array(np.full(n, len(tables), dtype=np.int64)),
+            "row": pa.array(np.arange(n, dtype=np.int64)),
+        }
+        if self.ordering_field:
+            columns["ordering"] = table.column(self.ordering_field)
+        items.append(pa.table(columns))
+        tables.append(table)
+
+    def items_schema(self) -> pa.Schema:
+        schema = pa.schema([("key", pa.string()), ("seq", pa.int64()), ("src", pa.int64()), ("row", pa.int64())])
+        ordering = self.ordering_field
+        return schema.append(self.arrow_schema.field(ordering).with_name("ordering")) if ordering else schema
