@@ -7,11 +7,11 @@ Usage:
 
 What it measures (one local[2] SparkSession; the same generated data for both systems, in the same run):
 
-* base table: ``--rows`` rows in ``--partitions`` partitions (the data of ``bench/upsert_cow.py``:
-  ``id`` 0..N-1, ``part = p%03d(id % partitions)``, ``ts = 1``), written once with hudiql
-  ``bulk_insert`` into a COW table (``PARTITIONED BY (part) TBLPROPERTIES (primaryKey='id',
-  preCombineField='ts')``) and once as a partitioned Delta table (delta-rs, from Arrow). Not timed
-  as part of the ratios.
+* base table: ``--rows`` rows in ``--partitions`` partitions (the data of every benchmark,
+  ``base_rows`` of ``bench/common.py``: ``id`` 0..N-1, ``part = p%03d(id % partitions)``,
+  ``ts = 1``), written once with hudiql ``bulk_insert`` into a COW table (``PARTITIONED BY (part)
+  TBLPROPERTIES (primaryKey='id', preCombineField='ts')``) and once as a partitioned Delta table
+  (delta-rs, from Arrow). Not timed as part of the ratios.
 * a MERGE of a 1% batch: half updates of existing ids, half new ids, all with ``ts = 2``,
   ``name = upd_<id>``, ``value = -id``:
   - phase A: the batch is spread over every partition;
@@ -33,9 +33,9 @@ inserted rows, and the table must hold the expected row count and distinct ids, 
 new ids must carry the batch's values and sampled untouched ids their old values. delta-rs gets
 the row-count and sampled-value checks. With ``--repeats N`` the median and best are reported.
 
-This script is self-contained on purpose (``bench/upsert_cow.py``'s helpers may move); hudiql is
-imported from a snapshot of the package taken at start (working tree, or ``--hudiql-ref``), so that
-edits to the package during a run cannot mix two versions.
+hudiql is imported from a snapshot of the package taken at start (working tree, or ``--hudiql-ref``),
+so that edits to the package during a run cannot mix two versions. The shared helpers (data, Spark
+session, snapshot, timing, the delta-rs merge) are in ``bench/common.py``; delta-rs is required here.
 """
 
 from __future__ import annotations
@@ -48,35 +48,23 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
+from typing import Any
 
-os.environ["PYSPARK_PYTHON"] = sys.executable
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-import pyarrow as pa  # noqa: E402
-import pyarrow.compute as pc  # noqa: E402
-from deltalake import DeltaTable, write_deltalake  # noqa: E402
-import deltalake  # noqa: E402
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from upsert_cow import base_rows, copy_tree, fmt, part_of, ratio, timed  # noqa: E402  (shared with the upsert benchmark)
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-
-hudiql = None  # imported by main() from a snapshot of the package
-
-TABLE_DDL = (
-    "CREATE TABLE bench (id BIGINT, name STRING, value DOUBLE, ts BIGINT, part STRING) USING hudi "
-    "PARTITIONED BY (part) TBLPROPERTIES (primaryKey='id', preCombineField='ts')"
+from common import (
+    ARROW_SCHEMA, COLUMNS, base_rows, copy_tree, delta_merge, deltalake, fmt, hudi_table_ddl, part_name, part_of,
+    ratio, snapshot_hudiql, spark_session, timed,
 )
-COLUMNS = ["id", "name", "value", "ts", "part"]
-ARROW_SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("value", pa.float64()),
-                          ("ts", pa.int64()), ("part", pa.string())])
+
+hudiql: Any = None  # imported by main() from a snapshot of the package (see common.snapshot_hudiql)
+
 MERGE_SQL = ("MERGE INTO bench t USING batch s ON t.id = s.id{extra} "
              "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
-DELTA_PREDICATE = "t.id = s.id AND t.part = s.part"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,51 +129,6 @@ class Batch:
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
-def build_spark() -> SparkSession:
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("hudiql-bench-merge-cow")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-def snapshot_hudiql(workdir: str, ref: str | None) -> str:
-    """Copy the hudiql package (working tree, or git ``ref``) into ``workdir`` and import it from there
-    (the driver and Spark's Python workers both get the snapshot first on their path)."""
-    global hudiql
-    root = os.path.join(workdir, "_hudiql_src")
-    shutil.rmtree(root, ignore_errors=True)
-    os.makedirs(root)
-    if ref:
-        archive = subprocess.run(["git", "-C", REPO, "archive", ref, "adapter/hudiql"], check=True,
-                                 capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", root, "--strip-components=1"], input=archive, check=True)
-    else:
-        shutil.copytree(os.path.join(REPO, "adapter", "hudiql"), os.path.join(root, "hudiql"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    sys.path.insert(0, root)
-    os.environ["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
-    import hudiql as module
-
-    assert os.path.dirname(os.path.dirname(os.path.abspath(module.__file__))) == root, module.__file__
-    hudiql = module
-    head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", ref or "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
-    if ref:
-        return f"git {ref} ({head})"
-    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "adapter/hudiql"],
-                           capture_output=True, text=True).stdout
-    return f"working tree at {head}" + (" with uncommitted changes" if dirty.strip() else "")
-
-
 def commit_file_groups(table_dir: str) -> tuple[int, int] | None:
     """(file groups written, rows written) of the table's latest commit, if its metadata is readable."""
     commits = sorted(glob.glob(os.path.join(table_dir, ".hoodie", "**", "*.commit"), recursive=True),
@@ -206,7 +149,7 @@ def commit_file_groups(table_dir: str) -> tuple[int, int] | None:
 def hudiql_load(spark, warehouse: str, view: str) -> None:
     session = hudiql.connect(warehouse=warehouse, spark=spark)
     session.sql("SET hoodie.spark.sql.insert.into.operation=bulk_insert")
-    session.sql(TABLE_DDL)
+    session.sql(hudi_table_ddl("bench"))
     session.sql(f"INSERT INTO bench SELECT {', '.join(COLUMNS)} FROM {view}")
 
 
@@ -231,27 +174,17 @@ def hudiql_verify(spark, warehouse: str, batch: Batch, result: dict, label: str)
     got = {r["id"]: (r["name"], r["value"], r["ts"], r["part"]) for r in
            session.sql(f"SELECT id, name, value, ts, part FROM bench WHERE id IN ({ids})").collect()}
     for i in changed:
-        exp = (f"upd_{i}", -float(i), 2, f"p{i % batch.partitions:03d}")
+        exp = (f"upd_{i}", -float(i), 2, part_name(i, batch.partitions))
         if got.get(i) != exp:
             raise AssertionError(f"hudiql {label}: id {i} holds {got.get(i)}, expected {exp}")
     for i in same:
-        exp = (f"name_{i}", 1.5 * i, 1, f"p{i % batch.partitions:03d}")
+        exp = (f"name_{i}", 1.5 * i, 1, part_name(i, batch.partitions))
         if got.get(i) != exp:
             raise AssertionError(f"hudiql {label}: untouched id {i} holds {got.get(i)}, expected {exp}")
 
 
-def delta_merge(path: str, source: pa.Table) -> dict:
-    return (
-        DeltaTable(path)
-        .merge(source=source, predicate=DELTA_PREDICATE, source_alias="s", target_alias="t", streamed_exec=False)
-        .when_matched_update_all()
-        .when_not_matched_insert_all()
-        .execute()
-    )
-
-
 def delta_verify(path: str, batch: Batch, label: str) -> None:
-    ds = DeltaTable(path).to_pyarrow_dataset()
+    ds = deltalake.DeltaTable(path).to_pyarrow_dataset()
     n = ds.count_rows()
     if n != batch.expected_rows:
         raise AssertionError(f"delta-rs {label}: {n} rows, expected {batch.expected_rows}")
@@ -282,20 +215,23 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> int:
+    global hudiql
     args = parse_args(argv)
     if args.partitions < 2:
         raise SystemExit("--partitions must be at least 2")
+    if deltalake is None:
+        raise SystemExit("merge_cow.py compares with delta-rs: install it with pip install -e '.[bench]'")
     own_workdir = args.workdir is None
     args.workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="hudiql-bench-merge-"))
     os.makedirs(args.workdir, exist_ok=True)
-    source = snapshot_hudiql(args.workdir, args.hudiql_ref)
+    hudiql, source = snapshot_hudiql(args.workdir, args.hudiql_ref)
     results: dict = {
         "rows": args.rows, "partitions": args.partitions, "repeats": args.repeats,
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cores": os.cpu_count(), "python": platform.python_version(), "hudiql": source,
         "deltalake": deltalake.__version__, "phases": {},
     }
-    spark = build_spark()
+    spark = spark_session("hudiql-bench-merge-cow", 8)
     results["spark"] = spark.version
     try:
         run(spark, args, results)
@@ -315,7 +251,8 @@ def warm_up(spark, w: str) -> None:
     wh, dpath = os.path.join(w, "warmup_hudi"), os.path.join(w, "warmup_delta")
     base_rows(spark, rows, parts).createOrReplaceTempView("warmup_rows")
     hudiql_load(spark, wh, "warmup_rows")
-    write_deltalake(dpath, base_rows(spark, rows, parts).toArrow().cast(ARROW_SCHEMA), partition_by=["part"])
+    deltalake.write_deltalake(dpath, base_rows(spark, rows, parts).toArrow().cast(ARROW_SCHEMA),
+                              partition_by=["part"])
     batch = Batch(rows, parts, parts)
     df = batch.dataframe(spark).cache()
     df.createOrReplaceTempView("batch")
@@ -345,9 +282,9 @@ def run(spark: SparkSession, args, results: dict) -> None:
     assert n == rows, f"hudiql base table has {n} rows, expected {rows}"
     arrow_base = base_rows(spark, rows, parts).toArrow().cast(ARROW_SCHEMA)
     delta_base = os.path.join(w, "base_delta")
-    t_delta, _ = timed(lambda: write_deltalake(delta_base, arrow_base, partition_by=["part"]))
+    t_delta, _ = timed(lambda: deltalake.write_deltalake(delta_base, arrow_base, partition_by=["part"]))
     del arrow_base
-    assert DeltaTable(delta_base).to_pyarrow_dataset().count_rows() == rows
+    assert deltalake.DeltaTable(delta_base).to_pyarrow_dataset().count_rows() == rows
     results["load"] = {"hudiql_bulk_insert": t_hudi, "delta_rs_write": t_delta}
     print(f"base tables (not timed as part of the ratios): hudiql bulk_insert {t_hudi:.1f}s, "
           f"delta-rs write_deltalake {t_delta:.1f}s")
@@ -357,7 +294,7 @@ def run(spark: SparkSession, args, results: dict) -> None:
 
     # ---- phases -------------------------------------------------------------------------------
     spread_b = 2
-    part_list = ", ".join(f"'p{i:03d}'" for i in range(spread_b))
+    part_list = ", ".join(f"'{part_name(i, parts)}'" for i in range(spread_b))
     phases = [
         ("A", f"1% MERGE spread over all {parts} partitions", parts, [("hudiql", "")]),
         ("B", f"1% MERGE confined to {spread_b} partitions",

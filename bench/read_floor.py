@@ -18,7 +18,8 @@ warm-up run of each:
 * ``hudiql snapshot``: the real merged read (base files, log decode, fold).
 
 The ratios to ``spark`` show how much of the issue's "merged read at most 2x the compacted read"
-goal each way spends before merging anything.
+goal each way spends before merging anything. hudiql is the installed package (not a snapshot); the
+Spark session and timing come from ``bench/common.py``.
 """
 
 from __future__ import annotations
@@ -26,15 +27,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from upsert_cow import build_spark, timed  # noqa: E402  (sets PYSPARK_PYTHON, imports pyspark)
-from pyspark.sql import functions as F  # noqa: E402
+from pyspark.sql import functions as F
 
-import hudiql  # noqa: E402
-from hudiql.table.table import HudiTable  # noqa: E402
+import hudiql
+from common import spark_session, timed
+from hudiql.table.table import HudiTable
 
 
 def main(argv=None) -> int:
@@ -44,8 +43,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--shuffle-partitions", type=int, default=8)
     args = p.parse_args(argv)
-    args.profile = False
-    spark = build_spark(args)
+    spark = spark_session("hudiql-bench-read-floor", args.shuffle_partitions)
     table = HudiTable.load(os.path.abspath(args.table_dir))
     slices = table.file_system_view().read_slices()
     files = [table.storage.uri(s.base_path) for s in slices if s.base_file]

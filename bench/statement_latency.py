@@ -52,7 +52,8 @@ statement or check stops the run: what was measured is still reported (and writt
 ``--json``), with the error, and the exit code is 1. hudiql is imported from a snapshot of its
 package taken at start (working tree, or ``--hudiql-ref``), so that edits to the package during a
 run cannot mix two versions; the build CLI runs the same snapshot. ``--quick`` is a smoke run
-(10,000 rows, one timed run, no warm-up). A default run takes about 10 minutes on 2 cores.
+(10,000 rows, one timed run, no warm-up). A default run takes about 10 minutes on 2 cores. The
+shared helpers (data, Spark session, snapshot, timing, the delta-rs merge) are in ``bench/common.py``.
 """
 
 from __future__ import annotations
@@ -72,24 +73,17 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-os.environ["PYSPARK_PYTHON"] = sys.executable
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
 
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
+from common import (
+    ARROW_SCHEMA, COLUMNS_DDL, REPO, base_rows, delta_merge, deltalake, fmt, hudi_table_ddl, part_name,
+    snapshot_hudiql, spark_session, timed,
+)
 
-try:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    from deltalake import DeltaTable, write_deltalake
-    import deltalake
-except ImportError:  # optional baseline: pip install -e '.[bench]'
-    deltalake = None
+hudiql: Any = None  # imported by main() from the snapshot (see common.snapshot_hudiql)
 
-hudiql: Any = None  # imported by main() from the snapshot (see snapshot_hudiql)
-
-COLUMNS = "id BIGINT, name STRING, value DOUBLE, ts BIGINT, part STRING"
 HUDI_TABLES = {"cow": "bench_cow", "mor": "bench_mor"}
 PARQUET_TABLE = "pq"
 
@@ -132,56 +126,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.rows < needed:
         raise SystemExit(f"--rows {args.rows} is too small: the runs update or delete {needed} distinct existing ids")
     return args
-
-
-def snapshot_hudiql(workdir: str, ref: str | None) -> str:
-    """Copy the hudiql package (working tree, or git ``ref``) into ``workdir`` and import it from there.
-
-    The package may be edited while the benchmark runs; the driver, Spark's Python workers and
-    the build CLI must all run the same code, so each gets the snapshot first on its path.
-    """
-    global hudiql
-    root = os.path.join(workdir, "_hudiql_src")
-    shutil.rmtree(root, ignore_errors=True)
-    os.makedirs(root)
-    if ref:
-        archive = subprocess.run(["git", "-C", REPO, "archive", ref, "adapter/hudiql"],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", root, "--strip-components=1"], input=archive, check=True)
-    else:
-        shutil.copytree(os.path.join(REPO, "adapter", "hudiql"), os.path.join(root, "hudiql"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    sys.path.insert(0, root)
-    os.environ["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
-    import hudiql as module
-
-    assert os.path.dirname(os.path.dirname(os.path.abspath(module.__file__))) == root, module.__file__
-    hudiql = module
-    head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", ref or "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
-    if ref:
-        return f"git {ref} ({head})"
-    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "adapter/hudiql"],
-                           capture_output=True, text=True).stdout
-    return f"working tree at {head}" + (" with uncommitted changes" if dirty.strip() else "")
-
-
-def build_spark(args: argparse.Namespace) -> SparkSession:
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("hudiql-bench-statement-latency")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.ui.retainedJobs", "100000")  # the status tracker keeps every job it counts
-        .config("spark.driver.memory", "2g")
-        .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", os.path.join(args.workdir, "spark-warehouse"))
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,31 +183,9 @@ class Stopwatch:
         return seconds, result, len(grouped) + stray, stray
 
 
-def timed(fn: Callable[[], Any]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
 # ---------------------------------------------------------------------------------------------
 # data: which ids each run touches, and what the upsert tables must hold
 # ---------------------------------------------------------------------------------------------
-def part_of(i: int, partitions: int) -> str:
-    return f"p{i % partitions:03d}"
-
-
-def base_rows(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
-    """ids 0..rows-1, name 'name_<id>', value id * 1.5, ts 1, part p<id mod partitions>."""
-    r = spark.range(rows)
-    return r.select(
-        F.col("id").cast("bigint").alias("id"),
-        F.concat(F.lit("name_"), F.col("id").cast("string")).alias("name"),
-        (F.col("id").cast("double") * F.lit(1.5)).alias("value"),
-        F.lit(1).cast("bigint").alias("ts"),
-        F.format_string("p%03d", (F.col("id") % F.lit(partitions)).cast("int")).alias("part"),
-    )
-
-
 class Data:
     """Hands out fresh ids and keeps the expected content of the hudiql and Delta tables.
 
@@ -294,7 +216,7 @@ class Data:
     def batch(self, n_upd: int, n_new: int) -> list[tuple]:
         """Rows (id, name, value, ts, part): ``n_upd`` updates of existing ids, ``n_new`` new ids."""
         self.version += 1
-        return [(i, f"v{self.version}_{i}", float(-i), self.version, part_of(i, self.partitions))
+        return [(i, f"v{self.version}_{i}", float(-i), self.version, part_name(i, self.partitions))
                 for i in self.existing(n_upd) + self.new(n_new)]
 
     def expected(self, i: int) -> tuple[str, float, int] | None:
@@ -347,7 +269,7 @@ def prepare(spark: SparkSession, key: str, data: Data, args: argparse.Namespace)
         rows = data.batch(n // 2, n - n // 2)
         run = Run(key, rows=rows, parquet_rows=rows, arrow=arrow_rows(rows) if deltalake else None)
         if key == "merge":
-            src = spark.createDataFrame(rows, COLUMNS).cache()
+            src = spark.createDataFrame(rows, COLUMNS_DDL).cache()
             assert src.count() == len(rows)
             src.createOrReplaceTempView("src")
 
@@ -361,7 +283,7 @@ def prepare(spark: SparkSession, key: str, data: Data, args: argparse.Namespace)
     if key in ("update", "delete"):
         # parquet cannot change a row in place: its baseline writes the changed row once more
         _, value, ts = data.expected(k)
-        run.parquet_rows = [(k, "x", value, ts, part_of(k, data.partitions))]
+        run.parquet_rows = [(k, "x", value, ts, part_name(k, data.partitions))]
     return run
 
 
@@ -375,10 +297,8 @@ def sql_values(rows: list[tuple]) -> str:
     return ", ".join("(" + ", ".join(lit(v) for v in row) + ")" for row in rows)
 
 
-def arrow_rows(rows: list[tuple]) -> Any:
-    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("value", pa.float64()),
-                        ("ts", pa.int64()), ("part", pa.string())])
-    return pa.Table.from_pylist([dict(zip(schema.names, r)) for r in rows], schema=schema)
+def arrow_rows(rows: list[tuple]) -> pa.Table:
+    return pa.Table.from_pylist([dict(zip(ARROW_SCHEMA.names, r)) for r in rows], schema=ARROW_SCHEMA)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -394,8 +314,7 @@ class Hudiql:
     def load(self) -> None:
         loader = hudiql.connect(warehouse=self.warehouse, spark=self.spark)  # its SET stays its own
         loader.sql("SET hoodie.spark.sql.insert.into.operation=bulk_insert")
-        loader.sql(f"CREATE TABLE {self.table} ({COLUMNS}) USING hudi PARTITIONED BY (part) "
-                   f"TBLPROPERTIES (primaryKey='id', preCombineField='ts', type='{self.kind}')")
+        loader.sql(hudi_table_ddl(self.table, [f"type='{self.kind}'"]))
         loader.sql(f"INSERT INTO {self.table} SELECT id, name, value, ts, part FROM base_rows").collect()
 
     def statement(self, run: Run) -> Callable[[], Any]:
@@ -458,7 +377,7 @@ class SparkParquet:
         self.expected_count = 0
 
     def load(self) -> None:
-        self.spark.sql(f"CREATE TABLE {self.table} ({COLUMNS}) USING parquet PARTITIONED BY (part) "
+        self.spark.sql(f"CREATE TABLE {self.table} ({COLUMNS_DDL}) USING parquet PARTITIONED BY (part) "
                        f"LOCATION '{self.location}'")
         self.spark.sql(f"INSERT INTO {self.table} SELECT id, name, value, ts, part FROM base_rows")
 
@@ -486,8 +405,7 @@ class SparkParquet:
 
 
 class Delta:
-    """A partitioned Delta table changed with delta-rs. The merge predicate names the partition
-    column too, so that delta-rs prunes the target's files from the source's values (its best case)."""
+    """A partitioned Delta table changed with delta-rs (its upserts: ``common.delta_merge``)."""
 
     name = "delta-rs"
 
@@ -495,21 +413,20 @@ class Delta:
         self.path = path
 
     def load(self, base: DataFrame) -> None:
-        write_deltalake(self.path, base.toArrow(), partition_by=["part"])
+        deltalake.write_deltalake(self.path, base.toArrow(), partition_by=["part"])
 
     def statement(self, run: Run) -> Callable[[], Any]:
         path = self.path
         if run.key in ("insert", "merge"):
-            return lambda: (DeltaTable(path).merge(source=run.arrow, predicate="t.id = s.id AND t.part = s.part",
-                                                   source_alias="s", target_alias="t", streamed_exec=False)
-                            .when_matched_update_all().when_not_matched_insert_all().execute())
+            return lambda: delta_merge(path, run.arrow)
         if run.key == "update":
-            return lambda: DeltaTable(path).update(updates={"name": "'x'"}, predicate=f"id = {run.id}")
+            return lambda: deltalake.DeltaTable(path).update(updates={"name": "'x'"}, predicate=f"id = {run.id}")
         if run.key == "delete":
-            return lambda: DeltaTable(path).delete(predicate=f"id = {run.id}")
+            return lambda: deltalake.DeltaTable(path).delete(predicate=f"id = {run.id}")
         if run.key == "count":
-            return lambda: DeltaTable(path).to_pyarrow_dataset().count_rows()
-        return lambda: DeltaTable(path).to_pyarrow_dataset().to_table(filter=pc.field("id") == run.id).to_pylist()
+            return lambda: deltalake.DeltaTable(path).to_pyarrow_dataset().count_rows()
+        return lambda: (deltalake.DeltaTable(path).to_pyarrow_dataset()
+                        .to_table(filter=pc.field("id") == run.id).to_pylist())
 
     def check(self, run: Run, result: Any, data: Data) -> None:
         if run.key in ("insert", "merge"):
@@ -528,11 +445,11 @@ class Delta:
                 raise AssertionError(f"{self.name} lookup of id {run.id}: {got}, expected [{data.expected(run.id)}]")
 
     def rows(self, ids: list[int]) -> dict[int, tuple]:
-        t = DeltaTable(self.path).to_pyarrow_dataset().to_table(filter=pc.field("id").isin(ids))
+        t = deltalake.DeltaTable(self.path).to_pyarrow_dataset().to_table(filter=pc.field("id").isin(ids))
         return {r["id"]: (r["name"], r["value"], r["ts"]) for r in t.to_pylist()}
 
     def count(self) -> int:
-        return DeltaTable(self.path).to_pyarrow_dataset().count_rows()
+        return deltalake.DeltaTable(self.path).to_pyarrow_dataset().count_rows()
 
 
 def check_write(system: Any, run: Run, data: Data) -> None:
@@ -559,9 +476,9 @@ def run_statements(spark: SparkSession, args: argparse.Namespace, results: dict)
     cow, mor = Hudiql(spark, warehouse, "cow"), Hudiql(spark, warehouse, "mor")
     pq = SparkParquet(spark, os.path.join(args.workdir, "parquet"))
     delta = Delta(os.path.join(args.workdir, "delta")) if deltalake is not None else None
-    load = {"hudiql_cow": timed(cow.load), "hudiql_mor": timed(mor.load), "spark_parquet": timed(pq.load)}
+    load = {"hudiql_cow": timed(cow.load)[0], "hudiql_mor": timed(mor.load)[0], "spark_parquet": timed(pq.load)[0]}
     if delta is not None:
-        load["delta_rs"] = timed(lambda: delta.load(base))
+        load["delta_rs"], _ = timed(lambda: delta.load(base))
     systems: dict[str, Any] = {"hudiql_cow": cow, "hudiql_mor": mor, "spark_parquet": pq}
     if delta is not None:
         systems["delta_rs"] = delta
@@ -688,8 +605,8 @@ def report(results: dict) -> None:
                 met = jobs <= job_goal
                 goals.append((f"{label} ({kind}): <= {job_goal} Spark jobs", f"{jobs:g} jobs", met))
                 cell.append(f"<={job_goal} jobs {'met' if met else 'MISSED'}")
-            print(f"{label:34s} {kind:5s} {fmt_s(hs)} {fmt_n(jobs)} {fmt_s(spark_s):>18s} "
-                  f"{(f'{ratio:.2f}x' if ratio is not None else '-'):>12s} {fmt_s(delta_s):>9s}  {', '.join(cell)}")
+            print(f"{label:34s} {kind:5s} {fmt(hs):>8s} {fmt_n(jobs)} {fmt(spark_s):>18s} "
+                  f"{(f'{ratio:.2f}x' if ratio is not None else '-'):>12s} {fmt(delta_s):>9s}  {', '.join(cell)}")
         if key in WRITES:
             cow, mor = median(f["hudiql_cow"]["jobs"]), median(f["hudiql_mor"]["jobs"])
             if cow is not None and mor is not None:
@@ -722,10 +639,6 @@ def report(results: dict) -> None:
     results["goals"] = [{"goal": what, "got": got, "met": met} for what, got, met in goals]
 
 
-def fmt_s(s: float | None) -> str:
-    return "       -" if s is None else f"{s:7.2f}s"
-
-
 def fmt_n(n: float | None) -> str:
     return "    -" if n is None else f"{n:5g}"
 
@@ -734,11 +647,12 @@ def fmt_n(n: float | None) -> str:
 # main
 # ---------------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
+    global hudiql
     args = parse_args(argv)
     own_workdir = args.workdir is None
     args.workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="hudiql-bench-latency-"))
     os.makedirs(args.workdir, exist_ok=True)
-    source = snapshot_hudiql(args.workdir, args.hudiql_ref)
+    hudiql, source = snapshot_hudiql(args.workdir, args.hudiql_ref)
     results: dict[str, Any] = {
         "rows": args.rows, "partitions": args.partitions, "merge_rows": args.merge_rows,
         "repeats": args.repeats, "warmup": args.warmup, "shuffle_partitions": args.shuffle_partitions,
@@ -754,7 +668,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             if not args.skip_build:
                 results["build"] = time_build(args.workdir)
-            spark = build_spark(args)
+            spark = spark_session(
+                "hudiql-bench-statement-latency", args.shuffle_partitions, driver_memory="2g", arrow=False,
+                configs={"spark.ui.retainedJobs": "100000",  # the status tracker keeps every job it counts
+                         "spark.default.parallelism": "2",
+                         "spark.sql.warehouse.dir": os.path.join(args.workdir, "spark-warehouse")})
             results["spark"] = spark.version
             try:
                 run_statements(spark, args, results)

@@ -53,51 +53,22 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
+from typing import Any
 
-import subprocess  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-os.environ["PYSPARK_PYTHON"] = sys.executable
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-
-hudiql = None  # imported by main() from a snapshot of the package (see snapshot_hudiql)
-
-try:
-    import deltalake
-    from deltalake import DeltaTable, write_deltalake
-except ImportError:  # optional baseline
-    deltalake = None
-
-TABLE_DDL = (
-    "CREATE TABLE bench (id BIGINT, name STRING, value DOUBLE, ts BIGINT, part STRING) USING hudi "
-    "PARTITIONED BY (part) TBLPROPERTIES (primaryKey='id', preCombineField='ts')"
+from common import (
+    ARROW_SCHEMA, COLUMNS, Profile, base_rows, copy_tree, delta_merge, deltalake, du, fmt, hudi_table_ddl,
+    part_of, ratio, report_profile, snapshot_hudiql, spark_session, timed,
 )
-COLUMNS = ["id", "name", "value", "ts", "part"]
+
+hudiql: Any = None  # imported by main() from a snapshot of the package (see common.snapshot_hudiql)
 
 
 # ---------------------------------------------------------------------------------------------
 # data
 # ---------------------------------------------------------------------------------------------
-def part_of(id_col, partitions: int):
-    return F.format_string("p%03d", (id_col % F.lit(partitions)).cast("int"))
-
-
-def base_rows(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
-    """The base table: ids 0..rows-1, ``part`` = id mod partitions, ts = 1."""
-    r = spark.range(rows)
-    return r.select(
-        F.col("id").cast("bigint").alias("id"),
-        F.concat(F.lit("name_"), F.col("id").cast("string")).alias("name"),
-        (F.col("id").cast("double") * F.lit(1.5)).alias("value"),
-        F.lit(1).cast("bigint").alias("ts"),
-        part_of(F.col("id"), partitions).alias("part"),
-    )
-
-
 class Batch:
     """One phase's upsert batch: ``n_upd`` updates of existing ids, ``n_new`` new ids.
 
@@ -160,106 +131,8 @@ class Batch:
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
-def build_spark(args) -> SparkSession:
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("hudiql-bench-upsert-cow")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.shuffle.partitions", str(args.shuffle_partitions))
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    )
-    if args.profile:
-        events = os.path.join(args.workdir, "spark-events")
-        os.makedirs(events, exist_ok=True)
-        builder = (
-            builder.config("spark.eventLog.enabled", "true")
-            .config("spark.eventLog.dir", "file://" + events)
-            .config("spark.eventLog.compress", "false")
-            .config("spark.eventLog.rolling.enabled", "false")
-        )
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-def timed(fn):
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
-
-
-def copy_tree(src: str, dst: str) -> None:
-    if os.path.exists(dst):
-        shutil.rmtree(dst)
-    shutil.copytree(src, dst)
-
-
-def du(path: str) -> int:
-    total = 0
-    for root, _, files in os.walk(path):
-        for f in files:
-            total += os.path.getsize(os.path.join(root, f))
-    return total
-
-
 def count_parquet(path: str) -> int:
     return sum(1 for _ in glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True))
-
-
-class Profile:
-    """Time windows of hudiql writes, matched afterwards against the Spark event log."""
-
-    def __init__(self) -> None:
-        self.windows: list[tuple[str, float, float]] = []
-        self.collects: list[tuple[str, str, float]] = []  # (label, call site, seconds)
-        self.listings: list[tuple[str, float]] = []
-        self.current = None
-
-    def install(self) -> None:
-        """Time every DataFrame.collect and file-system-view listing made by hudiql's driver."""
-        from hudiql.table import fsview
-
-        from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
-
-        profile = self
-        original_collect = ClassicDataFrame.collect
-
-        def collect(df):
-            frame = sys._getframe(1)
-            site = f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno} {frame.f_code.co_name}"
-            start = time.perf_counter()
-            df.sparkSession.sparkContext.setJobDescription(site)
-            try:
-                return original_collect(df)
-            finally:
-                df.sparkSession.sparkContext.setJobDescription(None)
-                if profile.current:
-                    profile.collects.append((profile.current, site, time.perf_counter() - start))
-
-        ClassicDataFrame.collect = collect
-        original_load = fsview.FileSystemView.load.__func__
-
-        def load(cls, storage, timeline, partitions=None):
-            start = time.perf_counter()
-            try:
-                return original_load(cls, storage, timeline, partitions)
-            finally:
-                if profile.current:
-                    profile.listings.append((profile.current, time.perf_counter() - start))
-
-        fsview.FileSystemView.load = classmethod(load)
-
-    def run(self, label: str, fn):
-        self.current = label
-        start = time.time()
-        try:
-            return fn()
-        finally:
-            self.windows.append((label, start * 1000, time.time() * 1000))
-            self.current = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,7 +142,7 @@ def hudiql_write(spark, warehouse: str, source_view: str, bulk: bool = False) ->
     session = hudiql.connect(warehouse=warehouse, spark=spark)
     if bulk:
         session.sql("SET hoodie.spark.sql.insert.into.operation=bulk_insert")
-        session.sql(TABLE_DDL)
+        session.sql(hudi_table_ddl("bench"))
     session.sql(f"INSERT INTO bench SELECT {', '.join(COLUMNS)} FROM {source_view}")
 
 
@@ -297,21 +170,10 @@ def spark_rewrite(spark, base_dir: str, batch_df: DataFrame, out_dir: str) -> No
     out.write.mode("overwrite").partitionBy("part").parquet(out_dir)
 
 
-def delta_merge(path: str, source) -> dict:
-    table = DeltaTable(path)
-    return (
-        table.merge(source=source, predicate="t.id = s.id AND t.part = s.part",
-                    source_alias="s", target_alias="t", streamed_exec=False)
-        .when_matched_update_all()
-        .when_not_matched_insert_all()
-        .execute()
-    )
-
-
 def delta_verify(path: str, batch: Batch) -> None:
     import pyarrow.compute as pc
 
-    ds = DeltaTable(path).to_pyarrow_dataset()
+    ds = deltalake.DeltaTable(path).to_pyarrow_dataset()
     n = ds.count_rows()
     if n != batch.expected_rows:
         raise AssertionError(f"delta phase {batch.phase}: {n} rows, expected {batch.expected_rows}")
@@ -340,49 +202,13 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def fmt(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds:7.2f}s"
-
-
-def ratio(a: float | None, b: float | None) -> str:
-    return "-" if a is None or b is None or b == 0 else f"{a / b:5.2f}x"
-
-
-def snapshot_hudiql(workdir: str, ref: str | None) -> str:
-    """Copy the hudiql package (working tree, or git ``ref``) into ``workdir`` and import it from there.
-
-    The package is edited while benchmarks run; the driver and Spark's Python workers must
-    import the same code for the whole run, so both get the snapshot first on their path.
-    """
-    global hudiql
-    root = os.path.join(workdir, "_hudiql_src")
-    shutil.rmtree(root, ignore_errors=True)
-    os.makedirs(root)
-    if ref:
-        archive = subprocess.run(["git", "-C", REPO, "archive", ref, "adapter/hudiql"], check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", root, "--strip-components=1"], input=archive, check=True)
-    else:
-        shutil.copytree(os.path.join(REPO, "adapter", "hudiql"), os.path.join(root, "hudiql"),
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    sys.path.insert(0, root)
-    os.environ["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
-    import hudiql as module
-
-    assert os.path.dirname(os.path.dirname(os.path.abspath(module.__file__))) == root, module.__file__
-    hudiql = module
-    head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", ref or "HEAD"], capture_output=True, text=True).stdout.strip()
-    if ref:
-        return f"git {ref} ({head})"
-    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "adapter/hudiql"], capture_output=True, text=True).stdout
-    return f"working tree at {head}" + (" with uncommitted changes" if dirty.strip() else "")
-
-
 def main(argv=None) -> int:
+    global hudiql
     args = parse_args(argv)
     own_workdir = args.workdir is None
     args.workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="hudiql-bench-"))
     os.makedirs(args.workdir, exist_ok=True)
-    source = snapshot_hudiql(args.workdir, args.hudiql_ref)
+    hudiql, source = snapshot_hudiql(args.workdir, args.hudiql_ref)
     results: dict = {
         "rows": args.rows, "partitions": args.partitions, "repeats": args.repeats, "warmup": args.warmup,
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -392,14 +218,15 @@ def main(argv=None) -> int:
     profile = Profile() if args.profile else None
     if profile:
         profile.install()
-    spark = build_spark(args)
+    events = os.path.join(args.workdir, "spark-events")
+    spark = spark_session("hudiql-bench-upsert-cow", args.shuffle_partitions, event_log=events if profile else None)
     results["spark"] = spark.version
     try:
         run(spark, args, results, profile)
     finally:
         spark.stop()
         if profile:
-            report_profile(args, profile, results)
+            report_profile(events, profile, results)
         if own_workdir:
             shutil.rmtree(args.workdir, ignore_errors=True)
     if args.json:
@@ -431,15 +258,13 @@ def run(spark: SparkSession, args, results: dict, profile: Profile | None) -> No
             "parquet_files": count_parquet(plain_dir), "parquet_bytes": du(plain_dir)}
     delta_base = os.path.join(w, "base_delta")
     if deltalake is not None:
-        import pyarrow as pa
         import pyarrow.dataset as pads
 
         arrow_base = pads.dataset(plain_dir, format="parquet", partitioning="hive").to_table()
-        arrow_base = arrow_base.select(COLUMNS).cast(pa.schema([
-            ("id", pa.int64()), ("name", pa.string()), ("value", pa.float64()), ("ts", pa.int64()), ("part", pa.string())]))
-        t_delta, _ = timed(lambda: write_deltalake(delta_base, arrow_base, partition_by=["part"]))
+        arrow_base = arrow_base.select(COLUMNS).cast(ARROW_SCHEMA)
+        t_delta, _ = timed(lambda: deltalake.write_deltalake(delta_base, arrow_base, partition_by=["part"]))
         del arrow_base
-        assert DeltaTable(delta_base).to_pyarrow_dataset().count_rows() == rows
+        assert deltalake.DeltaTable(delta_base).to_pyarrow_dataset().count_rows() == rows
         load.update(delta_rs=t_delta, delta_files=count_parquet(delta_base), delta_bytes=du(delta_base))
     results["load"] = load
     print("\ninitial load (not part of the ratios):")
@@ -552,68 +377,6 @@ def commit_stats(table_dir: str) -> dict:
     create = [(s.get("runtimeStats") or {}).get("totalCreateTime") or 0 for s in stats]
     return {"file_groups": len(stats), "upsert_ms": upsert, "create_ms": create,
             "rows_written": sum(s["numWrites"] for s in stats)}
-
-
-def report_profile(args, profile: Profile, results: dict) -> None:
-    logs = [p for p in glob.glob(os.path.join(args.workdir, "spark-events", "*")) if not p.endswith(".inprogress")]
-    if not logs:
-        print("no event log found")
-        return
-    jobs, stages, tasks = {}, {}, {}
-    with open(max(logs, key=os.path.getmtime)) as f:
-        for line in f:
-            ev = json.loads(line)
-            kind = ev.get("Event")
-            if kind == "SparkListenerJobStart":
-                props = ev.get("Properties", {})
-                jobs[ev["Job ID"]] = {"submit": ev["Submission Time"], "stages": ev["Stage IDs"],
-                                      "site": props.get("spark.job.description") or props.get("callSite.short", "")}
-            elif kind == "SparkListenerJobEnd":
-                jobs[ev["Job ID"]]["end"] = ev["Completion Time"]
-            elif kind == "SparkListenerStageCompleted":
-                info = ev["Stage Info"]
-                stages[info["Stage ID"]] = {
-                    "name": info["Stage Name"], "tasks": info["Number of Tasks"],
-                    "submit": info.get("Submission Time"), "end": info.get("Completion Time"),
-                    "rdds": [r.get("Name", "") for r in info.get("RDD Info", [])],
-                }
-            elif kind == "SparkListenerTaskEnd":
-                m = ev.get("Task Metrics") or {}
-                t = tasks.setdefault(ev["Stage ID"], {"run_ms": 0, "max_ms": 0, "n": 0, "read_recs": 0, "shuffle_read_recs": 0})
-                run_ms = m.get("Executor Run Time", 0)
-                t["run_ms"] += run_ms
-                t["max_ms"] = max(t["max_ms"], run_ms)
-                t["n"] += 1
-                t["read_recs"] += (m.get("Input Metrics") or {}).get("Records Read", 0)
-                t["shuffle_read_recs"] += (m.get("Shuffle Read Metrics") or {}).get("Total Records Read", 0)
-    for phase, text in results.get("cprofile", {}).items():
-        print(f"\n==== cProfile of one extra hudiql write, phase {phase} (driver side, cumulative) ====")
-        print(text)
-    print("\n==== profile of the hudiql writes (Spark event log + driver timings) ====")
-    for label, start, end in profile.windows:
-        print(f"\n-- {label}: wall {(end - start) / 1000:.2f}s")
-        for lab, site, sec in profile.collects:
-            if lab == label:
-                print(f"   driver collect {sec:6.2f}s  at {site}")
-        listing = sum(sec for lab, sec in profile.listings if lab == label)
-        print(f"   file system view listings: {listing:.3f}s")
-        merge = results.get("merge_stats", {}).get(label)
-        if merge:
-            ms = merge["upsert_ms"]
-            print(f"   merge tasks (from the commit): {merge['file_groups']} file groups, {merge['rows_written']:,} rows "
-                  f"written, merge+write time per group sum {sum(ms) / 1000:.2f}s max {max(ms) / 1000:.2f}s")
-        for jid, job in sorted(jobs.items()):
-            if not (start <= job["submit"] <= end):
-                continue
-            print(f"   job {jid:3d} {((job.get('end') or job['submit']) - job['submit']) / 1000:6.2f}s  {job['site']}")
-            for sid in sorted(job["stages"]):
-                st = stages.get(sid)
-                if st is None or st["submit"] is None:
-                    continue  # skipped (reused shuffle)
-                t = tasks.get(sid, {})
-                print(f"       stage {sid:3d} {(st['end'] - st['submit']) / 1000:6.2f}s  tasks {st['tasks']:3d}  "
-                      f"task time sum {t.get('run_ms', 0) / 1000:6.2f}s max {t.get('max_ms', 0) / 1000:6.2f}s  "
-                      f"input recs {t.get('read_recs', 0):>9,} shuffle recs {t.get('shuffle_read_recs', 0):>9,}  {st['name']}")
 
 
 if __name__ == "__main__":

@@ -8,10 +8,10 @@ Usage:
 
 What it measures, per table size (all on one local[2] SparkSession, same data for every system):
 
-* initial load: ``rows`` rows in ``--partitions`` partitions (the data of ``bench/upsert_cow.py``:
-  ``id`` 0..N-1, ``part`` = id mod partitions, ``ts`` = 1), written with hudiql ``bulk_insert``
-  into a MOR table (``type='mor'``, inline compaction off) and into a COW table, and as a
-  partitioned Delta table (delta-rs, from Arrow). Not part of the ratios.
+* initial load: ``rows`` rows in ``--partitions`` partitions (the data of every benchmark,
+  ``base_rows`` of ``bench/common.py``: ``id`` 0..N-1, ``part`` = id mod partitions, ``ts`` = 1),
+  written with hudiql ``bulk_insert`` into a MOR table (``type='mor'``, inline compaction off) and
+  into a COW table, and as a partitioned Delta table (delta-rs, from Arrow). Not part of the ratios.
 * ``--rounds`` rounds of a 1% upsert (half updates of existing ids spread over every partition,
   different ids each round; half new ids, also over every partition). Each round is applied, in
   turn and timed separately, to the MOR table (``INSERT INTO``), the COW table (``INSERT INTO``) and
@@ -28,9 +28,10 @@ workers, delta-rs) precede the timed rounds. Verification (untimed, not part of 
 every round, the MOR and COW read results (count and sum of ``value``) must equal the expected
 row count and the Delta table's sum; after the last round and after compaction also sampled
 updated / new ids carry the round's values and ``count(DISTINCT id)`` equals the row count.
-hudiql is imported from a snapshot of the package taken at start (``bench/upsert_cow.py``'s
-``snapshot_hudiql``). ``--profile`` records a Spark event log and prints, for the MOR writes, the
-MOR reads and the compaction, the driver's collect() calls and the Spark jobs / stages.
+hudiql is imported from a snapshot of the package taken at start. ``--profile`` records a Spark
+event log and prints, for the MOR writes, the MOR reads and the compaction, the driver's collect()
+calls and the Spark jobs / stages. The shared helpers (data, Spark session, snapshot, timing,
+profile) are in ``bench/common.py``.
 """
 
 from __future__ import annotations
@@ -44,19 +45,17 @@ import shutil
 import statistics
 import sys
 import tempfile
+from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import upsert_cow as cow  # noqa: E402  (shared helpers; sets PYSPARK_PYTHON, imports pyspark / deltalake)
-from upsert_cow import (  # noqa: E402
-    COLUMNS, Profile, base_rows, build_spark, delta_merge, du, fmt, part_of,
-    ratio, report_profile, snapshot_hudiql, timed,
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from common import (
+    COLUMNS, Profile, base_rows, delta_merge, deltalake, du, fmt, hudi_table_ddl, part_name, part_of,
+    ratio, report_profile, snapshot_hudiql, spark_session, timed,
 )
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
 
-deltalake = cow.deltalake
-if deltalake is not None:
-    from deltalake import DeltaTable, write_deltalake
+hudiql: Any = None  # imported by main() from a snapshot of the package (see common.snapshot_hudiql)
 
 GOALS = {"mor_vs_delta": 0.5, "mor_vs_cow": 0.5, "growth": 1.5, "read_ratio": 2.0}
 
@@ -69,11 +68,7 @@ def index_props(index: str, buckets: int) -> list[str]:
 
 
 def ddl(name: str, mor: bool, extra: list[str]) -> str:
-    props = ["primaryKey='id'", "preCombineField='ts'", *extra]
-    if mor:
-        props += ["type='mor'", "'hoodie.compact.inline'='false'"]
-    return (f"CREATE TABLE {name} (id BIGINT, name STRING, value DOUBLE, ts BIGINT, part STRING) USING hudi "
-            f"PARTITIONED BY (part) TBLPROPERTIES ({', '.join(props)})")
+    return hudi_table_ddl(name, [*extra, "type='mor'", "'hoodie.compact.inline'='false'"] if mor else extra)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,7 +131,7 @@ def arrow_base(rows: int, partitions: int):
 
     ids = pa.array(np.arange(rows, dtype=np.int64))
     names = pc.binary_join_element_wise("name_", pc.cast(ids, pa.string()), "")
-    labels = pa.array([f"p{i:03d}" for i in range(partitions)])
+    labels = pa.array([part_name(i, partitions) for i in range(partitions)])
     part = pc.take(labels, pa.array(np.arange(rows, dtype=np.int64) % partitions))
     return pa.table({"id": ids, "name": names, "value": pc.multiply(pc.cast(ids, pa.float64()), 1.5),
                      "ts": pa.array(np.ones(rows, dtype=np.int64)), "part": part})
@@ -146,7 +141,7 @@ def arrow_base(rows: int, partitions: int):
 # systems
 # ---------------------------------------------------------------------------------------------
 def session(spark, wh: str):
-    return cow.hudiql.connect(warehouse=wh, spark=spark)
+    return hudiql.connect(warehouse=wh, spark=spark)
 
 
 def hudi_load(spark, wh: str, table: str, mor: bool, view: str, extra: list[str]) -> None:
@@ -210,7 +205,7 @@ def cow_from_mor(spark, wh: str, mor_dir: str, cow_dir: str, extra: list[str]) -
 def delta_read(path: str) -> tuple[int, float]:
     import pyarrow.compute as pc
 
-    t = DeltaTable(path).to_pyarrow_dataset().to_table(columns=["value"])
+    t = deltalake.DeltaTable(path).to_pyarrow_dataset().to_table(columns=["value"])
     return t.num_rows, pc.sum(t.column("value")).as_py()
 
 
@@ -270,11 +265,12 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> int:
+    global hudiql
     args = parse_args(argv)
     own_workdir = args.workdir is None
     args.workdir = os.path.abspath(args.workdir or tempfile.mkdtemp(prefix="hudiql-bench-mor-"))
     os.makedirs(args.workdir, exist_ok=True)
-    source = snapshot_hudiql(args.workdir, args.hudiql_ref)
+    hudiql, source = snapshot_hudiql(args.workdir, args.hudiql_ref)
     results: dict = {
         "sizes": args.sizes, "rounds": args.rounds, "partitions": args.partitions,
         "index": args.index, "buckets": args.buckets if args.index == "bucket" else None,
@@ -285,7 +281,8 @@ def main(argv=None) -> int:
     profile = Profile() if args.profile else None
     if profile:
         profile.install()
-    spark = build_spark(args)
+    events = os.path.join(args.workdir, "spark-events")
+    spark = spark_session("hudiql-bench-upsert-mor", args.shuffle_partitions, event_log=events if profile else None)
     results["spark"] = spark.version
     print(f"hudiql MOR upsert benchmark: sizes {args.sizes}, {args.rounds} rounds, {args.partitions} partitions, "
           f"local[2], shuffle partitions {args.shuffle_partitions}, index {args.index}"
@@ -304,7 +301,7 @@ def main(argv=None) -> int:
     finally:
         spark.stop()
         if profile:
-            report_profile(args, profile, results)
+            report_profile(events, profile, results)
         if own_workdir:
             shutil.rmtree(args.workdir, ignore_errors=True)
     if args.json:
@@ -338,7 +335,7 @@ def run_size(spark, args, rows: int, rounds: int, w: str, profile: Profile | Non
     load = {"hudiql_mor_bulk_insert": t_mor, "hudiql_cow_bulk_insert": t_cow, **table_files(mor_dir)}
     if deltalake is not None:
         base = arrow_base(rows, parts)
-        t_delta, _ = timed(lambda: write_deltalake(delta_dir, base, partition_by=["part"]))
+        t_delta, _ = timed(lambda: deltalake.write_deltalake(delta_dir, base, partition_by=["part"]))
         del base
         check("delta base", delta_read(delta_dir), rows, base_sum)
         load["delta_rs"] = t_delta
