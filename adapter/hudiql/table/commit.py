@@ -10,7 +10,7 @@ Example:
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 
 from hudiql.errors import damaged_file
 
@@ -143,6 +143,3 @@ class CommitMetadata:
 
     def total(self, attr: str) -> int:
         return sum(getattr(s, attr) for s in self.write_stats)
-
-    def as_dict(self) -> dict:
-        return asdict(self)

@@ -23,6 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 
+from hudiql.errors import ColumnError
+
 COMMIT_TIME = "_hoodie_commit_time"
 COMMIT_SEQNO = "_hoodie_commit_seqno"
 RECORD_KEY = "_hoodie_record_key"
@@ -216,3 +218,16 @@ def conform(t: pa.Table, schema: pa.Schema, extra: list[str] | None = None) -> p
 def select_fields(schema: pa.Schema, columns: Collection[str] | None) -> pa.Schema:
     """``schema``, or the part of it named by ``columns`` (in schema order)."""
     return schema if columns is None else pa.schema([f for f in schema if f.name in columns])
+
+
+def find_column(name: str, names: list[str], where: str) -> str:
+    """The column of ``names`` that ``name`` names, case-insensitively as Spark SQL resolves it;
+    a ``ColumnError`` that says ``where`` and lists the columns otherwise.
+
+    >>> find_column("ID", ["id", "name"], "UPDATE SET")
+    'id'
+    """
+    for candidate in names:
+        if candidate.lower() == name.lower():
+            return candidate
+    raise ColumnError(f"{where}: column '{name}' is not in the table; columns are: {', '.join(names)}")

@@ -157,9 +157,6 @@ class Timeline:
             instants.append(Instant(ts, action, state, path, completion))
         return cls(storage, sorted(instants), layout, folder)
 
-    def reload(self) -> Timeline:
-        return Timeline.load(self.storage)
-
     # ---- queries -------------------------------------------------------------------------
     def completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> list[Instant]:
         """Completed instants of the given actions (a completed compaction counts as a commit)."""
@@ -179,10 +176,6 @@ class Timeline:
 
     def pending(self, actions: tuple[str, ...] | None = None) -> list[Instant]:
         return [i for i in self.instants if not i.is_completed and (actions is None or i.action in actions)]
-
-    def last_completed(self) -> Instant | None:
-        done = self.completed()
-        return done[-1] if done else None
 
     def read(self, instant: Instant) -> bytes:
         return self.storage.read(instant.file_name)

@@ -33,7 +33,7 @@ from hudiql.sql import statements as S
 from hudiql.sql.parser import DIALECT
 from hudiql.table import keys
 from hudiql.table.commit import CommitMetadata
-from hudiql.table.schema import FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY
+from hudiql.table.schema import FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, find_column
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
 from hudiql.write.transaction import WriteTransaction
@@ -57,13 +57,6 @@ def insert_counts(meta: CommitMetadata) -> DmlCounts:
     counts are: rows updated, deleted (``_hoodie_is_deleted``), inserted, and skipped because the
     stored row has a greater ordering value."""
     return DmlCounts.from_metadata(meta.extra_metadata)
-
-
-def _column(name: str, table: HudiTable, what: str) -> str:
-    for candidate in table.schema.fieldNames():
-        if candidate.lower() == name.lower():
-            return candidate
-    raise ColumnError(f"{what}: column '{name}' is not in table {table.config.name}; columns are: {', '.join(table.schema.fieldNames())}")
 
 
 def _bound_columns(on: exp.Expression, target: str) -> dict[str, exp.Expression]:
@@ -197,7 +190,7 @@ class DmlPlanner:
 
     def update(self, st: S.Update) -> DmlCounts:
         table = self.table
-        assigned = {_column(k, table, "UPDATE SET").lower(): v for k, v in st.assignments.items()}
+        assigned = {find_column(k, table.schema.fieldNames(), f"UPDATE {table.config.name} SET").lower(): v for k, v in st.assignments.items()}
         self._check_keys_unassigned(table, assigned, "UPDATE")
         projections = [
             exp.alias_(_cast(assigned[f.name.lower()].copy(), f.dataType) if f.name.lower() in assigned else _col(f.name),
@@ -369,7 +362,7 @@ class DmlPlanner:
                         f"column; list the columns to write instead, e.g. {listed}"
                     )
                 continue
-            names = {_column(k, table, label).lower() for k in clause.assignments}
+            names = {find_column(k, table.schema.fieldNames(), label).lower() for k in clause.assignments}
             if clause.action == UPDATE:
                 self._check_keys_unassigned(table, names, label)
             else:

@@ -51,6 +51,7 @@ from hudiql.table.schema import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
+    find_column,
     to_arrow,
     to_avro,
     to_avro_json,
@@ -528,7 +529,7 @@ def insert_rows(
     names = schema.fieldNames()
     static: dict[str, object] = {}
     for key, value in (partition or {}).items():
-        column = _column(key, names)
+        column = find_column(key, names, "INSERT INTO ... PARTITION")
         if value is not None:
             if not isinstance(value, exp.Literal) and not isinstance(value, exp.Null):
                 raise DataError(f"PARTITION ({key}=...) takes a literal value")
@@ -536,7 +537,7 @@ def insert_rows(
     if columns is None:
         targets = [n for n in names if n not in static]
     else:
-        targets = [_column(c, names) for c in columns]
+        targets = [find_column(c, names, "INSERT INTO ... (columns)") for c in columns]
         if len(set(targets)) != len(targets):
             raise DataError(f"a column is listed twice in INSERT INTO ({', '.join(columns)})")
         given = set(targets) | set(static)
@@ -564,10 +565,3 @@ def insert_rows(
             value = F.lit(None)
         out.append(value.cast(f.dataType).alias(f.name))
     return source.select(out)
-
-
-def _column(name: str, names: list[str]) -> str:
-    for candidate in names:
-        if candidate.lower() == name.lower():
-            return candidate
-    raise ColumnError(f"column '{name}' is not in the table; columns are: {', '.join(names)}")
