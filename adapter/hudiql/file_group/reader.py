@@ -33,7 +33,7 @@ from hudiql.errors import damaged_file
 from hudiql.file_group.log_file.scanner import LogScanner
 from hudiql.io.storage import Storage
 from hudiql.table.layout import join_partition
-from hudiql.table.merge import MergeRule
+from hudiql.table.merge import MergeRule, natural_order
 from hudiql.table.schema import RECORD_KEY, conform, select_fields
 from hudiql.table.timeline import CommittedInstants
 
@@ -207,25 +207,15 @@ class SliceReader:
         for _, key, value, source in sequence:
             current = state.get(key)
             if source is _DELETED:
-                if current is not None and current[0] is not _DELETED and self._delete_wins(current[1], value):
+                if current is not None and current[0] is not _DELETED and self.merge_rule.delete_wins(current[1], value):
                     state[key] = (_DELETED, value)
                 continue
-            if current is None or current[0] is _DELETED and _natural(current[1]) or self._record_wins(current[1], value):
+            if current is None or current[0] is _DELETED and natural_order(current[1]) or self.merge_rule.record_wins(current[1], value):
                 state[key] = (source, value)
         live = [src for src, _ in state.values() if src is not _DELETED]
         kept = pa.array([row for origin, row in live if origin == "base"], pa.int64())
         logged = [(origin, row) for origin, row in live if origin != "base"]
         return kept, pa.table({"src": pa.array([o for o, _ in logged], pa.int64()), "row": pa.array([r for _, r in logged], pa.int64())})
-
-    def _record_wins(self, stored: object, incoming: object) -> bool:
-        if not self.merge_rule.is_event_time:
-            return True
-        return stored is None or (incoming is not None and incoming >= stored)
-
-    def _delete_wins(self, stored: object, delete_ordering: object) -> bool:
-        if not self.merge_rule.is_event_time or _natural(delete_ordering):
-            return True
-        return stored is None or delete_ordering >= stored
 
 
 class _StoredKeys:
@@ -245,8 +235,3 @@ class _StoredKeys:
         """For each of ``keys`` (touched keys), its first base row (null when not stored)."""
         out = self._first[pc.index_in(keys, value_set=self.touched).to_numpy()]
         return pa.array(out, mask=out < 0)
-
-
-def _natural(ordering: object) -> bool:
-    """Hudi writes deletes without an ordering value as null or the integer 0 ("natural order")."""
-    return ordering is None or (type(ordering) is int and ordering == 0)

@@ -6,8 +6,13 @@
 - Commit time ordering (OverwriteWithLatestAvroPayload, or no ordering field): the later write
   always wins.
 
-The same rule decides precombine (among incoming rows, in Spark) and the merge with stored
-rows (in the tasks that rewrite files, with Arrow).
+Deletes: a delete without an ordering value ("natural order": null, or 0 as Hudi writes it)
+always removes the record; one with a value removes it when not older, under event time.
+
+Every path asks this module, in the form it computes in: precombine among incoming rows and a
+DML statement's decision (Spark columns), the rewrite of a copy-on-write file group (Arrow
+arrays, ``write.handle``), the fold of log records and deletes onto a slice's base file when a
+merge-on-read slice is read or compacted (Python values, ``file_group.reader``).
 
 Example:
     >>> rule = MergeRule(EVENT_TIME_ORDERING, "ts")
@@ -35,6 +40,12 @@ class MergeRule:
     @classmethod
     def from_config(cls, config: TableConfig) -> MergeRule:
         return cls(config.merge_mode, config.ordering_field)
+
+    @classmethod
+    def latest_wins(cls) -> MergeRule:
+        """The rule for rows a statement decided already against the stored rows it read (MERGE,
+        UPDATE, DELETE): each replaces its key's stored version."""
+        return cls(COMMIT_TIME_ORDERING, None)
 
     @property
     def is_event_time(self) -> bool:
@@ -70,5 +81,20 @@ class MergeRule:
         not_older = pc.fill_null(pc.greater_equal(incoming, stored), False)
         return pc.or_(pc.is_null(stored), not_older)
 
+    def record_wins(self, stored: object, incoming: object) -> bool:
+        """``incoming_wins`` for one pair of ordering values (a log record over the current version)."""
+        return not self.is_event_time or stored is None or (incoming is not None and incoming >= stored)
 
-__all__ = ["MergeRule", "EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"]
+    def delete_wins(self, stored: object, delete_ordering: object) -> bool:
+        """Does a delete ordered ``delete_ordering`` remove the version ordered ``stored``?"""
+        if not self.is_event_time or natural_order(delete_ordering):
+            return True
+        return stored is None or delete_ordering >= stored
+
+
+def natural_order(ordering: object) -> bool:
+    """Hudi writes a record without an ordering value with null or the integer 0 ("natural order")."""
+    return ordering is None or (type(ordering) is int and ordering == 0)
+
+
+__all__ = ["MergeRule", "natural_order", "EVENT_TIME_ORDERING", "COMMIT_TIME_ORDERING"]

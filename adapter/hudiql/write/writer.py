@@ -38,7 +38,6 @@ from hudiql.file_group.log_file.format import wrapper_for
 from hudiql.services import compaction, post_commit
 from hudiql.table import keys
 from hudiql.table.commit import CommitMetadata, WriteStat
-from hudiql.table.config import COMMIT_TIME_ORDERING
 from hudiql.table.fsview import FileSystemView
 from hudiql.table.layout import (
     PARTITION_METADATA_FILE,
@@ -172,7 +171,7 @@ def write_decided(
     """
     spark, table, instant_time = txn.spark, txn.table, txn.instant_time
     index = _index(txn)
-    replace = MergeRule(COMMIT_TIME_ORDERING, None)  # decided already: the incoming row wins
+    replace = MergeRule.latest_wins()
     if index.is_bucket:  # the bucket index reads nothing: it places every row again, cheaply
         task_stats = _write_file_groups(
             spark, table, index, rows.drop(FILE_ID), Operation.UPSERT, instant_time, txn.settings, replace, False
