@@ -17,6 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from hudiql.project.errors import ConfigError
+from hudiql.table import config as C
+from hudiql.table import keys
 from hudiql.table.keys import closest
 
 COMMON = {"enabled", "tags", "meta"}
@@ -39,14 +41,14 @@ TABLE_TYPES = {"cow": "cow", "copy_on_write": "cow", "mor": "mor", "merge_on_rea
 # Hudi options that have a first-class config: setting them under ``options`` would be a second,
 # conflicting way to say the same thing.
 FIRST_CLASS_OPTIONS = {
-    "hoodie.datasource.write.recordkey.field": "unique_key",
-    "hoodie.table.recordkey.fields": "unique_key",
-    "hoodie.datasource.write.partitionpath.field": "partition_by",
-    "hoodie.table.partition.fields": "partition_by",
-    "hoodie.datasource.write.precombine.field": "precombine_field",
-    "hoodie.table.precombine.field": "precombine_field",
-    "hoodie.datasource.write.table.type": "table_type",
-    "hoodie.table.type": "table_type",
+    keys.RECORD_KEY_OPTION: "unique_key",
+    C.RECORD_KEY_FIELDS: "unique_key",
+    keys.PARTITION_OPTION: "partition_by",
+    C.PARTITION_FIELDS: "partition_by",
+    keys.PRECOMBINE_OPTION: "precombine_field",
+    C.PRECOMBINE_FIELD: "precombine_field",
+    keys.TABLE_TYPE_OPTION: "table_type",
+    C.TABLE_TYPE: "table_type",
 }
 
 
