@@ -225,11 +225,8 @@ def _payload_and_merge_mode(options: dict[str, str], ordering: list[str]) -> tup
         payload = C.PAYLOAD_PACKAGE + payload
     wanted = (_first(options, MERGE_MODE_OPTIONS) or "").strip().upper()
     if not payload:
-        commit_time = wanted == C.COMMIT_TIME_ORDERING or (not wanted and not ordering)
-        payload = C.OVERWRITE_WITH_LATEST_PAYLOAD if commit_time else C.DEFAULT_PAYLOAD
-    merge_mode = (
-        C.COMMIT_TIME_ORDERING if payload == C.OVERWRITE_WITH_LATEST_PAYLOAD or not ordering else C.EVENT_TIME_ORDERING
-    )
+        payload = C.default_payload(wanted or (C.EVENT_TIME_ORDERING if ordering else C.COMMIT_TIME_ORDERING))
+    merge_mode = C.inferred_merge_mode(payload, bool(ordering))
     if wanted == C.EVENT_TIME_ORDERING and not ordering:
         raise OptionError(f"recordMergeMode={wanted} needs an ordering field; add preCombineField='<column>'")
     if wanted and wanted != merge_mode:

@@ -161,6 +161,18 @@ def damaged_properties(storage: Storage, problem: str) -> FormatError:
     return damaged_file(f"{PROPERTIES_FILE} of table {storage.base_uri}", f"is {problem}{hint}")
 
 
+def default_payload(merge_mode: str) -> str:
+    """The payload class Hudi's Spark SQL writes for a merge mode."""
+    return OVERWRITE_WITH_LATEST_PAYLOAD if merge_mode == COMMIT_TIME_ORDERING else DEFAULT_PAYLOAD
+
+
+def inferred_merge_mode(payload_class: str, has_ordering_field: bool) -> str:
+    """The merge mode readers infer from the payload class on table version 6."""
+    if payload_class == OVERWRITE_WITH_LATEST_PAYLOAD or not has_ordering_field:
+        return COMMIT_TIME_ORDERING
+    return EVENT_TIME_ORDERING
+
+
 class TableConfig:
     """Typed view over the properties of one table."""
 
@@ -272,7 +284,7 @@ class TableConfig:
 
     @property
     def payload_class(self) -> str:
-        return self.props.get(PAYLOAD_CLASS) or (DEFAULT_PAYLOAD if self.ordering_field else OVERWRITE_WITH_LATEST_PAYLOAD)
+        return self.props.get(PAYLOAD_CLASS) or default_payload(EVENT_TIME_ORDERING if self.ordering_field else COMMIT_TIME_ORDERING)
 
     @property
     def merge_mode(self) -> str:
@@ -280,9 +292,7 @@ class TableConfig:
         explicit = self.props.get(MERGE_MODE)
         if explicit in (EVENT_TIME_ORDERING, COMMIT_TIME_ORDERING):
             return explicit
-        if self.payload_class == OVERWRITE_WITH_LATEST_PAYLOAD or not self.ordering_field:
-            return COMMIT_TIME_ORDERING
-        return EVENT_TIME_ORDERING
+        return inferred_merge_mode(self.payload_class, bool(self.ordering_field))
 
     @property
     def populate_meta_fields(self) -> bool:
