@@ -129,6 +129,22 @@ def test_a_compaction_waits_for_an_earlier_write_and_a_later_write_goes_past_its
     assert official_rows(path, ["id", "name"]) == expected
 
 
+def test_a_statement_that_changes_no_row_leaves_no_trace(session):
+    """Its transaction started (an instant, a heartbeat) before it knew; nothing of it stays."""
+    path = create(session)
+    files = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+    [counts] = session.sql("UPDATE t SET name = 'x' WHERE id = 999").collect()
+    assert counts.num_affected_rows == 0
+    [counts] = session.sql("DELETE FROM t WHERE id = 999").collect()
+    assert counts.num_affected_rows == 0
+    assert sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()) == files
+    assert not pending(path)
+    # A statement that fails while planning leaves none either.
+    with pytest.raises(Exception, match="nope"):
+        session.sql("UPDATE t SET nope = 1 WHERE id = 1")
+    assert sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()) == files
+
+
 def test_single_writer_mode_skips_the_check_and_describe_shows_the_mode(session):
     create(session)
     rows = {r[0]: r[1] for r in session.sql("DESCRIBE EXTENDED t").collect()}
