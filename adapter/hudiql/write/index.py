@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -47,7 +48,6 @@ BUCKET = K.BUCKET_INDEX
 
 #: Set on tagged rows of a bucket index: the row's bucket has no file group yet.
 NEW_GROUP = "__hudiql_new_group"
-_BUCKET = "__hudiql_bucket"
 _INT_RANGE = 1 << 32
 
 
@@ -111,7 +111,7 @@ def tag(
     index tags every row, and sets ``NEW_GROUP`` where the group is still to be created.
     """
     if index.is_bucket:
-        return _tag_buckets(spark, index, incoming, partitions, view)
+        return _tag_buckets(index, incoming, partitions, view)
     slices = [s for s in view.read_slices() if s.base_file]
     if not (lookup and table.has_record_key and slices):
         return incoming.withColumn(FILE_ID, F.lit(None).cast("string")), None
@@ -129,9 +129,9 @@ def tag(
 
 
 def _tag_buckets(
-    spark: SparkSession, index: IndexConfig, incoming: DataFrame, partitions: list[str], view: FileSystemView
+    index: IndexConfig, incoming: DataFrame, partitions: list[str], view: FileSystemView
 ) -> tuple[DataFrame, int]:
-    groups = []
+    groups: dict[str, list[dict]] = {}  # per partition, per bucket: its file group
     for partition in partitions:
         existing: dict[int, str] = {}
         for s in view.latest_slices(partition):
@@ -144,13 +144,22 @@ def _tag_buckets(
             if bucket in existing:
                 raise HudiqlError(f"partition '{partition}' has two file groups for bucket {bucket}: {existing[bucket]} and {s.file_id}")
             existing[bucket] = s.file_id
-        for bucket in range(index.num_buckets):
-            groups.append((partition, bucket, existing.get(bucket, bucket_file_id(bucket)), bucket not in existing))
-    schema = f"{PARTITION_PATH} string, {_BUCKET} int, {FILE_ID} string, {NEW_GROUP} boolean"
-    located = spark.createDataFrame(groups, schema)
-    bucketed = incoming.withColumn(_BUCKET, bucket_id(F.col(RECORD_KEY), index.hash_fields, index.num_buckets))
-    missing = sum(1 for group in groups if group[-1])
-    return bucketed.join(F.broadcast(located), [PARTITION_PATH, _BUCKET]).drop(_BUCKET), missing
+        groups[partition] = [
+            {"file_id": existing.get(bucket, bucket_file_id(bucket)), "new": bucket not in existing}
+            for bucket in range(index.num_buckets)
+        ]
+    located = plan_constant(groups, "map<string, array<struct<file_id: string, new: boolean>>>")
+    bucket = bucket_id(F.col(RECORD_KEY), index.hash_fields, index.num_buckets)
+    group = F.element_at(F.try_element_at(located, F.col(PARTITION_PATH)), bucket + 1)
+    missing = sum(1 for slots in groups.values() for slot in slots if slot["new"])
+    return incoming.withColumn(FILE_ID, group["file_id"]).withColumn(NEW_GROUP, group["new"]), missing
+
+
+def plan_constant(value: object, spark_type: str) -> Column:
+    """``value`` (made on the driver, JSON-able) as one constant of the query plan, of
+    ``spark_type``: Spark folds the parsed literal, and a lookup into it runs no Spark job, where
+    a join with a frame made on the driver runs one to broadcast it."""
+    return F.from_json(F.lit(json.dumps(value)), spark_type)
 
 
 def bucket_id(record_key: Column, hash_fields: tuple[str, ...], num_buckets: int) -> Column:

@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -69,7 +68,7 @@ from hudiql.write.handle import (
     MergeTask,
 )
 from hudiql.write.conflict import ConflictRule
-from hudiql.write.index import NEW_GROUP, IndexConfig, tag
+from hudiql.write.index import NEW_GROUP, IndexConfig, plan_constant, tag
 from hudiql.write.transaction import WriteTransaction
 
 
@@ -216,12 +215,13 @@ def _write_settings(table: HudiTable, conf: dict[str, str]) -> dict[str, str]:
         raise HudiqlError(
             f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
         )
+    settings = {**table.config.props, **conf}
     if table.config.is_mor:
-        compaction.check_settings({**table.config.props, **conf})
+        compaction.check_settings(settings)
         for key in (keys.WRITE_BATCH_SIZE, keys.WRITE_TASK_MAX_SIZE):
-            megabytes({**table.config.props, **conf}, key)
+            megabytes(settings, key)
     IndexConfig.for_table(table.config.props, conf, table.config.record_key_fields)  # a session may not change it
-    return {**table.config.props, **conf}
+    return settings
 
 
 def _index(txn: WriteTransaction) -> IndexConfig:
@@ -439,14 +439,13 @@ def _assign_buckets(
         buckets = assign_inserts(insert_counts, small_files, record_size, max_file_size)
     if not buckets:
         return None, []
-    # Each partition's hash ranges, in order, as one constant of the plan (a join with a frame
-    # made on the driver would cost a Spark job to broadcast it); the last range is open-ended.
+    # Each partition's hash ranges, in order, as one constant of the plan; the last is open-ended.
     ranges: dict[str, list[dict]] = {}
     for b in sorted(buckets, key=lambda b: (b.partition_path, b.low)):
         ranges.setdefault(b.partition_path, []).append({"high": b.high, "file_id": b.file_id})
     for partition_ranges in ranges.values():
         partition_ranges[-1]["high"] = 2.0
-    plan = F.from_json(F.lit(json.dumps(ranges)), "map<string, array<struct<high: double, file_id: string>>>")
+    plan = plan_constant(ranges, "map<string, array<struct<high: double, file_id: string>>>")
     spread = F.col(RECORD_KEY) if table.has_record_key else F.col(SEQUENCE).cast("string")
     share = F.pmod(F.xxhash64(spread), F.lit(1_000_003)) / F.lit(1_000_003.0)
     chosen = F.filter(F.try_element_at(plan, F.col(PARTITION_PATH)), lambda r: share < r["high"])
