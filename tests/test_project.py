@@ -8,12 +8,12 @@ import json
 
 import pytest
 from hudiql.errors import HudiqlError
-from hudiql.project.compiler import Compiler, inject_ctes
+from hudiql.project.adapter.seed import infer_type
+from hudiql.project.compilation import Compiler, inject_ctes
+from hudiql.project.config.profile import load_target
+from hudiql.project.config.project import load_project
 from hudiql.project.errors import CompilationError, ConfigError, ProjectError
-from hudiql.project.profiles import load_target
-from hudiql.project.project_file import load_project
-from hudiql.project.seeds import infer_type
-from hudiql.project.selection import select
+from hudiql.project.graph.selector import select
 from test_project_helpers import loaded, run, write_project
 
 
@@ -290,7 +290,7 @@ def test_sources_are_selectable(tmp_path):
 
 def compile_model(root, name: str, **flags) -> str:
     state = loaded(root, **flags)
-    return Compiler(state.manifest, state.adapter).compile(state.manifest.nodes[f"model.{state.manifest.invocation.project.name}.{name}"])
+    return Compiler(state.invocation, state.manifest, state.adapter).compile(state.manifest.nodes[f"model.{state.invocation.project.name}.{name}"])
 
 
 def test_context_functions(tmp_path, monkeypatch):
@@ -343,10 +343,11 @@ def test_project_macro_overrides_a_builtin(tmp_path):
         "macros/schema.sql": "{% macro generate_schema_name(custom_schema_name, node) %}{{ custom_schema_name or 'mine' }}{% endmacro %}",
         "models/placed.sql": "{{ config(materialized='table', schema='custom') }} SELECT 1 AS x",
     })
-    manifest = loaded(root).manifest
+    state = loaded(root)
+    manifest = state.manifest
     assert str(manifest.nodes["model.shop.placed"].relation) == "custom.placed"
     assert str(manifest.nodes["model.shop.revenue"].relation) == "mine.revenue"
-    assert manifest.invocation.library.origin["generate_schema_name"].package == "shop"
+    assert state.invocation.library.origin["generate_schema_name"].package == "shop"
 
 
 def test_project_macro_override_reaches_builtin_callers(tmp_path):
@@ -354,7 +355,7 @@ def test_project_macro_override_reaches_builtin_callers(tmp_path):
     root = shop(tmp_path, {"macros/clauses.sql": "{% macro hudi_table_clauses() %} TBLPROPERTIES (type = 'mor') -- mine{% endmacro %}"})
     state = loaded(root)
     node = state.manifest.nodes["model.shop.revenue"]
-    context = Compiler(state.manifest, state.adapter).context(node)
+    context = Compiler(state.invocation, state.manifest, state.adapter).context(node)
     assert "-- mine" in context["create_table_as"](node.relation, "SELECT 1")
 
 
@@ -362,7 +363,7 @@ def test_generic_test_compiles_from_its_macro(tmp_path):
     root = shop(tmp_path)
     state = loaded(root)
     test = next(n for n in state.manifest.nodes.values() if n.name.startswith("relationships_"))
-    sql = Compiler(state.manifest, state.adapter).compile(test)
+    sql = Compiler(state.invocation, state.manifest, state.adapter).compile(test)
     assert "FROM default.fct_orders" in sql and "FROM default.customers" in sql
     assert set(test.depends_on) == {"model.shop.fct_orders", "seed.shop.customers"}
     assert (root / "target/compiled/shop/models/marts/schema.yml" / f"{test.name}.sql").read_text() == sql

@@ -8,8 +8,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from hudiql.project.cli.flags import Flags
+from hudiql.project.cli.main import invoke
 from hudiql.project.console import Console
-from hudiql.project.tasks import Flags, load, run_task
+from hudiql.project.task.base import load
 
 PROJECT_YML = """
 name: shop
@@ -38,7 +40,7 @@ def loaded(root: Path, **flags: Any):
 def run(root: Path, command: str, spark=None, **flags: Any) -> tuple[int, str]:
     """Run a project command in-process; the exit code and the console text."""
     out = io.StringIO()
-    code = run_task(Flags(command, project_dir=str(root), **flags), spark=spark, out=out)
+    code = invoke(Flags(command, project_dir=str(root), **flags), spark=spark, out=out)
     return code, out.getvalue()
 
 

@@ -1,5 +1,5 @@
 """The project layer on the shared SparkSession: materializations, atomic replacement, failing
-closed, skips and artifacts. Each test runs a few commands in-process (``run_task``)."""
+closed, skips and artifacts. Each test runs a few commands in-process (``invoke``)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import hudiql
 import pytest
 from hudiql.catalog import Catalog
 from hudiql.io.storage import Storage
-from hudiql.project import swap
+from hudiql.project.adapter import swap
+from hudiql.project.cli.flags import Flags
 from hudiql.project.console import Console
-from hudiql.project.debug import run_debug
-from hudiql.project.tasks import Flags
+from hudiql.project.task.debug import DebugTask
 from hudiql.sql.statements import TableName
 from test_project_helpers import run, run_results, write_project
 
@@ -218,13 +218,13 @@ def test_build_skips_what_depends_on_a_failure(spark, tmp_path):
 def test_debug(spark, tmp_path):
     root = write_project(tmp_path / "p", {"profiles.yml": "p:\n  outputs:\n    dev: {database: checks}\n"}, "name: p\n")
     out = io.StringIO()
-    assert run_debug(Flags("debug", project_dir=str(root)), spark=spark, console=Console(out)) == 0
+    assert DebugTask(Flags("debug", project_dir=str(root)), spark=spark, console=Console(out)).run() == 0
     text = out.getvalue()
     assert f"Using profiles.yml file at {root / 'profiles.yml'}" in text and "database: checks" in text
     assert "Connection test: [OK connection ok]" in text and text.rstrip().endswith("All checks passed!")
     (root / "profiles.yml").write_text("p:\n  outputs:\n    dev: {databse: x}\n")
     out = io.StringIO()
-    assert run_debug(Flags("debug", project_dir=str(root)), spark=spark, console=Console(out)) == 1
+    assert DebugTask(Flags("debug", project_dir=str(root)), spark=spark, console=Console(out)).run() == 1
     assert "did you mean 'database'" in out.getvalue()
 
 

@@ -31,7 +31,7 @@ from hudiql.console import (
     read_script,
 )
 from hudiql.errors import HudiqlError
-from hudiql.project.cli import add_commands
+from hudiql.project.cli.main import add_commands
 from hudiql.shell import run_shell
 
 

@@ -1,22 +1,21 @@
 """The dbt-style project layer: ``hudiql run | build | test | seed | compile | ls | debug``.
 
 A project is a folder with ``dbt_project.yml``, models (``.sql`` files of one SELECT rendered
-with Jinja), seeds (CSV), tests and macros. The modules, one job each, in the order a command
-uses them:
+with Jinja), seeds (CSV), tests and macros. Its packages, lowest layer first, as dbt-core splits them:
 
-- ``project_file`` / ``profiles``: ``dbt_project.yml`` and ``profiles.yml`` (the target: warehouse,
-  database, threads, Spark settings); ``yaml_render`` renders ``env_var()`` in both.
-- ``configs``: the valid config keys of each resource type, the ``+key`` config tree, validation.
-- ``nodes`` and ``parser``: the files of a project become nodes (models, seeds, tests, sources).
-- ``jinja``: the Jinja environment, macros (built-in ones from ``hudiql/macros``, project ones
-  override them) and the context functions (``ref``, ``source``, ``config``, ``var``, ...).
-- ``graph`` and ``selection``: the DAG of ``ref``/``source`` edges and ``--select``/``--exclude``.
-- ``compiler``: a node's SQL (Jinja rendered, ephemeral models injected as CTEs).
-- ``relations``, ``swap``, ``seeds``, ``adapter``: what materialization macros call: table existence
-  (fail closed), atomic table replacement, CSV loading, statements on the hudiql Session.
-- ``executor`` and ``runner``: one node's execution; all nodes in DAG order on ``--threads``.
-- ``console`` and ``artifacts``: dbt's console lines, ``target/`` files.
-- ``tasks`` / ``debug``: the commands; ``cli``: their argparse wiring (``add_commands``).
+- ``errors``, ``console``: the project layer's errors and dbt's console lines;
+- ``config/``: ``dbt_project.yml`` (``project``), ``profiles.yml`` (``profile``: the target),
+  ``env_var()`` in both (``renderer``), the valid config keys of each resource type (``model_config``);
+- ``artifacts/``: nodes, the manifest, node results, and every writer of ``target/``;
+- ``context/``: the Jinja environment and macros (``macros``), the context of a node and the
+  parse-time / run-time providers of ``ref`` and ``source`` (``providers``);
+- ``parser``: the files of a project become the manifest;
+- ``graph/``: the DAG (``graph``), ``--select`` / ``--exclude`` (``selector``), the run order (``queue``);
+- ``adapter/``: what materialization macros call: statements on the hudiql Session (``impl``), table
+  existence (``relation``), atomic table replacement (``swap``), CSV reading (``seed``);
+- ``compilation``: a node's SQL (Jinja rendered, ephemeral models injected as CTEs);
+- ``task/``: one class per command, and the runners of models, seeds and tests;
+- ``cli/``: the typed flags and exit codes, the argparse wiring and ``invoke``.
 
 Example:
     $ hudiql build --project-dir models_example

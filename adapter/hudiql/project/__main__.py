@@ -7,7 +7,7 @@ Example:
 import argparse
 import sys
 
-from hudiql.project.cli import add_commands
+from hudiql.project.cli.main import add_commands
 
 
 def main(argv: list[str] | None = None) -> int:

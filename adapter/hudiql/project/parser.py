@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hudiql.catalog import check_name
-from hudiql.project import configs
-from hudiql.project.context import Invocation
+from hudiql.project.artifacts.manifest import Manifest
+from hudiql.project.artifacts.nodes import EPHEMERAL_PREFIX, Node, Relation, Source, TestMetadata
+from hudiql.project.config import model_config as configs
+from hudiql.project.config.renderer import read_yaml
+from hudiql.project.context.providers import Invocation, ParseProvider
 from hudiql.project.errors import ConfigError, ProjectError
-from hudiql.project.nodes import EPHEMERAL_PREFIX, Node, Relation, Source, TestMetadata
-from hudiql.project.yaml_render import read_yaml
 from hudiql.table.keys import closest
 
 ENTRY_KEYS = {"name", "description", "config", "columns", "tests", "data_tests", "meta", "docs"}
@@ -33,36 +33,6 @@ COLUMN_KEYS = {"name", "description", "tests", "data_tests", "meta", "data_type"
 SOURCE_KEYS = {"name", "description", "schema", "database", "tables", "meta", "tags", "config"}
 SOURCE_TABLE_KEYS = {"name", "description", "identifier", "columns", "tests", "data_tests", "meta", "tags"}
 PROPERTY_FILE_KEYS = {"version", "models", "seeds", "sources"}
-
-
-@dataclass
-class Manifest:
-    invocation: Invocation
-    nodes: dict[str, Node] = field(default_factory=dict)
-    sources: dict[str, Source] = field(default_factory=dict)
-    disabled: dict[str, Node] = field(default_factory=dict)
-
-    def named(self, name: str) -> Node | None:
-        """The enabled model or seed called ``name``."""
-        return next((n for n in self.nodes.values() if n.name == name and n.resource_type in ("model", "seed")), None)
-
-
-class _Recorder:
-    """``ref``/``source`` while parsing: remember the names, hand back placeholder relations."""
-
-    def __init__(self) -> None:
-        self.refs: list[str] = []
-        self.sources: list[tuple[str, str]] = []
-
-    def ref(self, node: Node, name: str) -> Relation:
-        if name not in self.refs:
-            self.refs.append(name)
-        return Relation(None, name, "table")
-
-    def source(self, node: Node, source_name: str, table_name: str) -> Relation:
-        if (source_name, table_name) not in self.sources:
-            self.sources.append((source_name, table_name))
-        return Relation(source_name, table_name, "table")
 
 
 def _check_keys(entry: dict[str, Any], allowed: set[str], where: str) -> None:
@@ -86,7 +56,10 @@ class ProjectParser:
     def __init__(self, invocation: Invocation) -> None:
         self.invocation = invocation
         self.project = invocation.project
-        self.manifest = Manifest(invocation)
+        self.manifest = Manifest(macros={
+            f"macro.{file.package}.{name}": {"name": name, "package_name": file.package, "path": str(file.path)}
+            for name, file in invocation.library.origin.items()
+        })
         self.properties: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}  # (type, name) -> entry, yml path
 
     def parse(self) -> Manifest:
@@ -175,7 +148,7 @@ class ProjectParser:
     def _model(self, path: Path, folder: Path) -> Node:
         node = self._node("model", path, folder, path.read_text(encoding="utf-8"))
         check_name("model", node.name)
-        recorder, recorded = _Recorder(), {}
+        recorder, recorded = ParseProvider(), {}
         node.relation = Relation(self.invocation.target.database, node.name, "table")  # provisional ``this``
         ctx = self.invocation.context(node, recorder, execute=False, recorded_config=recorded)
         self.invocation.library.render(node.raw_code, ctx, node.label)
@@ -197,7 +170,7 @@ class ProjectParser:
 
     def _singular_test(self, path: Path, folder: Path) -> Node:
         node = self._node("test", path, folder, path.read_text(encoding="utf-8"))
-        recorder, recorded = _Recorder(), {}
+        recorder, recorded = ParseProvider(), {}
         ctx = self.invocation.context(node, recorder, execute=False, recorded_config=recorded)
         self.invocation.library.render(node.raw_code, ctx, node.label)
         node.refs, node.sources = recorder.refs, recorder.sources
@@ -208,7 +181,7 @@ class ProjectParser:
         identifier = check_name("alias", str(node.config.get("alias") or node.name))
         if node.materialized == "ephemeral":
             return Relation(None, EPHEMERAL_PREFIX + node.name, "cte")
-        ctx = self.invocation.context(node, _Recorder(), execute=False)
+        ctx = self.invocation.context(node, ParseProvider(), execute=False)
         schema = str(self.invocation.library.call("generate_schema_name", ctx, node.label, node.config.get("schema"), ctx["model"])).strip()
         kind = "view" if node.materialized == "view" else "table"
         return Relation(check_name("database", schema.lower()), identifier, kind)
@@ -249,7 +222,7 @@ class ProjectParser:
             raw_code=f"{{{{ test_{test_name}(**_dbt_generic_test_kwargs) }}}}",
             test_metadata=TestMetadata(test_name, kwargs, parent.unique_id),
         )
-        recorder = _Recorder()
+        recorder = ParseProvider()
         if isinstance(parent, Source):
             recorder.sources.append((parent.source_name, parent.name))
         else:

@@ -25,12 +25,12 @@ from pyspark.sql import Row, SparkSession
 from hudiql.catalog import Catalog
 from hudiql.console import quiet as quiet_console
 from hudiql.errors import HudiqlError, SqlError
-from hudiql.project import swap
+from hudiql.project.adapter import swap
+from hudiql.project.adapter.relation import table_exists, table_location
+from hudiql.project.adapter.seed import read_seed
+from hudiql.project.artifacts.nodes import Column, Relation
+from hudiql.project.config.profile import Target
 from hudiql.project.errors import ProjectError
-from hudiql.project.nodes import Column, Relation
-from hudiql.project.profiles import Target
-from hudiql.project.relations import table_exists, table_location
-from hudiql.project.seeds import read_seed
 from hudiql.session import Session, connect
 from hudiql.sql import statements as S
 from hudiql.sql.parser import parse_statement, split_statements

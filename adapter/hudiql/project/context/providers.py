@@ -1,4 +1,6 @@
-"""The Jinja context of a model, test or materialization: dbt's functions and variables.
+"""The Jinja context of a model, test or materialization: dbt's functions and variables, and the
+providers behind ``ref``/``source``: ``ParseProvider`` records them while parsing, ``RuntimeProvider``
+resolves them to real relations when compiling.
 
 ``ref``, ``source``, ``config``, ``var``, ``env_var``, ``is_incremental``, ``this``, ``target``,
 ``run_started_at``, ``invocation_id``, ``log``, ``return``, ``exceptions``, ``modules``, ``model``,
@@ -7,8 +9,11 @@
 with real relations.
 
 Example:
-    >>> ctx = Invocation(project, target, library).context(node, refs=lookup, execute=True)
-    >>> library.render(node.raw_code, ctx, node.label)
+    >>> from hudiql.project.artifacts.nodes import Node
+    >>> provider = ParseProvider()
+    >>> node = Node("model.shop.fct", "model", "fct", "models/fct.sql", ["shop", "fct"], "")
+    >>> str(provider.ref(node, "orders")), provider.refs
+    ('orders', ['orders'])
 """
 
 from __future__ import annotations
@@ -17,17 +22,16 @@ import datetime
 import itertools
 import json
 import re
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hudiql.project.artifacts.manifest import Manifest
+from hudiql.project.artifacts.nodes import Node, Relation
+from hudiql.project.config.renderer import env_var
+from hudiql.project.config.runtime import RuntimeConfig
+from hudiql.project.context.macros import MacroLibrary, do_return
 from hudiql.project.errors import CompilationError, ProjectError
-from hudiql.project.jinja import MacroLibrary, do_return
-from hudiql.project.nodes import Node, Relation
-from hudiql.project.profiles import Target
-from hudiql.project.project_file import Project
-from hudiql.project.yaml_render import env_var
 
 _MISSING = object()
 
@@ -38,6 +42,47 @@ class RefLookup(Protocol):
     def ref(self, node: Node, name: str) -> Relation: ...
 
     def source(self, node: Node, source_name: str, table_name: str) -> Relation: ...
+
+
+class ParseProvider:
+    """``ref``/``source`` while parsing: remember the names, hand back placeholder relations."""
+
+    def __init__(self) -> None:
+        self.refs: list[str] = []
+        self.sources: list[tuple[str, str]] = []
+
+    def ref(self, node: Node, name: str) -> Relation:
+        if name not in self.refs:
+            self.refs.append(name)
+        return Relation(None, name, "table")
+
+    def source(self, node: Node, source_name: str, table_name: str) -> Relation:
+        if (source_name, table_name) not in self.sources:
+            self.sources.append((source_name, table_name))
+        return Relation(source_name, table_name, "table")
+
+
+class RuntimeProvider:
+    """``ref``/``source`` at compile time: real relations; remembers the ephemeral models a node uses."""
+
+    def __init__(self, manifest: Manifest) -> None:
+        self.manifest = manifest
+        self.ephemerals: list[str] = []
+
+    def ref(self, node: Node, name: str) -> Relation:
+        target = self.manifest.named(name)
+        if target is None:  # the graph checked every ref; only a ref computed at run time gets here
+            raise CompilationError(f"Compilation Error in {node.label}: ref('{name}') is not a model or seed of this project")
+        if target.is_ephemeral and target.unique_id not in self.ephemerals:
+            self.ephemerals.append(target.unique_id)
+        assert target.relation is not None
+        return target.relation
+
+    def source(self, node: Node, source_name: str, table_name: str) -> Relation:
+        for source in self.manifest.sources.values():
+            if (source.source_name, source.name) == (source_name, table_name):
+                return source.relation
+        raise CompilationError(f"Compilation Error in {node.label}: source('{source_name}', '{table_name}') is not declared")
 
 
 class ConfigFunction:
@@ -71,17 +116,12 @@ class _Exceptions:
         raise CompilationError(f"Compilation Error: {message}")
 
 
-@dataclass
-class Invocation:
-    """What every context of one command shares."""
+@dataclass(kw_only=True)
+class Invocation(RuntimeConfig):
+    """What every context of one command shares: the runtime config, the macros, the log."""
 
-    project: Project
-    target: Target
     library: MacroLibrary
-    full_refresh: bool = False
     log: Callable[[str], None] = print
-    run_started_at: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc))
-    invocation_id: str = field(default_factory=lambda: str(uuid.uuid4()))
 
     def var(self, name: str, *default: Any) -> Any:
         """``var('k')`` or ``var('k', default)``; ``--vars`` win over ``vars:`` in dbt_project.yml."""

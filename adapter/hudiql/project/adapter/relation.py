@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from hudiql.catalog import Catalog
 from hudiql.io.storage import Storage
+from hudiql.project.artifacts.nodes import Relation
 from hudiql.project.errors import RelationStateError
-from hudiql.project.nodes import Relation
 from hudiql.table.layout import META_FOLDER, PROPERTIES_FILE
 
 

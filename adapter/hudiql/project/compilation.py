@@ -3,11 +3,14 @@
 ``ref('m')`` of an ephemeral model renders ``__dbt__cte__m`` and the model's SQL becomes a CTE
 of the query (ephemeral models that ref other ephemeral models are flattened, parents first).
 A generic test's SQL comes from its ``test_<name>`` macro. Compiled SQL is written to
-``target/compiled/<project>/<path>``.
+``target/compiled/<project>/<path>`` (artifacts.writer).
 
 Example:
-    >>> compiler.compile(manifest.nodes["model.shop.fct_orders"])
-    'SELECT ... FROM default.orders ...'
+    >>> print(inject_ctes("SELECT * FROM __dbt__cte__stg", [("__dbt__cte__stg", "SELECT 1 AS id")]))
+    WITH __dbt__cte__stg AS (
+    SELECT 1 AS id
+    )
+    SELECT * FROM __dbt__cte__stg
 """
 
 from __future__ import annotations
@@ -19,42 +22,21 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
 from hudiql.errors import HudiqlError
-from hudiql.project.adapter import Adapter
-from hudiql.project.context import Invocation
+from hudiql.project.adapter.impl import Adapter
+from hudiql.project.artifacts.manifest import Manifest
+from hudiql.project.artifacts.nodes import Node
+from hudiql.project.artifacts.writer import write_compiled
+from hudiql.project.context.providers import Invocation, RuntimeProvider
 from hudiql.project.errors import CompilationError
-from hudiql.project.nodes import Node, Relation
-from hudiql.project.parser import Manifest, is_relation_argument
+from hudiql.project.parser import is_relation_argument
 from hudiql.sql import statements as S
 from hudiql.sql.parser import parse_statement, split_statements
 
 
-class _Lookup:
-    """``ref``/``source`` at compile time; remembers the ephemeral models a node uses."""
-
-    def __init__(self, manifest: Manifest) -> None:
-        self.manifest = manifest
-        self.ephemerals: list[str] = []
-
-    def ref(self, node: Node, name: str) -> Relation:
-        target = self.manifest.named(name)
-        if target is None:  # the graph checked every ref; only a ref computed at run time gets here
-            raise CompilationError(f"Compilation Error in {node.label}: ref('{name}') is not a model or seed of this project")
-        if target.is_ephemeral and target.unique_id not in self.ephemerals:
-            self.ephemerals.append(target.unique_id)
-        assert target.relation is not None
-        return target.relation
-
-    def source(self, node: Node, source_name: str, table_name: str) -> Relation:
-        for source in self.manifest.sources.values():
-            if (source.source_name, source.name) == (source_name, table_name):
-                return source.relation
-        raise CompilationError(f"Compilation Error in {node.label}: source('{source_name}', '{table_name}') is not declared")
-
-
 class Compiler:
-    def __init__(self, manifest: Manifest, adapter: Adapter) -> None:
+    def __init__(self, invocation: Invocation, manifest: Manifest, adapter: Adapter) -> None:
+        self.invocation = invocation
         self.manifest = manifest
-        self.invocation: Invocation = manifest.invocation
         self.adapter = adapter
 
     def full_refresh(self, node: Node) -> bool:
@@ -65,7 +47,7 @@ class Compiler:
     def is_incremental(self, node: Node) -> bool:
         return node.materialized == "incremental" and not self.full_refresh(node) and self.adapter.table_exists(node.relation)
 
-    def context(self, node: Node, lookup: _Lookup | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def context(self, node: Node, lookup: RuntimeProvider | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         """The execution context of ``node`` (``execute`` true)."""
         base: dict[str, Any] = {
             "adapter": self.adapter,
@@ -73,21 +55,19 @@ class Compiler:
             "is_incremental": _once(lambda: self.is_incremental(node)),
             "should_full_refresh": lambda: self.full_refresh(node),
         }
-        return self.invocation.context(node, lookup or _Lookup(self.manifest), execute=True, extra={**base, **(extra or {})})
+        return self.invocation.context(node, lookup or RuntimeProvider(self.manifest), execute=True, extra={**base, **(extra or {})})
 
     def compile(self, node: Node) -> str:
         sql, ctes = self._render(node)
         sql = inject_ctes(sql, [(self.manifest.nodes[u].relation.identifier, text) for u, text in ctes])
         if node.resource_type in ("model", "test"):
             _check_one_select(sql, node)
-        path = self.invocation.project.target_dir / "compiled" / self.invocation.project.name / compiled_path(node)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(sql, encoding="utf-8")
+        write_compiled(self.invocation, node, sql)
         return sql
 
     def _render(self, node: Node) -> tuple[str, list[tuple[str, str]]]:
         """The node's SQL and the (ephemeral id, SQL) CTEs it needs, parents first."""
-        lookup = _Lookup(self.manifest)
+        lookup = RuntimeProvider(self.manifest)
         ctx = self.context(node, lookup)
         if node.test_metadata is not None:
             sql = self._generic_test_sql(node, ctx)
@@ -150,10 +130,3 @@ def _check_one_select(sql: str, node: Node) -> None:
         raise CompilationError(f"{node.label} must be one SELECT statement; it compiles to {len(statements)} statements")
     if not isinstance(statement, S.Query):
         raise CompilationError(f"{node.label} must be one SELECT statement; it compiles to a {type(statement).__name__}")
-
-
-def compiled_path(node: Node) -> str:
-    """dbt's layout: a generic test is a file below its ``.yml`` (``models/x.yml/not_null_m_id.sql``)."""
-    if node.test_metadata is not None:
-        return f"{node.original_file_path}/{node.name}.sql"
-    return node.original_file_path

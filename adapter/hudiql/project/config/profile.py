@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hudiql.project.config.project import Project
+from hudiql.project.config.renderer import read_yaml, render_values
 from hudiql.project.errors import ProjectError
-from hudiql.project.project_file import Project
-from hudiql.project.yaml_render import read_yaml, render_values
 from hudiql.table.keys import closest
 
 PROFILES_FILE = "profiles.yml"

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hudiql.project.config.renderer import read_yaml, render_values
 from hudiql.project.errors import ProjectError
-from hudiql.project.yaml_render import read_yaml, render_values
 from hudiql.table.keys import closest
 
 PROJECT_FILE = "dbt_project.yml"

@@ -27,7 +27,7 @@ from jinja2 import nodes as jnodes
 
 from hudiql.project.errors import CompilationError
 
-BUILTIN_MACROS = Path(__file__).resolve().parent.parent / "macros"
+BUILTIN_MACROS = Path(__file__).resolve().parents[2] / "macros"  # hudiql/macros
 BUILTIN_PACKAGE = "hudiql"
 
 

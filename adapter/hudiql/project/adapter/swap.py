@@ -21,8 +21,8 @@ from datetime import datetime, timezone
 
 from hudiql.catalog import Catalog
 from hudiql.io.storage import Storage
-from hudiql.project.nodes import Relation
-from hudiql.project.relations import table_exists, table_location
+from hudiql.project.adapter.relation import table_exists, table_location
+from hudiql.project.artifacts.nodes import Relation
 
 BUILDS_FOLDER = ".hudiql_builds"  # hidden: SHOW TABLES skips folders starting with '.'
 BUILD_SUFFIX = "__hudiql_build"

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from hudiql.project.artifacts.manifest import Manifest
 from hudiql.project.errors import CompilationError
-from hudiql.project.parser import Manifest
 from hudiql.table.keys import closest
 
 

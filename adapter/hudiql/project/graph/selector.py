@@ -23,10 +23,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from hudiql.project.artifacts.manifest import Manifest
+from hudiql.project.artifacts.nodes import Node, Source
 from hudiql.project.errors import ProjectError
-from hudiql.project.graph import Graph
-from hudiql.project.nodes import Node, Source
-from hudiql.project.parser import Manifest
+from hudiql.project.graph.graph import Graph
 from hudiql.table.keys import closest
 
 METHODS = ("tag", "path", "config", "resource_type", "source", "fqn")

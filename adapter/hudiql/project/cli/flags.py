@@ -1,0 +1,56 @@
+"""The command line of a project command as one typed value, and what its exit code means.
+
+Exit codes: 0 success, 1 a node failed (an error or a failing test), 2 the project could not be
+loaded or parsed (bad config, unknown ref, cycle, bad selector) or the command crashed.
+
+Example:
+    >>> import argparse
+    >>> args = argparse.Namespace(command="run", project_dir=".", profiles_dir=None, target=None, vars="{day: 3}")
+    >>> flags_from_args(args).vars
+    {'day': 3}
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from hudiql.project.errors import ProjectError
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+@dataclass
+class Flags:
+    """The command line of a project command."""
+
+    command: str
+    project_dir: str = "."
+    profiles_dir: str | None = None
+    target: str | None = None
+    select: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    vars: dict[str, Any] = field(default_factory=dict)
+    full_refresh: bool = False
+    threads: int | None = None
+    output: str = "selector"  # ls: selector, name, path or json
+    resource_types: list[str] = field(default_factory=list)  # ls
+
+
+def flags_from_args(args: argparse.Namespace) -> Flags:
+    """``Flags`` from parsed arguments; ``--vars`` must be a YAML mapping."""
+    try:
+        cli_vars = yaml.safe_load(args.vars) or {}
+    except yaml.YAMLError as e:
+        raise ProjectError(f"--vars is not valid YAML: {e}") from None
+    if not isinstance(cli_vars, dict):
+        raise ProjectError(f"--vars must be a YAML mapping such as '{{key: value}}', got {args.vars!r}")
+    return Flags(
+        command=args.command, project_dir=args.project_dir, profiles_dir=args.profiles_dir, target=args.target,
+        select=getattr(args, "select", []), exclude=getattr(args, "exclude", []), vars=cli_vars,
+        full_refresh=getattr(args, "full_refresh", False), threads=getattr(args, "threads", None),
+        output=getattr(args, "output", "selector"), resource_types=getattr(args, "resource_types", []),
+    )

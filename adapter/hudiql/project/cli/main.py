@@ -1,0 +1,94 @@
+"""The project commands on the command line: ``add_commands(subparsers)`` registers ``run``,
+``build``, ``test``, ``seed``, ``compile``, ``ls`` and ``debug``; ``invoke(flags)`` runs one
+in-process (the task class of its command) and returns its exit code.
+
+Example:
+    >>> parser = argparse.ArgumentParser(prog="hudiql")
+    >>> add_commands(parser.add_subparsers(dest="command", required=True))
+    >>> parser.parse_args(["run", "-s", "+fct_orders", "--threads", "2"]).select
+    ['+fct_orders']
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from pyspark.sql import SparkSession
+
+from hudiql.project.cli.flags import EXIT_ERROR, Flags, flags_from_args
+from hudiql.project.console import Console
+from hudiql.project.errors import ProjectError
+from hudiql.project.task.base import BaseTask
+from hudiql.project.task.build import BuildTask
+from hudiql.project.task.compile import CompileTask
+from hudiql.project.task.debug import DebugTask
+from hudiql.project.task.list import ListTask
+from hudiql.project.task.run import RunTask
+from hudiql.project.task.seed import SeedTask
+from hudiql.project.task.test import TestTask
+
+#: Each command: its task class and its help line.
+COMMANDS: dict[str, tuple[type[BaseTask], str]] = {
+    "run": (RunTask, "build the selected models"),
+    "build": (BuildTask, "load seeds, build models and run tests in DAG order"),
+    "test": (TestTask, "run the data tests"),
+    "seed": (SeedTask, "load the CSV seeds into Hudi tables"),
+    "compile": (CompileTask, "write the compiled SQL of models and tests to target/compiled"),
+    "ls": (ListTask, "list the selected nodes"),
+    "debug": (DebugTask, "check the project, the profile, Java and the Spark connection"),
+}
+
+
+def invoke(flags: Flags, spark: SparkSession | None = None, out: TextIO | None = None, quiet: bool = False) -> int:
+    """Run ``flags.command``; ``spark``: an existing SparkSession (else one starts when needed)."""
+    task_class, _ = COMMANDS[flags.command]
+    return task_class(flags, spark=spark, console=Console(out), quiet=quiet).run()
+
+
+def add_commands(subparsers: Any) -> None:
+    for command, (_, text) in COMMANDS.items():
+        parser = subparsers.add_parser(command, help=text, description=text)
+        parser.add_argument("--project-dir", default=".", help="the folder with dbt_project.yml (default: .)")
+        parser.add_argument("--profiles-dir", help="the folder with profiles.yml (default: $HUDIQL_PROFILES_DIR, the project, ~/.hudiql)")
+        parser.add_argument("-t", "--target", help="the profile output to use (default: the profile's target)")
+        parser.add_argument("--vars", default="{}", help="YAML mapping of vars, e.g. '{day: 2024-05-01}'")
+        parser.set_defaults(handler=_handle)
+        if command == "debug":
+            continue
+        parser.add_argument("-s", "--select", "-m", "--models", nargs="+", default=[], help="nodes to include (dbt selection syntax)")
+        parser.add_argument("--exclude", nargs="+", default=[], help="nodes to leave out")
+        if command in ("run", "build", "test", "seed"):
+            parser.add_argument("--threads", type=int, help="nodes run at once (default: the profile's threads)")
+        if command in ("run", "build", "seed"):
+            parser.add_argument("-f", "--full-refresh", action="store_true", help="rebuild incremental models from scratch")
+        if command == "ls":
+            parser.add_argument("--output", choices=["selector", "name", "path", "json"], default="selector")
+            parser.add_argument("--resource-type", dest="resource_types", nargs="+", default=[],
+                                choices=["model", "seed", "test", "source"])
+
+
+def _handle(args: argparse.Namespace) -> int:
+    try:
+        flags = flags_from_args(args)
+    except ProjectError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    return _exit_code(lambda: invoke(flags, quiet=True))
+
+
+def _exit_code(run: Callable[[], int]) -> int:
+    """A crash (a bug, a dead JVM, Ctrl-C) is exit code 2 with one line, as dbt's unhandled errors."""
+    try:
+        return run()
+    except KeyboardInterrupt:
+        print("Interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as e:
+        print(f"Encountered an error: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}", file=sys.stderr)
+        if os.environ.get("HUDIQL_DEBUG"):
+            raise
+        return EXIT_ERROR
