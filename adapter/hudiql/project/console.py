@@ -1,8 +1,8 @@
 """dbt's console output: timestamped lines, ``N of M`` progress lines padded with dots, the summary.
 
 Example:
-    >>> console.progress(1, 5, "START sql incremental model default.fct_orders", "RUN")
-    12:00:01  1 of 5 START sql incremental model default.fct_orders ........................ [RUN]
+    >>> progress_line(1, 5, "OK created sql table model default.fct_orders", "OK", 2.314)
+    '1 of 5 OK created sql table model default.fct_orders ............................. [OK in 2.31s]'
 """
 
 from __future__ import annotations

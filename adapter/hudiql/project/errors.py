@@ -1,7 +1,8 @@
 """Errors of the project layer. All are ``HudiqlError``: a user can fix each by editing the project.
 
 Example:
-    >>> raise ConfigError("model m: unknown config 'materialised'; did you mean 'materialized'?")
+    >>> isinstance(ConfigError("model m: unknown config 'materialised'; did you mean 'materialized'?"), HudiqlError)
+    True
 """
 
 from hudiql.errors import HudiqlError

@@ -6,10 +6,7 @@
 - each model is rendered once with ``execute`` false, recording its ``ref``, ``source`` and
   ``config()`` calls; then configs are merged (project tree, ``.yml``, ``config()``) and validated.
 
-Example:
-    >>> manifest = parse_project(invocation)
-    >>> sorted(n.name for n in manifest.nodes.values() if n.resource_type == "model")
-    ['customer_revenue', 'fct_orders', 'stg_customers', 'stg_orders']
+``parse_project(invocation)`` returns the manifest (``task.base.load`` builds the invocation).
 """
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ registered location without ``.hoodie``, a ``.hoodie`` without ``hoodie.properti
 ``RelationStateError``: the model fails, and a table it could not see is never recreated.
 
 Example:
-    >>> table_exists(Catalog("/tmp/wh"), Relation("default", "orders", "table"))
-    False
+    >>> import tempfile
+    >>> catalog = Catalog(tempfile.mkdtemp())
+    >>> table_exists(catalog, Relation("default", "orders", "table")), table_location(catalog, Relation("default", "orders", "table"))[1]
+    (False, False)
 """
 
 from __future__ import annotations

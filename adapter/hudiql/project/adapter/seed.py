@@ -5,9 +5,11 @@ Each column gets the narrowest type all its non-empty values fit, in this order:
 else STRING. Empty cells are NULL. ``column_types`` overrides the inference per column.
 
 Example:
-    >>> seed = read_seed(Path("seeds/orders.csv"), delimiter=",", column_types={"amount": "decimal(10,2)"})
-    >>> seed.columns
-    [('order_id', 'bigint'), ('amount', 'decimal(10,2)'), ...]
+    >>> seed = read_seed(Path("models_example/seeds/orders.csv"), delimiter=",", column_types={"amount": "decimal(10,2)"})
+    >>> seed.columns[:4]
+    [('order_id', 'bigint'), ('customer_id', 'bigint'), ('status', 'string'), ('amount', 'decimal(10,2)')]
+    >>> infer_type(["2024-05-01", None, "2024-05-02"]), infer_type(["1", "2.5"])
+    ('date', 'double')
 """
 
 from __future__ import annotations

@@ -6,10 +6,8 @@ registry entry then points the table's name at it; until that write readers see 
 whole, after it the new one whole. The old table's files are deleted after the switch, when
 they are hudiql's own (its managed folder or an earlier build); a user's LOCATION is left alone.
 
-Example:
-    >>> build = prepare_build(catalog, Relation("default", "orders", "table"))
-    >>> session.sql(f"CREATE TABLE {build.relation} USING hudi LOCATION '{build.location}' AS SELECT ...")
-    >>> switch(catalog, build, Relation("default", "orders", "table"))
+In a materialization: ``prepare_build`` names the new table's folder and relation, the table is
+created there (CTAS), then ``switch`` points the target's registration at it (or ``discard``).
 """
 
 from __future__ import annotations

@@ -5,11 +5,12 @@ Configs are merged in dbt's order: the project tree (outer folders first), then 
 of the node's ``.yml`` properties, then ``config(...)`` in the file itself.
 
 Example:
-    >>> validate("model", {"materialized": "incremental", "unique_key": ["order_id", "line"]}, "model m")
-    {'materialized': 'incremental', 'unique_key': ['order_id', 'line'], ...}
-    >>> validate("model", {"uniqe_key": "id"}, "model m")
+    >>> validate("model", {"materialized": "incremental", "unique_key": "order_id"}, "model m")["unique_key"]
+    ['order_id']
+    >>> check_key("model", "uniqe_key", "model m")
     Traceback (most recent call last):
-    ConfigError: model m: unknown config 'uniqe_key'; did you mean 'unique_key'?
+      ...
+    hudiql.project.errors.ConfigError: model m: unknown config 'uniqe_key'; did you mean 'unique_key'?
 """
 
 from __future__ import annotations

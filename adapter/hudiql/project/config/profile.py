@@ -4,9 +4,11 @@ Searched in ``--profiles-dir``, ``$HUDIQL_PROFILES_DIR``, the project folder, th
 Without any file the embedded default is used: local Spark and ``<project>/warehouse``.
 
 Example:
-    >>> target = load_target(project, profiles_dir=None, target_name=None)
-    >>> target.warehouse, target.database, target.threads
-    ('/work/models_example/warehouse', 'default', 1)
+    >>> from hudiql.project.config.project import load_project
+    >>> project = load_project(Path("models_example"), cli_vars={})
+    >>> target = load_target(project, profiles_dir=None, target_name=None)  # no profiles.yml: the default
+    >>> target.name, target.database, target.threads, target.warehouse == str(project.root / "warehouse")
+    ('dev', 'default', 1, True)
 """
 
 from __future__ import annotations

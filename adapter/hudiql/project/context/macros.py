@@ -8,10 +8,9 @@ template of its own: Jinja binds calls between macros of one template when the f
 so an override would not reach a built-in macro calling another of its own file.
 
 Example:
-    >>> library = MacroLibrary.load([Path("macros")], "shop")
-    >>> context = {"this": relation}
-    >>> library.bind(context)
-    >>> context["hudi_table_clauses"](config)
+    >>> library = MacroLibrary.load([], "shop")  # the built-in macros only
+    >>> library.has("materialization_incremental"), library.origin["materialization_table"].package
+    (True, 'hudiql')
 """
 
 from __future__ import annotations

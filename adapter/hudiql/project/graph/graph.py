@@ -1,9 +1,13 @@
 """The DAG: ``ref`` and ``source`` edges between nodes, checked, and walked in order.
 
 Example:
+    >>> from hudiql.project.artifacts.nodes import Node
+    >>> def model(name, *refs):
+    ...     return Node(f"model.shop.{name}", "model", name, f"models/{name}.sql", ["shop", name], "", refs=list(refs))
+    >>> manifest = Manifest({n.unique_id: n for n in [model("fct_orders", "stg_orders"), model("stg_orders")]})
     >>> graph = Graph.build(manifest)       # an unknown ref or a cycle raises CompilationError
-    >>> [n.split(".")[-1] for n in graph.order(graph.nodes)]
-    ['orders', 'stg_orders', 'fct_orders']
+    >>> graph.order(graph.nodes)
+    ['model.shop.stg_orders', 'model.shop.fct_orders']
 """
 
 from __future__ import annotations

@@ -12,8 +12,15 @@ A selector is words separated by spaces (union); a word is atoms separated by co
 Tests come along with the nodes they test ("eager": any tested node selected), unless excluded.
 
 Example:
-    >>> select(manifest, graph, ["+fct_orders", "tag:daily,config.materialized:view"], ["stg_customers"])
-    {'model.shop.fct_orders', 'model.shop.stg_orders', 'seed.shop.orders', ...}
+    >>> from hudiql.project.artifacts.nodes import Node
+    >>> def model(name, *refs, **config):
+    ...     return Node(f"model.shop.{name}", "model", name, f"models/{name}.sql", ["shop", name], "", config, list(refs))
+    >>> nodes = [model("fct", "stg", tags=["daily"]), model("stg", "raw"), model("raw", tags=["daily"])]
+    >>> manifest = Manifest({n.unique_id: n for n in nodes})
+    >>> sorted(select(manifest, Graph.build(manifest), ["+stg"], ["raw"]).nodes)
+    ['model.shop.stg']
+    >>> sorted(select(manifest, Graph.build(manifest), ["tag:daily"], []).nodes)
+    ['model.shop.fct', 'model.shop.raw']
 """
 
 from __future__ import annotations
