@@ -8,9 +8,14 @@
 All survive restarts, and a table folder copied elsewhere is still a Hudi table.
 
 Example:
-    >>> catalog = Catalog("/tmp/wh")
-    >>> catalog.location("default", "orders")
-    '/tmp/wh/orders'
+    >>> catalog = Catalog(warehouse)
+    >>> catalog.managed_location("default", "orders"), catalog.managed_location("sales", "orders")
+    ('file://.../warehouse/orders', 'file://.../warehouse/sales.db/orders')
+    >>> catalog.location("default", "orders") is None     # no such table (yet)
+    True
+    >>> catalog.save_view("default", "big_orders", "SELECT * FROM orders WHERE amount > 100")
+    >>> catalog.views("default"), catalog.view("default", "big_orders").sql
+    (['big_orders'], 'SELECT * FROM orders WHERE amount > 100')
 """
 
 from __future__ import annotations

@@ -8,8 +8,12 @@ written on top of it, named by its base instant.
 Which groups and slices a table has at an instant is the file-system view's (``table.fsview``).
 
 Example:
-    >>> FileSlice("dt=1", "f-0", "001", "f-0_0-1-0_001.parquet").base_path
-    'dt=1/f-0_0-1-0_001.parquet'
+    >>> group = FileGroup("dt=1", "f-0")
+    >>> group.slices["001"] = FileSlice("dt=1", "f-0", "001", "f-0_0-1-0_001.parquet")
+    >>> group.slices["002"] = FileSlice("dt=1", "f-0", "002", "f-0_0-2-0_002.parquet",
+    ...                                 log_files=[".f-0_002.log.1_0-3-0"])
+    >>> group.latest_slice().base_path, group.latest_slice().log_files
+    ('dt=1/f-0_0-2-0_002.parquet', ['.f-0_002.log.1_0-3-0'])
 """
 
 from __future__ import annotations

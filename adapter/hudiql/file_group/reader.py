@@ -11,11 +11,6 @@ Per record key, log items are folded in log order onto the stored record:
 - a data record replaces the current one when the merge rule says the incoming version wins;
 - a delete removes it when its ordering value is null or Hudi's "natural order" 0, or when it
   is not lower than the current ordering value (event time); always under commit time.
-
-Example:
-    >>> reader = SliceReader(base_uri, arrow_schema, rule, timeline.committed())
-    >>> reader.merge("dt=1", base_file="f-0_0-1-0_001.parquet", log_files=[".f-0_001.log.1_0-2-0"])
-    >>> reader.snapshot_batches("dt=1", "f-0_0-1-0_001.parquet", [".f-0_001.log.1_0-2-0"], ["id", "price"])
 """
 
 from __future__ import annotations

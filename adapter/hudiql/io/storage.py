@@ -4,9 +4,17 @@ A ``Storage`` is built from a table's base URI and addresses files by paths rela
 It is cheap and picklable (it holds only the URI), so Spark tasks build their own.
 
 Example:
-    >>> storage = Storage("/tmp/wh/orders")
-    >>> storage.write_atomic(".hoodie/hoodie.properties", b"...")
-    >>> storage.read(".hoodie/hoodie.properties")
+    >>> storage = Storage(warehouse + "/orders")
+    >>> storage.write_atomic("dt=1/notes.txt", b"hello")       # folders are created as needed
+    >>> storage.read("dt=1/notes.txt"), [f.path for f in storage.list("dt=1")]
+    (b'hello', ['dt=1/notes.txt'])
+    >>> storage.uri("dt=1/notes.txt")
+    'file://.../warehouse/orders/dt=1/notes.txt'
+    >>> storage.create_exclusive("lock", b"me"), storage.create_exclusive("lock", b"you")
+    (True, False)
+    >>> storage.read("missing.txt")
+    Traceback (most recent call last):
+    hudiql.errors.FormatError: missing file file://.../warehouse/orders/missing.txt
 """
 
 from __future__ import annotations

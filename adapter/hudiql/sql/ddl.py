@@ -1,8 +1,25 @@
 """DESCRIBE and SHOW CREATE TABLE: a table's columns and every option derived for it.
 
 Example:
-    >>> describe(table, extended=True, session_conf={})[:2]
-    [('_hoodie_commit_time', 'string', None), ('_hoodie_commit_seqno', 'string', None)]
+    >>> _ = session.sql("CREATE TABLE orders (id BIGINT, day STRING) USING hudi PARTITIONED BY (day) "
+    ...                 "TBLPROPERTIES (primaryKey = 'id')")
+    >>> table = HudiTable.load(warehouse + "/orders")
+    >>> describe(table, extended=False, session_conf={})[5:]              # after the five meta columns
+    [('id', 'bigint', None), ('day', 'string', None), ('# Partition Information', '', None),
+     ('# col_name', 'data_type', 'comment'), ('day', 'string', None)]
+    >>> print(show_create_table(table, "default", "orders", external=False))
+    CREATE TABLE default.orders (
+      `id` BIGINT,
+      `day` STRING)
+    USING hudi
+    PARTITIONED BY (`day`)
+    TBLPROPERTIES (
+      type='cow',
+      primaryKey='id',
+      payloadClass='org.apache.hudi.common.model.OverwriteWithLatestAvroPayload',
+      ...
+      'hoodie.table.keygenerator.class'='org.apache.hudi.keygen.SimpleKeyGenerator',
+      ...)
 """
 
 from __future__ import annotations

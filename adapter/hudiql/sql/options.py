@@ -1,6 +1,6 @@
 """Table option derivation: DDL (columns, PRIMARY KEY, PARTITIONED BY, options) -> hoodie.properties.
 
-The seeds' rules, decided here and nowhere else:
+The rules, decided here and nowhere else:
 - PRIMARY KEY beats ``hoodie.datasource.write.recordkey.field``; PARTITIONED BY beats
   ``hoodie.datasource.write.partitionpath.field``.
 - Key generator, unless set: no partition field -> Nonpartitioned; one DATE/TIMESTAMP partition
@@ -13,11 +13,18 @@ The seeds' rules, decided here and nowhere else:
   or badly valued options fail the CREATE, not the first write.
 
 Example:
-    >>> props = derive_table_properties(TableDefinition(
-    ...     name="t", database="default", schema=schema, primary_key=["id"],
-    ...     partitioned_by=["dt"], options={"preCombineField": "ts"}, dialect="spark"))
-    >>> props["hoodie.table.keygenerator.class"]
-    'org.apache.hudi.keygen.SimpleKeyGenerator'
+    >>> from hudiql.sql.parser import parse
+    >>> create = parse("CREATE TABLE orders (id BIGINT, ts TIMESTAMP, day DATE) USING hudi PARTITIONED BY (day) "
+    ...                "TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts')")[0]
+    >>> props, stored_schema = derive_table_properties(TableDefinition(
+    ...     "orders", "default", create.columns, create.primary_key, create.partitioned_by, create.options))
+    >>> props["hoodie.table.recordkey.fields"], props["hoodie.table.keygenerator.class"]
+    ('id', 'org.apache.hudi.keygen.TimestampBasedKeyGenerator')
+    >>> props["hoodie.keygen.timebased.output.dateformat"], props["hoodie.record.merge.mode"]
+    ('yyyyMMdd', 'EVENT_TIME_ORDERING')
+    >>> derive_table_properties(TableDefinition("orders", "default", create.columns, options={"primaryKey": "idd"}))
+    Traceback (most recent call last):
+    hudiql.errors.ColumnError: record key column 'idd' is not a column of the table; columns are: id, ts, day
 """
 
 from __future__ import annotations

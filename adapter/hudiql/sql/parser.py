@@ -1,4 +1,4 @@
-"""SQL text -> typed statements, with sqlglot (Spark dialect; Flink DDL is recognised by its shape).
+r"""SQL text -> typed statements, with sqlglot (Spark dialect; Flink DDL is recognised by its shape).
 
 Every statement knows where it starts in the user's text, and every parse error names the
 statement number, line and column in words (no sqlglot class names, no sqlglot warnings).
@@ -6,6 +6,10 @@ statement number, line and column in words (no sqlglot class names, no sqlglot w
 Example:
     >>> [type(s).__name__ for s in parse("SET a=1; SELECT 1")]
     ['SetConf', 'Query']
+    >>> create = parse("CREATE TABLE sales.orders (id BIGINT, day DATE) USING hudi PARTITIONED BY (day) "
+    ...                "TBLPROPERTIES (primaryKey = 'id')")[0]
+    >>> create.table, create.columns.simpleString(), create.partitioned_by, create.options
+    (TableName(database='sales', name='orders'), 'struct<id:bigint,day:date>', ['day'], {'primaryKey': 'id'})
     >>> parse("SELECT 1;\nSELEC 2")
     Traceback (most recent call last):
     hudiql.errors.SqlError: statement 2 (line 2, column 1): 'SELEC' does not start a statement; did you mean SELECT?

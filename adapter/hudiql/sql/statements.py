@@ -1,8 +1,14 @@
 """Typed statements: what the parser hands to the session.
 
 Example:
-    >>> parse("INSERT INTO t VALUES (1)")[0]
-    Insert(table=TableName(database=None, name='t'), ...)
+    >>> from hudiql.sql.parser import parse
+    >>> insert = parse("INSERT INTO sales.orders (id, amount) SELECT 1, 9.5")[0]
+    >>> insert.table, insert.columns, insert.query.sql()
+    (TableName(database='sales', name='orders'), ['id', 'amount'], 'SELECT 1, 9.5')
+    >>> parse("SET hoodie.merge.ordering.enforce = false")[0]
+    SetConf(key='hoodie.merge.ordering.enforce', value='false')
+    >>> parse("CALL run_compaction(op => 'schedule', table => 'orders')")[0]
+    Call(procedure='run_compaction', args={'op': 'schedule', 'table': 'orders'})
 """
 
 from __future__ import annotations

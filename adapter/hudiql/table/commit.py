@@ -1,10 +1,15 @@
 """Commit metadata: the JSON content of a completed commit / deltacommit / replacecommit.
 
 Example:
-    >>> meta = CommitMetadata(operation_type="UPSERT", schema=avro_json)
-    >>> meta.add(WriteStat(file_id="f-0", partition_path="dt=1", path="dt=1/f-0_0-1-0_2024.parquet"))
-    >>> CommitMetadata.decode(meta.to_json()).write_stats[0].file_id
-    'f-0'
+    >>> meta = CommitMetadata(operation_type="UPSERT")
+    >>> meta.add(WriteStat("f-0", "dt=1", "dt=1/f-0_0-1-0_20240101000000000.parquet", num_writes=2, num_inserts=2))
+    >>> json.loads(meta.to_json())["partitionToWriteStats"]["dt=1"][0]["numInserts"]
+    2
+    >>> CommitMetadata.decode(meta.to_json()).total("num_inserts")
+    2
+    >>> CommitMetadata.decode(b"{", "20240101000000000.commit")
+    Traceback (most recent call last):
+    hudiql.errors.FormatError: 20240101000000000.commit is corrupt (JSONDecodeError: ...); the table needs it: ...
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from hudiql.errors import damaged_file
 
 @dataclass
 class WriteStat:
-    """What one task wrote to one file group (Hudi's ``HoodieWriteStat``)."""
+    """What one task wrote to one file group: one entry of ``partitionToWriteStats``."""
 
     file_id: str
     partition_path: str
@@ -75,7 +80,8 @@ class WriteStat:
 
 @dataclass
 class CommitMetadata:
-    """``HoodieCommitMetadata`` (and ``HoodieReplaceCommitMetadata``)."""
+    """The metadata of a completed write: write stats by partition, ``extraMetadata`` (the schema),
+    the operation, and for a replacecommit the file groups it replaced."""
 
     operation_type: str = "UPSERT"
     schema: str | None = None

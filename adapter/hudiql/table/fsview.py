@@ -4,9 +4,20 @@ completed timeline.
 Files of instants that did not complete are invisible, and so are file groups a completed
 replacecommit replaced.
 
-Example:
-    >>> view = FileSystemView.load(storage, timeline)
-    >>> [s.base_file for s in view.latest_slices()]
+Example: two writes of one file group; the second never completed.
+    >>> from hudiql.table.commit import WriteStat
+    >>> from hudiql.table.config import TableConfig
+    >>> storage = Storage(warehouse + "/orders")
+    >>> TableConfig({"hoodie.table.name": "orders"}).save(storage)
+    >>> for t in ("20240101000000000", "20240102000000000"):
+    ...     _ = Timeline.load(storage).start("commit", t)
+    ...     storage.write(f"dt=1/f-0_0-1-0_{t}.parquet", b"rows")
+    >>> meta = CommitMetadata(write_stats=[WriteStat("f-0", "dt=1", "dt=1/f-0_0-1-0_20240101000000000.parquet")])
+    >>> timeline = Timeline.load(storage)
+    >>> _ = timeline.complete(timeline.pending()[0], meta.to_json())
+    >>> view = FileSystemView.load(storage, Timeline.load(storage))
+    >>> view.partitions(), [s.base_path for s in view.latest_slices()]
+    (['dt=1'], ['dt=1/f-0_0-1-0_20240101000000000.parquet'])
 """
 
 from __future__ import annotations

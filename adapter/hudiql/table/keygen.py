@@ -1,11 +1,22 @@
 """Key generators: the record key and partition path of a row, as Spark Column expressions.
 
-The one place that decides key encoding (``hudi-format.md`` section 4) and partition paths
-(section 3). Rows never leave Spark to get their keys.
+The one place that decides key encoding and partition paths. One key field's value is the key;
+several are ``field:value`` pairs joined by ``,`` (``__null__`` / ``__empty__`` for a null or
+empty value). A partition path joins the partition values with ``/``, as ``field=value`` when
+hive-style, and an empty or null value is ``__HIVE_DEFAULT_PARTITION__``. Rows never leave
+Spark to get their keys.
 
 Example:
-    >>> keygen = KeyGenerator.from_config(table_config)
-    >>> df.select(keygen.record_key(), keygen.partition_path(df.schema))
+    >>> keygen = KeyGenerator.from_config(C.TableConfig({
+    ...     "hoodie.table.recordkey.fields": "id,name", "hoodie.table.partition.fields": "day",
+    ...     "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator",
+    ...     "hoodie.datasource.write.hive_style_partitioning": "true"}))
+    >>> df = spark.createDataFrame([(1, "a", "2024-01-01"), (2, "", None)], "id INT, name STRING, day STRING")
+    >>> df.select(keygen.record_key().alias("key"), keygen.partition_path(df.schema).alias("path")).collect()
+    [Row(key='id:1,name:a', path='day=2024-01-01'),
+     Row(key='id:2,name:__empty__', path='day=__HIVE_DEFAULT_PARTITION__')]
+    >>> keygen.partition_values("day=2024-01-01")                     # partition pruning reads paths back
+    {'day': '2024-01-01'}
 """
 
 from __future__ import annotations

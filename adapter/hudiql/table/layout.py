@@ -6,6 +6,11 @@ Example:
     'd0304c53-6fd2-4b7a-a9d6-5ff632f79224-0_0-13-60_20240101000000000.parquet'
     >>> parse_data_file_name(name).file_id
     'd0304c53-6fd2-4b7a-a9d6-5ff632f79224-0'
+    >>> log = log_file_name("f-0", "20240101000000000", 2, "1-5-9")   # version 2 of the slice's logs
+    >>> log, parse_data_file_name(log).is_log
+    ('.f-0_20240101000000000.log.2_1-5-9', True)
+    >>> bucket_of_file_id(bucket_file_id(3))
+    3
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ def new_file_id() -> str:
 
 def bucket_file_id(bucket: int) -> str:
     """A new file group id for a bucket of the bucket index: the uuid's first 8 characters are
-    the bucket number (Hudi's ``BucketIdentifier.newBucketFileIdPrefix``)."""
+    the bucket number, as in the file ids of Hudi's bucket index."""
     return f"{bucket:08d}{str(uuid.uuid4())[8:]}-0"
 
 

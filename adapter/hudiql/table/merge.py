@@ -1,7 +1,7 @@
 """The merge rule (Hudi's payload semantics): which of two versions of a record wins.
 
 - Event time ordering (DefaultHoodieRecordPayload): the larger ordering value wins; on a tie
-  the later write wins (``needUpdatingPersistedRecord``: stored <= incoming). A null ordering
+  the later write wins (the stored version stays only when its value is greater). A null ordering
   value ranks below every value.
 - Commit time ordering (OverwriteWithLatestAvroPayload, or no ordering field): the later write
   always wins.
@@ -15,9 +15,11 @@ arrays, ``write.handle``), the fold of log records and deletes onto a slice's ba
 merge-on-read slice is read or compacted (Python values, ``file_group.reader``).
 
 Example:
-    >>> rule = MergeRule(EVENT_TIME_ORDERING, "ts")
-    >>> rule.incoming_wins(pa.array([5, None, 3]), pa.array([4, 1, 3])).to_pylist()
+    >>> stored, incoming = pa.array([5, None, 3]), pa.array([4, 1, 3])
+    >>> MergeRule(EVENT_TIME_ORDERING, "ts").incoming_wins(stored, incoming).to_pylist()  # older, over null, tie
     [False, True, True]
+    >>> MergeRule(COMMIT_TIME_ORDERING, None).incoming_wins(stored, incoming).to_pylist()
+    [True, True, True]
 """
 
 from __future__ import annotations
@@ -54,8 +56,8 @@ class MergeRule:
     def precombine(self, df: DataFrame, key_columns: list[str], sequence: str, ordering: str | None = None) -> DataFrame:
         """One row per key: the greatest ordering value, ties to the later input row (``sequence``).
 
-        As Hudi's ``preCombine``, this uses the ordering field whatever the merge mode (or the
-        ``ordering`` column standing for it); without one, the later input row wins.
+        As Hudi's precombine of incoming records, this uses the ordering field whatever the merge
+        mode (or the ``ordering`` column standing for it); without one, the later input row wins.
         """
         order: list[Column] = [F.col(sequence).desc()]
         if self.ordering_field:

@@ -1,8 +1,15 @@
 """A Hudi table on storage: its config, timeline, schema, key generator and file system view.
 
 Example:
-    >>> table = HudiTable.load("/tmp/wh/orders")
-    >>> table.config.record_key_fields, table.schema.simpleString()
+    >>> _ = session.sql("CREATE TABLE orders (id BIGINT, ts TIMESTAMP, day STRING) USING hudi PARTITIONED BY (day) "
+    ...                 "TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts')")
+    >>> table = HudiTable.load(warehouse + "/orders")
+    >>> table.config.record_key_fields, table.config.partition_fields, table.schema.simpleString()
+    (['id'], ['day'], 'struct<id:bigint,ts:timestamp,day:string>')
+    >>> table.merge_rule, table.keygen.class_name
+    (MergeRule(mode='EVENT_TIME_ORDERING', ordering_field='ts'), 'org.apache.hudi.keygen.SimpleKeyGenerator')
+    >>> table.timeline.instants, table.file_system_view().partitions()      # nothing written yet
+    ([], [])
 """
 
 from __future__ import annotations

@@ -5,9 +5,20 @@ instants in ``.hoodie/<hoodie.timeline.path>/`` with the completion time in comp
 ``hoodie.properties`` tells which, as it does for every Hudi reader.
 
 Example:
+    >>> storage = Storage(warehouse + "/orders")
+    >>> TableConfig({"hoodie.table.name": "orders"}).save(storage)
     >>> timeline = Timeline.load(storage)
-    >>> instant = timeline.start(COMMIT, new_instant_time(timeline))   # requested -> inflight
-    >>> timeline.complete(instant, metadata_json_bytes)                  # visible from here on
+    >>> instant = timeline.start(COMMIT, "20240101000000000")          # requested, then inflight
+    >>> sorted(f.name for f in storage.list(".hoodie"))
+    ['20240101000000000.commit.requested', '20240101000000000.inflight', 'hoodie.properties']
+    >>> "20240101000000000" in Timeline.load(storage).committed()
+    False
+    >>> timeline.complete(instant, b"{}").file_name                   # one atomic write: visible from here on
+    '.hoodie/20240101000000000.commit'
+    >>> "20240101000000000" in Timeline.load(storage).committed()
+    True
+    >>> Timeline.next_instant_time("20240101235959999")
+    '20240102000000000'
 """
 
 from __future__ import annotations
@@ -96,8 +107,8 @@ def _parse_suffix(suffix: str) -> tuple[str, State] | None:
 
 @dataclass(frozen=True)
 class CommittedInstants:
-    """Which instant times committed their writes: Hudi's ``containsOrBeforeTimelineStarts``,
-    the rule its readers apply to base files and log blocks.
+    """Which instant times committed their writes: the rule Hudi's readers apply to base files
+    and log blocks.
 
     An instant committed when the active timeline holds it completed, or when it is older than
     the active timeline's first completed write: archiving moved it out, and Hudi archives only
@@ -105,8 +116,9 @@ class CommittedInstants:
     An instant still pending on the timeline never committed.
 
     Example:
-        >>> committed = timeline.committed()
-        >>> slice_.base_instant in committed   # completed on the active timeline, or archived
+        >>> committed = CommittedInstants(completed=frozenset({"002", "003"}), pending=frozenset({"004"}), start="002")
+        >>> "003" in committed, "001" in committed, "004" in committed    # completed, archived, pending
+        (True, True, False)
     """
 
     completed: frozenset[str]

@@ -1,16 +1,24 @@
 """The Hudi log file format (merge-on-read): a sequence of blocks, encoded and decoded.
 
-Block layout (all integers big-endian), as ``hudi-format.md`` section 5 describes:
+Block layout (all integers big-endian):
 ``#HUDI#`` | int64 length of the rest (to the end of the reverse pointer) | int32 format version (1)
 | int32 block type | header | int64 content length | content | footer | int64 reverse pointer
 (bytes from the magic to the end of the footer). Headers and footers are an int32 count, then
 per entry an int32 key, an int32 length and UTF-8 bytes.
 
 Example:
-    >>> data = encode_block(LogBlock(AVRO_DATA, {INSTANT_TIME: "20240101000000000", SCHEMA: schema_json},
-    ...                               avro_records_content(records, schema)))
-    >>> [b.block_type for b in read_blocks(data, "f.log.1")]
-    [3]
+    >>> schema = {"type": "record", "name": "r", "fields": [{"name": "id", "type": "long"}]}
+    >>> data = encode_block(LogBlock(AVRO_DATA, {INSTANT_TIME: "20240101000000000", SCHEMA: json.dumps(schema)},
+    ...                              avro_records_content([{"id": 1}, {"id": 2}], schema)))
+    >>> data += encode_block(rollback_block("20240101000000002", target_instant_time="20240101000000001"))
+    >>> blocks = read_blocks(data, "f.log.1")
+    >>> [(BLOCK_TYPE_NAMES[b.block_type], b.instant_time) for b in blocks]
+    [('AVRO_DATA', '20240101000000000'), ('COMMAND', '20240101000000002')]
+    >>> read_avro_records(blocks[0], "f.log.1")
+    [{'id': 1}, {'id': 2}]
+    >>> read_blocks(data[:-1], "f.log.1")                  # a write that crashed while appending
+    Traceback (most recent call last):
+    hudiql.file_group.log_file.format.TruncatedLogError: log file f.log.1 has a truncated block at byte ...
 """
 
 from __future__ import annotations

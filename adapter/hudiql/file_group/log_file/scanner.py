@@ -6,9 +6,20 @@ block targets, are skipped; so is a block a failed write left cut short at the e
 (``file_group.reader``) folds onto the base file: the data blocks' tables, their records as
 items (key, ordering, seq, table index, row) and the deletes (key, ordering, seq).
 
-Example:
-    >>> scanner = LogScanner(base_uri, arrow_schema, "ts", timeline.committed())
-    >>> tables, items, deletes = scanner.scan("dt=1", [".f-0_001.log.1_0-2-0"])
+Example: a log with a block of a committed write and one of a write that never completed.
+    >>> import json
+    >>> schema = {"type": "record", "name": "r", "fields": [{"name": "_hoodie_record_key", "type": "string"},
+    ...                                                   {"name": "v", "type": "long"}]}
+    >>> def block(instant, rows):
+    ...     header = {L.INSTANT_TIME: instant, L.SCHEMA: json.dumps(schema)}
+    ...     return L.encode_block(L.LogBlock(L.AVRO_DATA, header, L.avro_records_content(rows, schema)))
+    >>> Storage(warehouse).write("dt=1/.f-0_001.log.1_0-2-0", block("002", [{"_hoodie_record_key": "k1", "v": 1}])
+    ...                                                       + block("003", [{"_hoodie_record_key": "k1", "v": 2}]))
+    >>> committed = CommittedInstants(completed=frozenset({"001", "002"}), pending=frozenset({"003"}), start="001")
+    >>> arrow_schema = pa.schema([("_hoodie_record_key", pa.string()), ("v", pa.int64())])
+    >>> tables, items, deletes = LogScanner(warehouse, arrow_schema, None, committed).scan("dt=1", [".f-0_001.log.1_0-2-0"])
+    >>> [t.to_pylist() for t in tables], items.column("key").to_pylist()
+    ([[{'_hoodie_record_key': 'k1', 'v': 1}]], ['k1'])
 """
 
 from __future__ import annotations
