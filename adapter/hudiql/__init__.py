@@ -1,11 +1,13 @@
 """hudiql: upsert tables in the Apache Hudi on-disk format, from plain SQL, on Spark.
 
-Example:
+Example (``spark`` is an existing SparkSession; without it, ``connect`` starts a local one):
     >>> import hudiql
-    >>> session = hudiql.connect(warehouse="/tmp/wh")
-    >>> session.sql("CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id')")
-    >>> session.sql("INSERT INTO t VALUES (1, 'a')")
-    >>> session.sql("SELECT id, v FROM t").collect()
+    >>> session = hudiql.connect(warehouse=warehouse, spark=spark)
+    >>> _ = session.sql("CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
+    >>> session.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')").first()
+    Row(num_affected_rows=2, num_updated_rows=0, num_deleted_rows=0, num_inserted_rows=2, num_skipped_older_rows=0)
+    >>> session.sql("SELECT id, v FROM t ORDER BY id").collect()
+    [Row(id=1, v='a'), Row(id=2, v='b')]
 """
 
 from hudiql.errors import HudiqlError

@@ -1,10 +1,15 @@
 """Session: one SparkSession plus a warehouse; ``sql()`` runs statements.
 
 Example:
-    >>> session = connect(warehouse="/tmp/wh")
-    >>> session.sql("CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id')")
-    >>> session.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')").first().num_inserted_rows
-    2
+    >>> session = connect(warehouse=warehouse, spark=spark)   # without spark=, a new local SparkSession
+    >>> session.sql("CREATE TABLE t (id INT) USING hudi TBLPROPERTIES (primaryKey = 'id'); SHOW TABLES").collect()
+    [Row(namespace='default', tableName='t', isTemporary=False)]
+    >>> _ = session.sql("SET hoodie.merge.ordering.enforce = false")
+    >>> session.conf                                           # what this session's writes run with
+    {'hoodie.merge.ordering.enforce': 'false'}
+    >>> session.sql("SELECT * FROM orders")
+    Traceback (most recent call last):
+    hudiql.errors.TableNotFoundError: table default.orders does not exist; see SHOW TABLES
 """
 
 from __future__ import annotations

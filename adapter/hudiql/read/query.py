@@ -7,7 +7,11 @@ the columns the query names (``needed_columns``): merged slices are read in Pyth
 where Spark cannot prune columns itself.
 
 Example:
-    >>> planner.dataframe(sqlglot.parse_one("SELECT * FROM orders WHERE dt = '2024-01-01'"))
+    >>> _ = session.sql("CREATE TABLE orders (id INT, amount DOUBLE) USING hudi TBLPROPERTIES (primaryKey = 'id')")
+    >>> query, views = session.planner.with_snapshots(sqlglot.parse_one("SELECT sum(amount) FROM orders o"))
+    >>> query.sql()                         # Spark runs this, over a view of the snapshot's amount column
+    'SELECT SUM(amount) FROM __hudiql_snapshot_..._1 AS o'
+    >>> session.planner.drop(views)
 """
 
 from __future__ import annotations
@@ -203,6 +207,8 @@ def needed_columns(query: exp.Expression, columns: list[str]) -> list[str] | Non
     Example:
         >>> needed_columns(sqlglot.parse_one("SELECT count(*), sum(v) FROM t"), ["k", "v"])
         ['v']
+        >>> needed_columns(sqlglot.parse_one("SELECT * FROM t"), ["k", "v"]) is None
+        True
     """
     for star in query.find_all(exp.Star):
         if not (isinstance(star.parent, exp.Count) and star.parent.this is star):

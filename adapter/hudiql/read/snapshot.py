@@ -6,8 +6,14 @@ read-optimized query reads base files only. A partition filter prunes file group
 file is opened, and a merged read carries only the columns the query needs.
 
 Example:
-    >>> df = snapshot(spark, table, keep_partition=lambda path: path == "dt=2024-01-01")
-    >>> df = snapshot(spark, table, columns=["id", "price"])  # SELECT sum(price) ... GROUP BY id
+    >>> _ = session.sql("CREATE TABLE orders (id INT, price DOUBLE, day STRING) USING hudi PARTITIONED BY (day) "
+    ...                 "TBLPROPERTIES (primaryKey = 'id')")
+    >>> table = HudiTable.load(warehouse + "/orders")
+    >>> snapshot(spark, table).columns
+    ['_hoodie_commit_time', '_hoodie_commit_seqno', '_hoodie_record_key', '_hoodie_partition_path',
+     '_hoodie_file_name', 'id', 'price', 'day']
+    >>> snapshot(spark, table, columns=["price", "id"]).columns    # SELECT sum(price) ... GROUP BY id
+    ['id', 'price']
 """
 
 from __future__ import annotations

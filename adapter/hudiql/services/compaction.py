@@ -1,4 +1,4 @@
-"""Compaction of merge-on-read tables (seed 000, section 6): schedule, plan, execute, commit.
+"""Compaction of merge-on-read tables: schedule, plan, execute, commit.
 
 - schedule: a ``<t>.compaction.requested`` instant holding the plan, one operation per file
   group whose latest slice has log files. Like Hudi, it refuses when a write earlier than ``t``
@@ -11,10 +11,6 @@
   first, then a new one is planned when the trigger fires (``services.post_commit``).
 - Writes that arrive while a compaction is pending go to log files of the new slice (named by
   the compaction instant); readers merge them with the slice being compacted.
-
-Example:
-    >>> instant = schedule(table, settings)                 # None when no file group has logs
-    >>> execute(spark, table, instant, settings)
 """
 
 from __future__ import annotations

@@ -4,9 +4,6 @@ tables (cleaning and archiving will join it here).
 The write has succeeded once its instant completed, so a service that cannot run (another
 writer in flight, a failure) is skipped with a one-line warning and runs after a later write;
 it never turns the statement into a failure that a user would retry, applying it twice.
-
-Example:
-    >>> run(spark, table, settings)   # after WriteTransaction.commit
 """
 
 from __future__ import annotations

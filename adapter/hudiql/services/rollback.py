@@ -5,8 +5,18 @@ rollback finds them all, even after a crash. As Hudi's LAZY failed-writes policy
 first rolls back the pending writes whose writer died (its heartbeat expired, ``write.heartbeat``);
 the instant of a writer still running is left alone.
 
-Example:
-    >>> rollback(table, pending_instant)
+Example: a writer died after starting its instant and writing a file.
+    >>> from hudiql.table.config import TableConfig
+    >>> from hudiql.table.layout import marker_path
+    >>> table = HudiTable.create(warehouse + "/orders", TableConfig({"hoodie.table.name": "orders"}))
+    >>> _ = table.timeline.start(COMMIT, "20240101000000000")
+    >>> name = "f-0_0-1-0_20240101000000000.parquet"
+    >>> table.storage.write(marker_path("20240101000000000", "dt=1", name, "CREATE"), b"")
+    >>> table.storage.write(f"dt=1/{name}", b"half a file")
+    >>> rollback_failed_writes(HudiTable.load(table.base_uri), {})   # no heartbeat: its writer is gone
+    ['20240101000000000']
+    >>> table.storage.exists(f"dt=1/{name}"), HudiTable.load(table.base_uri).timeline.instants
+    (False, [])
 """
 
 from __future__ import annotations

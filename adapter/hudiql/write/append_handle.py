@@ -4,7 +4,7 @@ Rows arrive partitioned by file group (in any order), as a stream of Arrow batch
 file group gets a new log file version for this delta commit (a committed log file is never
 appended to: object stores cannot append, and a crash can then never damage a committed file).
 
-The write buffer follows Hudi's (seed 000, section 5.1): records of a file group are buffered
+The write buffer works as Hudi's does: records of a file group are buffered
 and flushed as one block per flush; a group flushes when its buffer reaches
 ``write.batch.size``, and when all buffers of the task together reach ``write.task.max.size``
 the largest flushes first. Memory stays bounded however large the input.

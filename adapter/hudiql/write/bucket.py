@@ -1,4 +1,4 @@
-"""Bucket assignment for inserts (Hudi's UpsertPartitioner / seed 000 section 4.2).
+"""Bucket assignment for inserts, as Hudi's upsert partitioning assigns them.
 
 Per partition, inserts first fill the small file groups (base file under the small-file limit)
 up to the target file size, then go to new file groups sized by the record-size estimate.

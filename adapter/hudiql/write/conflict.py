@@ -1,8 +1,8 @@
 """Conflict resolution of optimistic concurrency control: may this write still commit?
 
 At commit, under the table lock, a write compares what it wrote with every instant that
-completed since its snapshot, and with every compaction planned since it (Hudi's
-``SimpleConcurrentFileWritesConflictResolutionStrategy``, with two checks more):
+completed since its snapshot, and with every compaction planned since it (the file-group
+overlap check of Hudi's default conflict resolution strategy, with two checks more):
 - both wrote, replaced or compacted one file group: the write that commits second would undo
   the other's rows (a copy-on-write rewrite starts from the base file it read), or append logs
   to a slice a compaction no longer merges;
@@ -11,9 +11,6 @@ completed since its snapshot, and with every compaction planned since it (Hudi's
   Only this check reads data: the keys of the files both wrote in their shared partitions, in a
   Spark job that runs only when another write committed in such a partition meanwhile.
 A compaction planned before the snapshot is no conflict: the write went to the slice it opened.
-
-Example:
-    >>> check(spark, storage, snapshot, Timeline.load(storage), instant, metadata, rule)
 """
 
 from __future__ import annotations

@@ -12,10 +12,18 @@ the file group of the stored row it changes (from the snapshot's ``_hoodie_file_
 write does not look the keys up again (``write.writer.write_decided``).
 An INSERT's counts (``insert_counts``) are the same five, counted by its write tasks.
 
-Example:
-    >>> with transaction(session.spark, table, session.conf) as txn:
-    ...     DmlPlanner(session.planner, txn).merge(statement)
-    DmlCounts(updated=1, deleted=0, inserted=1, skipped_older=0)
+Example (statements reach ``DmlPlanner`` through ``Session.sql``):
+    >>> _ = session.sql("CREATE TABLE orders (id INT, status STRING, ts INT) USING hudi "
+    ...                 "TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts')")
+    >>> _ = session.sql("INSERT INTO orders VALUES (1, 'new', 5), (2, 'new', 5)")
+    >>> session.sql("MERGE INTO orders t USING (SELECT 1 AS id, 'paid' AS status, 6 AS ts "
+    ...             "UNION ALL SELECT 2, 'lost', 4 UNION ALL SELECT 3, 'new', 1) s ON t.id = s.id "
+    ...             "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *").first()   # 2 is older: skipped
+    Row(num_affected_rows=2, num_updated_rows=1, num_deleted_rows=0, num_inserted_rows=1, num_skipped_older_rows=1)
+    >>> session.sql("MERGE INTO orders t USING orders s ON t.status = s.status WHEN MATCHED THEN DELETE")
+    Traceback (most recent call last):
+    hudiql.errors.SqlError: the MERGE ON condition must match every record key column of orders (id);
+    add t.id = <source expression> (qualify source columns with the source alias)
 """
 
 from __future__ import annotations

@@ -9,12 +9,15 @@ its writer's interval, so that writers with different intervals judge each other
 interval the other one beats at.
 
 Example:
+    >>> storage = Storage(warehouse + "/orders")
     >>> beat = Heartbeat(storage, "20260101000000000", interval_ms=60000)
-    >>> beat.start()
-    True
+    >>> beat.start(), Heartbeat(storage, "20260101000000000", interval_ms=60000).start()  # claimed once
+    (True, False)
     >>> is_expired(storage, "20260101000000000", {})
     False
     >>> beat.stop()
+    >>> is_expired(storage, "20260101000000000", {})         # no heartbeat: its writer is gone
+    True
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ def plan_constant(value: object, spark_type: str) -> Column:
 
 
 def bucket_id(record_key: Column, hash_fields: tuple[str, ...], num_buckets: int) -> Column:
-    """Hudi's bucket of a record key (``BucketIdentifier.getBucketId``, Hudi 0.14 / 0.15).
+    """Hudi's bucket of a record key, as Hudi 0.14 / 0.15 compute it.
 
     A key without ``:`` (one key field) hashes as itself; a complex key ``a:1,b:2`` hashes the
     values of the hash fields, in key order (``__null__`` as null, ``__empty__`` as "").

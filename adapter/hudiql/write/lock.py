@@ -8,8 +8,15 @@ is older than ``hoodie.write.lock.filesystem.expire`` minutes, is stale and is b
 a process killed while holding it does not block the table for ever.
 
 Example:
-    >>> with TableLock(storage, settings, "commit 20260101000000000"):
-    ...     ...  # check conflicts, complete the instant
+    >>> storage = Storage(warehouse + "/orders")
+    >>> with TableLock(storage, {}, "commit 20260101000000000"):     # check conflicts, complete the instant
+    ...     TableLock(storage, {"hoodie.write.lock.wait_time_ms": "100"}, "commit 20260101000000001").acquire()
+    Traceback (most recent call last):
+    hudiql.errors.WriteConflictError: could not take the lock of table .../orders within 100 ms
+    (held by commit 20260101000000000 of process ...); nothing was written: run the statement again,
+    or raise hoodie.write.lock.wait_time_ms
+    >>> storage.exists(".hoodie/lock")                            # released when the block ends
+    False
 """
 
 from __future__ import annotations

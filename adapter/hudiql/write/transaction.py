@@ -18,10 +18,19 @@ each a transaction of its own, so that none of them can fail the statement.
 
 ``hoodie.write.concurrency.mode=SINGLE_WRITER`` skips the lock and the check.
 
-Example:
-    >>> with WriteTransaction.start(spark, table, settings, COMMIT) as txn:
-    ...     stats = write_files(txn.table, txn.instant_time)
-    ...     txn.commit(CommitMetadata(write_stats=stats), ConflictRule(unique_keys=True))
+Example (a write that writes no file; a real one commits the write stats of its tasks):
+    >>> from hudiql.table.config import TableConfig
+    >>> from hudiql.table.timeline import COMMIT
+    >>> table = HudiTable.create(warehouse + "/orders", TableConfig({"hoodie.table.name": "orders"}))
+    >>> txn = WriteTransaction.start(spark, table, {}, COMMIT)
+    >>> [(i.timestamp == txn.instant_time, i.state.value) for i in txn.table.timeline.instants]
+    [(True, 'inflight')]
+    >>> txn.abort()                                # a task failed, say: nothing of the write is left
+    >>> Timeline.load(table.storage).instants
+    []
+    >>> with WriteTransaction.start(spark, table, {}, COMMIT) as txn:
+    ...     txn.commit(CommitMetadata(operation_type="UPSERT"), ConflictRule(unique_keys=True)).state
+    <State.COMPLETED: 'completed'>
 """
 
 from __future__ import annotations

@@ -13,10 +13,16 @@
    services run (``services.post_commit``).
 Any failure rolls the instant back: its files are removed and nothing becomes visible.
 
-Example:
+Example (statements reach ``write_rows`` through ``Session.sql``):
+    >>> _ = session.sql("CREATE TABLE orders (id BIGINT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
+    >>> table = HudiTable.load(warehouse + "/orders")
+    >>> rows = spark.createDataFrame([(1, "a"), (2, "b")], "id BIGINT, v STRING")
     >>> with transaction(spark, table, conf={}) as txn:
-    ...     meta = write_rows(txn, df, Operation.UPSERT)
-    >>> meta.total("num_inserts")
+    ...     meta = write_rows(txn, rows, Operation.UPSERT)
+    >>> meta.operation_type, meta.total("num_inserts"), [s.partition_path for s in meta.write_stats]
+    ('UPSERT', 2, [''])
+    >>> table.snapshot().timeline.completed()[0].action
+    'commit'
 """
 
 from __future__ import annotations
