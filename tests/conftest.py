@@ -1,9 +1,8 @@
-"""Shared fixtures: one real local SparkSession per test run, a fresh warehouse per test."""
+"""Shared fixtures: a fresh warehouse per test, on the one SparkSession of the run (``spark``, in
+the repository's root ``conftest.py``, which the docstring examples share)."""
 
 from __future__ import annotations
 
-import os
-import sys
 import zipfile
 from pathlib import Path
 
@@ -14,26 +13,6 @@ import hudiql
 
 # Tables Apache Hudi wrote, carried in the repository (provenance and license: data/hudi-tables/PROVENANCE.md).
 HUDI_TABLES = Path(__file__).resolve().parent / "data" / "hudi-tables"
-
-
-@pytest.fixture(scope="session")
-def spark():
-    from pyspark.sql import SparkSession
-
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("hudiql-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    yield spark
-    spark.stop()
 
 
 @pytest.fixture
