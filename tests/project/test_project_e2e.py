@@ -17,7 +17,7 @@ from pathlib import Path
 import hudiql
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "models_example"
+EXAMPLE = Path(__file__).resolve().parents[2] / "models_example"
 LINE = re.compile(r"^\d\d:\d\d:\d\d  (?P<text>.*)$")
 
 

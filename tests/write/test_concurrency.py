@@ -1,7 +1,7 @@
 """Concurrent writers on one table, as real processes (issue 13).
 
 Every writer is its own Python process with its own SparkSession (``local[1]``) and its own
-``hudiql.connect`` on the same warehouse: ``tests/concurrent_writer.py``, fed jobs on stdin.
+``hudiql.connect`` on the same warehouse: ``tests/write/concurrent_writer.py``, fed jobs on stdin.
 A JVM takes 5-10 s to start, so three writer processes live for the whole module and run every
 scenario; only the writer killed with SIGKILL and the CLI run start their own.
 

@@ -1,4 +1,4 @@
-"""A writer process for tests/test_concurrency.py: one SparkSession (local[1]), jobs from stdin.
+"""A writer process for tests/write/test_concurrency.py: one SparkSession (local[1]), jobs from stdin.
 
 Starting a JVM costs 5-10 s, so one process runs many jobs. The protocol is line based:
 - the process prints ``READY`` once Spark is up;
