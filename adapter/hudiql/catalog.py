@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from hudiql.errors import SqlError
 from hudiql.io.storage import Storage
-from hudiql.table.layout import META_FOLDER
+from hudiql.table.table import has_table
 
 DEFAULT_DATABASE = "default"
 _REGISTRY = ".hudiql/tables"
@@ -97,9 +97,7 @@ class Catalog:
         if self.storage.exists(entry):
             return self.storage.read(entry).decode().strip()
         managed = self.managed_location(database, table)
-        # A table folder is one with .hoodie/; a missing hoodie.properties is damage that loading
-        # the table reports, not an absent table.
-        if Storage(managed).is_dir(META_FOLDER):
+        if has_table(Storage(managed)):
             return managed
         return None
 
@@ -133,6 +131,6 @@ class Catalog:
         db_path = self.database_path(database)
         for info in self.storage.list(db_path):
             if info.is_dir and not info.name.startswith(".") and not info.name.endswith(".db"):
-                if self.storage.is_dir(f"{info.path}/{META_FOLDER}"):
+                if has_table(Storage(self.storage.uri(info.path))):
                     names.add(info.name)
         return sorted(names)

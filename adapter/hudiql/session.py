@@ -44,9 +44,8 @@ from hudiql.sql.options import TableDefinition, derive_table_properties
 from hudiql.sql.parser import parse, table_name_text
 from hudiql.table import keys
 from hudiql.table.config import TableConfig
-from hudiql.table.layout import PROPERTIES_FILE
 from hudiql.table.schema import without_meta_columns
-from hudiql.table.table import HudiTable
+from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
 from hudiql.write.writer import Operation, align_columns, insert_rows, transaction, write_rows
 
@@ -200,7 +199,7 @@ class Session:
         if isinstance(placed, Result):
             return placed
         database, name, location = placed
-        existing = HudiTable.load(location) if st.location and _is_table(location) else None
+        existing = HudiTable.load(location) if st.location and has_table(Storage(location)) else None
         if existing is not None:
             if st.columns is not None or st.query is not None:
                 raise TableExistsError(f"a Hudi table already exists at {location}; CREATE TABLE {name} USING hudi LOCATION '...' adopts it without columns")
@@ -482,10 +481,6 @@ class Session:
         names = ", ".join(DmlCounts.NAMES)
         values = ", ".join(f"CAST({v} AS BIGINT)" for v in counts.row())
         return Result(self.spark.sql(f"SELECT * FROM VALUES ({values}) AS t({names})"), True)
-
-
-def _is_table(location: str) -> bool:
-    return Storage(location).exists(PROPERTIES_FILE)
 
 
 def _has_files(location: str) -> bool:

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
-from hudiql.errors import HudiqlError, WriteConflictError, raise_user_error
+from hudiql.errors import HudiqlError, WriteConflictError
 from hudiql.io.storage import Storage
 from hudiql.file_group.reader import SliceReader
 from hudiql.services.rollback import rollback_failed_writes

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from hudiql.table.layout import TEMP_FOLDER
+from hudiql.table.layout import marker_folder
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant
 from hudiql.write.heartbeat import heartbeat_path, is_expired
@@ -34,7 +34,7 @@ _MARKER_RE = re.compile(r"^(?P<file>.+)\.marker\.[A-Z]+$")
 
 def files_from_markers(table: HudiTable, instant_time: str) -> list[str]:
     """Data files (relative paths) the write of ``instant_time`` created or began to create."""
-    root = f"{TEMP_FOLDER}/{instant_time}/"
+    root = marker_folder(instant_time) + "/"
     out = []
     for info in table.storage.list(root, recursive=True):
         m = _MARKER_RE.match(info.path[len(root):]) if not info.is_dir else None
@@ -48,7 +48,7 @@ def rollback(table: HudiTable, instant: Instant, keep_requested: bool = False) -
     requested state, which holds a plan to run again, as a compaction's does)."""
     for path in files_from_markers(table, instant.timestamp):
         table.storage.delete(path)
-    table.storage.delete_dir(f"{TEMP_FOLDER}/{instant.timestamp}")
+    table.storage.delete_dir(marker_folder(instant.timestamp))
     table.timeline.remove_pending(instant, keep_requested)
 
 

@@ -55,12 +55,6 @@ MERGE_MODE_OPTIONS = [K.SHORT_MERGE_MODE, C.MERGE_MODE]
 #: Short (non ``hoodie.*``) option names we understand; anything else is a typo to report.
 SHORT_OPTIONS = K.short_table_options()
 
-_TYPE_ALIASES = {
-    "cow": C.COPY_ON_WRITE, "copy_on_write": C.COPY_ON_WRITE,
-    "mor": C.MERGE_ON_READ, "merge_on_read": C.MERGE_ON_READ,
-}
-
-
 @dataclass
 class TableDefinition:
     """What a CREATE TABLE statement says about a new table."""
@@ -157,10 +151,10 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
     if len(ordering) > 1:
         raise OptionError(f"one ordering field is supported on table version 6, got {', '.join(ordering)}")
 
-    raw_type = (_first(options, TABLE_TYPE_OPTIONS) or "cow").lower()
-    if raw_type not in _TYPE_ALIASES:
-        raise OptionError(f"table type '{raw_type}' is not valid; use type='cow' or type='mor'")
-    table_type = _TYPE_ALIASES[raw_type]
+    raw_type = _first(options, TABLE_TYPE_OPTIONS) or "cow"
+    table_type = C.table_type(raw_type)
+    if table_type is None:
+        raise OptionError(f"table type '{raw_type.lower()}' is not valid; use type='cow' or type='mor'")
 
     # Write-side spellings of the key and partition fields are replaced by the table's own keys,
     # so hoodie.properties never holds a value the DDL overrode.

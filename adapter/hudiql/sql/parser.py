@@ -229,7 +229,7 @@ def _parse_command(text: str) -> S.Statement | None:
     if m := _SHOW_COLUMNS_RE.match(stripped):
         table = table_name_text(m["table"])
         if m["db"]:
-            table = S.TableName(m["db"].lower(), table.name)
+            table = S.TableName(check_name("database", m["db"]), table.name)
         return S.ShowColumns(table)
     if m := _SHOW_TBLPROPERTIES_RE.match(stripped):
         return S.ShowTblProperties(table_name_text(m["table"]), m["key"])
@@ -262,11 +262,11 @@ def _strip_comments(text: str) -> str:
 
 
 def table_name_text(text: str) -> S.TableName:
-    """``[db.]table`` as written in a command or a procedure argument."""
-    parts = [p.strip().strip("`").lower() for p in text.split(".")]
+    """``[db.]table`` as written in a command or a procedure argument (the same rule as ``table_name``)."""
+    parts = [p.strip().strip("`") for p in text.split(".")]
     if len(parts) > 2 or not all(parts):
         raise SqlError(f"'{text}' is not a table name; use [database.]table")
-    return S.TableName(check_name("database", parts[0]) if len(parts) == 2 else None, check_name("table", parts[-1]))
+    return _table_name(parts[0] if len(parts) == 2 else None, parts[-1])
 
 
 def _parse_call(text: str) -> S.Call:
@@ -374,8 +374,12 @@ def table_name(node: exp.Expression) -> S.TableName:
         raise SqlError(f"expected a table name, got '{node.sql(DIALECT) if node else ''}'")
     if node.catalog:
         raise SqlError(f"'{node.sql(DIALECT)}': catalogs are not supported; use [database.]table")
-    database = check_name("database", node.db) if node.db else None
-    return S.TableName(database, check_name("table", node.name))
+    return _table_name(node.db or None, node.name)
+
+
+def _table_name(database: str | None, table: str) -> S.TableName:
+    """Each part is an identifier, never a path (``check_name``), compared without case."""
+    return S.TableName(check_name("database", database) if database else None, check_name("table", table))
 
 
 def _create(tree: exp.Create, text: str) -> S.Statement:

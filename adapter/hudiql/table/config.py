@@ -19,6 +19,8 @@ from hudiql.table.layout import PROPERTIES_FILE
 
 COPY_ON_WRITE = "COPY_ON_WRITE"
 MERGE_ON_READ = "MERGE_ON_READ"
+#: A table type as users write it (any case): Hudi's names and the short ones.
+TABLE_TYPE_NAMES = {COPY_ON_WRITE: COPY_ON_WRITE, MERGE_ON_READ: MERGE_ON_READ, "cow": COPY_ON_WRITE, "mor": MERGE_ON_READ}
 
 KEYGEN_PACKAGE = "org.apache.hudi.keygen."
 SIMPLE_KEYGEN = KEYGEN_PACKAGE + "SimpleKeyGenerator"
@@ -159,6 +161,15 @@ def damaged_properties(storage: Storage, problem: str) -> FormatError:
     backup = PROPERTIES_FILE + ".backup"
     hint = f"; Hudi keeps a copy in {backup}" if storage.exists(backup) else ""
     return damaged_file(f"{PROPERTIES_FILE} of table {storage.base_uri}", f"is {problem}{hint}")
+
+
+def table_type(name: str) -> str | None:
+    """Hudi's name of the table type ``name`` spells (any case), or ``None``.
+
+    >>> table_type("mor"), table_type("Copy_On_Write"), table_type("mow")
+    ('MERGE_ON_READ', 'COPY_ON_WRITE', None)
+    """
+    return {k.lower(): v for k, v in TABLE_TYPE_NAMES.items()}.get(name.strip().lower())
 
 
 def default_payload(merge_mode: str) -> str:

@@ -179,7 +179,7 @@ def _fixed(name: str, value: str, why: str | None = None) -> Key:
 
 _KEYGEN_VALUES = KEY_GENERATORS + tuple(k.rsplit(".", 1)[1] for k in KEY_GENERATORS)
 _PAYLOAD_VALUES = PAYLOADS + tuple(p.rsplit(".", 1)[1] for p in PAYLOADS)
-_TABLE_TYPES = (C.COPY_ON_WRITE, C.MERGE_ON_READ, "cow", "mor")
+_TABLE_TYPES = tuple(C.TABLE_TYPE_NAMES)
 _INDEX_REFUSED = {"bloom": _NO_BLOOM, "global_bloom": _NO_BLOOM}
 _OPERATION_REFUSED = {
     op: _NO_OVERWRITE for op in ("insert_overwrite", "insert_overwrite_table", "delete_partition")

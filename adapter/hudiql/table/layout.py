@@ -99,6 +99,11 @@ def partition_metadata(commit_time: str, partition_path: str) -> bytes:
     return f"#partition metadata\ncommitTime={commit_time}\npartitionDepth={depth}\n".encode()
 
 
+def marker_folder(instant_time: str) -> str:
+    """Where the markers of ``instant_time``'s write live (removed when it completes or rolls back)."""
+    return f"{TEMP_FOLDER}/{instant_time}"
+
+
 def marker_path(instant_time: str, partition_path: str, file_name: str, io_type: str) -> str:
     """Marker of a file a write creates, so that a rollback can find and remove it."""
-    return posixpath.join(TEMP_FOLDER, instant_time, join_partition(partition_path, f"{file_name}.marker.{io_type}"))
+    return posixpath.join(marker_folder(instant_time), join_partition(partition_path, f"{file_name}.marker.{io_type}"))

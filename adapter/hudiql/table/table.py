@@ -29,6 +29,12 @@ from hudiql.table.schema import from_avro, without_meta_columns
 from hudiql.table.timeline import Timeline
 
 
+def has_table(storage: Storage) -> bool:
+    """Whether ``storage``'s folder holds a Hudi table: it has ``.hoodie/``. A ``.hoodie/`` without
+    ``hoodie.properties`` is a damaged table, not an absent one: ``HudiTable.load`` says so."""
+    return storage.is_dir(META_FOLDER)
+
+
 class HudiTable:
     """One table, as loaded at one moment; ``snapshot()`` for a newer timeline. Its timeline is read
     when first needed, unless given."""
@@ -43,7 +49,7 @@ class HudiTable:
     def load(cls, base_uri: str) -> HudiTable:
         storage = Storage(base_uri)
         if not storage.exists(PROPERTIES_FILE):
-            if storage.is_dir(META_FOLDER):
+            if has_table(storage):
                 raise damaged_properties(storage, "missing")
             raise TableNotFoundError(f"no Hudi table at {storage.base_uri} (missing {PROPERTIES_FILE})")
         return cls(storage, TableConfig.load(storage))

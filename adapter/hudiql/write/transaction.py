@@ -42,7 +42,7 @@ from pyspark.sql import SparkSession
 from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
 from hudiql.services.rollback import files_from_markers, rollback, rollback_failed_writes
 from hudiql.table.commit import CommitMetadata
-from hudiql.table.layout import TEMP_FOLDER
+from hudiql.table.layout import marker_folder
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import Instant, State, Timeline
 from hudiql.write import conflict
@@ -137,7 +137,7 @@ class WriteTransaction:
                 conflict.check(self.spark, self.table.storage, self.table.timeline, current, self.instant, metadata, rule)
             completed = self.table.timeline.complete(self.instant, metadata.to_json())
         self._done = self.committed = True
-        self.table.storage.delete_dir(f"{TEMP_FOLDER}/{self.instant_time}")
+        self.table.storage.delete_dir(marker_folder(self.instant_time))
         self._heartbeat.stop()
         return completed
 

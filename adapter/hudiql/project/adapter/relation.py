@@ -19,6 +19,7 @@ from hudiql.io.storage import Storage
 from hudiql.project.artifacts.nodes import Relation
 from hudiql.project.errors import RelationStateError
 from hudiql.table.layout import META_FOLDER, PROPERTIES_FILE
+from hudiql.table.table import has_table
 
 
 def table_location(catalog: Catalog, relation: Relation) -> tuple[str, bool]:
@@ -36,7 +37,7 @@ def table_exists(catalog: Catalog, relation: Relation) -> bool:
     try:
         location, registered = table_location(catalog, relation)
         storage = Storage(location)
-        if storage.is_dir(META_FOLDER):
+        if has_table(storage):
             if not storage.exists(PROPERTIES_FILE):
                 raise RelationStateError(
                     f"{relation}: {location}/{META_FOLDER} exists but has no hoodie.properties; the table is damaged, "

@@ -38,7 +38,6 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 STRATEGIES = ("merge", "append", "insert_overwrite")
 SCHEMA_CHANGES = ("ignore", "fail", "append_new_columns")
-TABLE_TYPES = {"cow": "cow", "copy_on_write": "cow", "mor": "mor", "merge_on_read": "mor"}
 # Hudi options that have a first-class config: setting them under ``options`` would be a second,
 # conflicting way to say the same thing.
 FIRST_CLASS_OPTIONS = {
@@ -147,7 +146,9 @@ def validate(resource_type: str, config: dict[str, Any], where: str, materializa
         return out
     for key in ("unique_key", "partition_by"):
         out[key] = _as_list(out[key], key, where) if out.get(key) is not None else []
-    out["table_type"] = TABLE_TYPES.get(str(out["table_type"]).lower()) or _one_of(out["table_type"], "table_type", ("cow", "mor"), where)
+    table_type = C.table_type(str(out["table_type"]))
+    out["table_type"] = ("mor" if table_type == C.MERGE_ON_READ else "cow") if table_type else _one_of(
+        out["table_type"], "table_type", ("cow", "mor"), where)
     out["options"] = _options(out.get("options") or {}, where)
     if out.get("precombine_field") is not None and not isinstance(out["precombine_field"], str):
         raise ConfigError(f"{where}: config 'precombine_field' must be one column name")
