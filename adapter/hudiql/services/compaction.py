@@ -24,12 +24,12 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from hudiql.errors import HudiqlError, WriteConflictError
-from hudiql.io.storage import Storage
 from hudiql.file_group.reader import SliceReader
+from hudiql.io.storage import Storage
 from hudiql.services.rollback import rollback_failed_writes
 from hudiql.table import keys as K
 from hudiql.table import layout
-from hudiql.table.commit import CommitMetadata, WriteStat
+from hudiql.table.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.table.compaction_plan import CompactionOperation, decode_plan, encode_plan
 from hudiql.table.schema import FILE_NAME, to_arrow, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
@@ -42,7 +42,6 @@ from hudiql.table.timeline import (
     parse_instant_time,
 )
 from hudiql.write.conflict import ConflictRule
-from hudiql.write.handle import STATS_SCHEMA, stats_arrow_schema
 from hudiql.write.lock import commit_lock
 from hudiql.write.transaction import WriteTransaction, claim_instant_time
 
@@ -133,7 +132,7 @@ class CompactionTask:
         def compact(batches):
             for batch in batches:
                 rows = [self.compact_one(op) for op in batch.to_pylist()]
-                yield pa.RecordBatch.from_pylist(rows, schema=stats_arrow_schema())
+                yield pa.RecordBatch.from_pylist(rows, schema=STATS_ARROW_SCHEMA)
 
         return compact
 
@@ -155,14 +154,11 @@ class CompactionTask:
         with storage.open_output_stream(path) as sink:
             pq.write_table(merged.cast(self.reader.arrow_schema), sink, compression=self.compression)
         size = storage.size(path)
-        return {
-            "file_id": op["file_id"], "partition_path": op["partition_path"], "path": path,
-            "prev_commit": op["base_instant"], "num_writes": merged.num_rows, "num_deletes": 0,
-            "num_update_writes": 0, "num_inserts": 0, "num_skipped_older": 0, "total_write_bytes": size,
-            "file_size_in_bytes": size, "base_file": name, "log_files": list(op["log_files"]), "log_version": 0,
-            "total_log_records": 0, "total_log_blocks": 0, "total_log_files": len(op["log_files"]),
-            "total_upsert_time_ms": 0, "total_create_time_ms": int((time.monotonic() - started) * 1000),
-        }
+        return WriteStat(
+            op["file_id"], op["partition_path"], path, op["base_instant"], num_writes=merged.num_rows,
+            total_write_bytes=size, file_size_in_bytes=size, base_file=name, log_files=list(op["log_files"]),
+            total_log_files=len(op["log_files"]), total_create_time_ms=int((time.monotonic() - started) * 1000),
+        ).as_row()
 
 
 def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: Mapping[str, str]) -> CommitMetadata:

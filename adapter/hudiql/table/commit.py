@@ -15,7 +15,9 @@ Example:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
+
+import pyarrow as pa
 
 from hudiql.errors import damaged_file
 
@@ -44,6 +46,7 @@ class WriteStat:
     total_log_blocks: int = 0
     total_upsert_time_ms: int = 0
     total_create_time_ms: int = 0
+    num_skipped_older: int = 0  # hudiql's count, not Hudi's: incoming rows older than the stored ones
 
     _JSON_NAMES = {
         "file_id": "fileId", "partition_path": "partitionPath", "path": "path", "prev_commit": "prevCommit",
@@ -71,11 +74,21 @@ class WriteStat:
         kwargs = {name: data[json_name] for name, json_name in cls._JSON_NAMES.items() if data.get(json_name) is not None}
         return cls(**kwargs)
 
+    def as_row(self) -> dict:
+        """The stats row a write task returns to the driver (``STATS_SCHEMA``)."""
+        return asdict(self)
+
     @classmethod
     def from_row(cls, row: dict) -> WriteStat:
         """From a stats row a Spark task returned (column names are the dataclass field names)."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in row.items() if k in names and v is not None})
+
+
+_ROW_TYPES = {"str": ("string", pa.string()), "int": ("long", pa.int64()), "list[str]": ("array<string>", pa.list_(pa.string()))}
+#: The stats rows write tasks return, one ``WriteStat`` each: as Spark DDL and as Arrow.
+STATS_SCHEMA = ", ".join(f"{f.name} {_ROW_TYPES[f.type][0]}" for f in fields(WriteStat))
+STATS_ARROW_SCHEMA = pa.schema([(f.name, _ROW_TYPES[f.type][1]) for f in fields(WriteStat)])
 
 
 @dataclass

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from hudiql.file_group.log_file import format as L
 from hudiql.io.storage import Storage
 from hudiql.table import keys, layout
+from hudiql.table.commit import STATS_ARROW_SCHEMA, WriteStat
 from hudiql.table.schema import (
     IS_DELETED,
     META_COLUMNS,
@@ -39,7 +40,6 @@ from hudiql.write.handle import (
     FILE_ID,
     SEQUENCE,
     flag,
-    stats_arrow_schema,
 )
 
 DEFAULT_BATCH_SIZE = int(keys.KEYS[keys.WRITE_BATCH_SIZE].default) * 1024 * 1024
@@ -136,7 +136,7 @@ class AppendTask:
             group.stream.close()
             stats.append(self._stats(storage, group))
         if stats:
-            yield pa.RecordBatch.from_pylist(stats, schema=stats_arrow_schema())
+            yield pa.RecordBatch.from_pylist(stats, schema=STATS_ARROW_SCHEMA)
 
     def _flush(self, storage: Storage, group: _GroupBuffer, task: _TaskState) -> None:
         if not group.pieces:
@@ -184,12 +184,10 @@ class AppendTask:
     def _stats(self, storage: Storage, group: _GroupBuffer) -> dict:
         size = storage.size(group.path)
         name = group.path.rsplit("/", 1)[-1]
-        return {
-            "file_id": group.file_id, "partition_path": group.partition_path, "path": group.path,
-            "prev_commit": group.log_base, "num_writes": group.updates, "num_deletes": group.deletes,
-            "num_update_writes": group.updates, "num_inserts": 0, "num_skipped_older": 0,
-            "total_write_bytes": size, "file_size_in_bytes": size, "base_file": group.base_file or "",
-            "log_files": [name], "log_version": group.log_version, "total_log_records": group.updates + group.deletes,
-            "total_log_blocks": group.blocks, "total_log_files": 1,
-            "total_upsert_time_ms": int((time.monotonic() - group.started) * 1000), "total_create_time_ms": 0,
-        }
+        return WriteStat(
+            group.file_id, group.partition_path, group.path, group.log_base, num_writes=group.updates,
+            num_deletes=group.deletes, num_update_writes=group.updates, total_write_bytes=size,
+            file_size_in_bytes=size, base_file=group.base_file or "", log_files=[name], log_version=group.log_version,
+            total_log_records=group.updates + group.deletes, total_log_blocks=group.blocks, total_log_files=1,
+            total_upsert_time_ms=int((time.monotonic() - group.started) * 1000),
+        ).as_row()

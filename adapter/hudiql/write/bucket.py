@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hudiql.table import keys
 from hudiql.file_group import FileSlice
+from hudiql.table import keys
 from hudiql.table.layout import new_file_id
 
 DEFAULT_MAX_FILE_SIZE = int(keys.KEYS[keys.MAX_FILE_SIZE].default)

@@ -47,8 +47,6 @@ from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
 from hudiql.write.transaction import WriteTransaction
 from hudiql.write.writer import DmlCounts, write_decided
 
-
-
 KIND = "__hudiql_kind"
 OLD_PATH = "__hudiql_old_path"
 OLD_ORDERING = "__hudiql_old_ordering"

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from hudiql.io.storage import Storage
 from hudiql.table import layout
+from hudiql.table.commit import STATS_ARROW_SCHEMA, WriteStat
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import (
     IS_DELETED,
@@ -36,15 +37,6 @@ FILE_ID = "__hudiql_file_id"
 SEQUENCE = "__hudiql_seq"
 DELETE = "__hudiql_delete"  # set by MERGE / DELETE: the row deletes its key
 INSERT = "__hudiql_insert"  # MOR: a new key that bucket assignment placed in an existing small file group
-
-STATS_SCHEMA = (
-    "file_id string, partition_path string, path string, prev_commit string, num_writes long, "
-    "num_deletes long, num_update_writes long, num_inserts long, num_skipped_older long, "
-    "total_write_bytes long, file_size_in_bytes long, base_file string, log_files array<string>, "
-    "log_version long, total_log_records long, total_log_blocks long, total_log_files long, "
-    "total_upsert_time_ms long, total_create_time_ms long"
-)
-
 
 @dataclass(frozen=True)
 class MergeTask:
@@ -68,7 +60,7 @@ class MergeTask:
         as pyspark inspects its signature)."""
 
         def write_group(batch: pa.Table) -> pa.Table:
-            return pa.Table.from_pylist([self.write_file_group(batch)], schema=stats_arrow_schema())
+            return pa.Table.from_pylist([self.write_file_group(batch)], schema=STATS_ARROW_SCHEMA)
 
         return write_group
 
@@ -119,13 +111,12 @@ class MergeTask:
             pq.write_table(out, sink, compression=self.compression)
         size = storage.size(new_path)
         elapsed = int((time.monotonic() - started) * 1000)
-        return {
-            "file_id": file_id, "partition_path": partition_path, "path": new_path, "prev_commit": prev_commit,
-            "num_writes": out.num_rows, "num_deletes": counts["deletes"], "num_update_writes": counts["updates"],
-            "num_inserts": counts["inserts"], "num_skipped_older": counts["skipped"], "total_write_bytes": size,
-            "file_size_in_bytes": size, "base_file": new_name,
-            "total_upsert_time_ms": elapsed if old_base else 0, "total_create_time_ms": 0 if old_base else elapsed,
-        }
+        return WriteStat(
+            file_id, partition_path, new_path, prev_commit, num_writes=out.num_rows, num_deletes=counts["deletes"],
+            num_update_writes=counts["updates"], num_inserts=counts["inserts"], num_skipped_older=counts["skipped"],
+            total_write_bytes=size, file_size_in_bytes=size, base_file=new_name,
+            total_upsert_time_ms=elapsed if old_base else 0, total_create_time_ms=0 if old_base else elapsed,
+        ).as_row()
 
     def _merge(self, old: pa.Table, new: pa.Table, deletes: pa.Array, counts: dict) -> tuple[pa.Table, pa.Table, pa.Table]:
         """Split into (stored rows kept, incoming rows that replace stored ones, new inserts)."""
@@ -177,9 +168,3 @@ def _key_counter(ctx) -> itertools.count:
     """Row numbers for generated keys, continuing across the file groups of one task attempt."""
     key = (ctx.stageId(), ctx.partitionId(), ctx.attemptNumber()) if ctx else (0, 0, 0)
     return _counters.setdefault(key, itertools.count())
-
-
-def stats_arrow_schema() -> pa.Schema:
-    """``STATS_SCHEMA`` as Arrow, for the stats rows tasks return."""
-    types = {"string": pa.string(), "long": pa.int64(), "array<string>": pa.list_(pa.string())}
-    return pa.schema([(n, types[t]) for n, t in (part.strip().split(" ") for part in STATS_SCHEMA.split(", "))])

@@ -42,7 +42,7 @@ from hudiql.errors import ColumnError, DataError, HudiqlError
 from hudiql.file_group.log_file.format import wrapper_for
 from hudiql.services import compaction, post_commit
 from hudiql.table import keys
-from hudiql.table.commit import CommitMetadata, WriteStat
+from hudiql.table.commit import STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.table.fsview import FileSystemView
 from hudiql.table.layout import (
     PARTITION_METADATA_FILE,
@@ -65,15 +65,14 @@ from hudiql.table.table import HudiTable
 from hudiql.table.timeline import COMMIT, DELTA_COMMIT
 from hudiql.write.append_handle import AppendTask, LogTarget
 from hudiql.write.bucket import Bucket, assign_inserts
+from hudiql.write.conflict import ConflictRule
 from hudiql.write.handle import (
     DELETE,
     FILE_ID,
     INSERT,
     SEQUENCE,
-    STATS_SCHEMA,
     MergeTask,
 )
-from hudiql.write.conflict import ConflictRule
 from hudiql.write.index import NEW_GROUP, IndexConfig, plan_constant, tag
 from hudiql.write.transaction import WriteTransaction
 
