@@ -71,12 +71,14 @@ REFUSED = [
     ("DESCRIBE DATABASE default", SqlError,
      "statement 1 (line 1, column 1): DESCRIBE takes a table or view: DESCRIBE [EXTENDED] t (databases: SHOW DATABASES)"),
     ("RESET", SqlError, "statement 1 (line 1, column 1): RESET is not supported; SET k=v again with the value you want"),
-    ("TRUNCATE TABLE t", SqlError, "statement 1 (line 1, column 1): TRUNCATE TABLE is not supported yet; use DELETE FROM t"),
-    ("INSERT OVERWRITE t SELECT * FROM t", SqlError,
-     "statement 1 (line 1, column 1): INSERT OVERWRITE is not supported yet; use INSERT INTO (upsert) or DELETE then INSERT"),
+    ("TRUNCATE TABLE t PARTITION (dt)", SqlError,
+     "statement 1 (line 1, column 1): 'dt' is not a partition spec; write PARTITION (col = 'value', ...)"),
+    ("ALTER TABLE t DROP PARTITION (dt='d1') PURGE", SqlError,
+     "statement 1 (line 1, column 1): DROP PARTITION ... PURGE is not supported: a dropped partition's files stay "
+     "until the table is cleaned; drop it without PURGE"),
     ("ALTER TABLE t ADD COLUMNS (x INT)", SqlError,
-     "statement 1 (line 1, column 1): ALTER TABLE supports SET TBLPROPERTIES (...) and UNSET TBLPROPERTIES (...) only; "
-     "columns, renames and partitions cannot change yet"),
+     "statement 1 (line 1, column 1): ALTER TABLE supports SET TBLPROPERTIES (...), UNSET TBLPROPERTIES (...) and "
+     "DROP PARTITION (...) only; columns and names cannot change yet"),
     ("SHOW FUNCTIONS", SqlError,
      "statement 1 (line 1, column 1): SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t and CREATE TABLE t"),
     ("EXPLAIN INSERT INTO t VALUES (3, 'c', 1, 'd1')", SqlError,
@@ -133,9 +135,9 @@ REFUSED = [
     ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.datasource.write.precombine.feild'='id')",
      OptionError, "unknown table option 'hoodie.datasource.write.precombine.feild'; "
      "did you mean 'hoodie.datasource.write.precombine.field'?"),
-    ("SET hoodie.datasource.write.operation=insert_overwrite_table", OptionError,
-     "hoodie.datasource.write.operation=insert_overwrite_table is not supported: "
-     "INSERT OVERWRITE is not supported yet; use insert, upsert or bulk_insert"),
+    ("SET hoodie.spark.sql.insert.into.operation=insert_overwrite_table", OptionError,
+     "hoodie.spark.sql.insert.into.operation=insert_overwrite_table is not supported: "
+     "write INSERT OVERWRITE to replace rows; INSERT INTO takes insert, upsert or bulk_insert"),
     ("SET hoodie.datasource.query.type=incremental", OptionError,
      "hoodie.datasource.query.type=incremental is not supported: incremental queries are not supported yet; "
      "use snapshot or read_optimized"),

@@ -47,7 +47,17 @@ from hudiql.table.config import TableConfig
 from hudiql.table.schema import without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
-from hudiql.write.writer import Operation, align_columns, insert_rows, transaction, write_rows
+from hudiql.write.replace import matching_partitions, overwrite_mode, overwrite_replacement, partition_path
+from hudiql.write.writer import (
+    Operation,
+    Replacement,
+    align_columns,
+    insert_rows,
+    static_partition_values,
+    transaction,
+    write_replacement,
+    write_rows,
+)
 
 INSERT_OPERATION = keys.INSERT_INTO_OPERATION
 WRITE_OPERATION = keys.WRITE_OPERATION
@@ -375,7 +385,10 @@ class Session:
         if not table.keygen.is_partitioned:
             raise SqlError(f"SHOW PARTITIONS: table {st.table} is not partitioned")
         rows = []
+        wanted = set(matching_partitions(table, st.partition, "SHOW PARTITIONS ... PARTITION")) if st.partition else None
         for path in table.file_system_view().partitions():
+            if wanted is not None and path not in wanted:
+                continue
             values = table.keygen.partition_values(path)
             rows.append(("/".join(f"{k}={'null' if v is None else v}" for k, v in values.items()) if values else path,))
         return Result(self.spark.createDataFrame(sorted(rows), "partition string"), True)
@@ -448,12 +461,59 @@ class Session:
             raise SqlError(f"{key}={raw} is not valid; use insert, upsert or bulk_insert") from None
         if not table.has_record_key:
             operation = Operation.INSERT if operation is Operation.UPSERT else operation
+        if st.overwrite:
+            return self._overwrite(table, st, operation if operation.replaces else None,
+                                   default if operation.replaces else operation)
+        if operation.replaces:
+            raise SqlError(f"{key}={raw} replaces rows: write INSERT OVERWRITE, or SET {key}=upsert, insert or bulk_insert")
         with transaction(self.spark, table, self.conf) as txn:
-            source = self.planner.dataframe(st.query)
-            rows = insert_rows(txn.table.schema, source, st.columns, st.partition,
-                               table.config.record_key_fields, table.config.partition_fields)
-            counts = insert_counts(write_rows(txn, rows, operation))
-        return self._dml_result(counts)
+            metadata = write_rows(txn, self._insert_rows(txn.table, st), operation)
+        return self._dml_result(insert_counts(metadata))
+
+    def _overwrite(self, table: HudiTable, st: S.Insert, overwrite: Operation | None, operation: Operation) -> Result:
+        """INSERT OVERWRITE: the new rows (written as ``operation`` writes them) in one replacecommit
+        (``write.replace`` decides what it replaces; ``overwrite``: the operation the settings ask for)."""
+        mode = overwrite_mode(self.conf, table, self.spark)
+        with transaction(self.spark, table, self.conf, replace=True) as txn:
+            static = static_partition_values(st.partition)
+            matching = matching_partitions(txn.table, static, "INSERT OVERWRITE ... PARTITION") if mode == "STATIC" else ()
+            replacement = overwrite_replacement(table.keygen.partition_fields, st.partition, mode, overwrite, matching)
+            metadata = write_rows(txn, self._insert_rows(txn.table, st), operation, replacement)
+        return self._dml_result(insert_counts(metadata) if metadata else DmlCounts())
+
+    def _insert_rows(self, table: HudiTable, st: S.Insert) -> DataFrame:
+        source = self.planner.dataframe(st.query)
+        return insert_rows(table.schema, source, st.columns, st.partition,
+                           table.config.record_key_fields, table.config.partition_fields)
+
+    def _run_TruncateTable(self, st: S.TruncateTable) -> Result:
+        table = self.table(st.table)
+        with transaction(self.spark, table, self.conf, replace=True) as txn:
+            if st.partition is None:
+                partitions = tuple(txn.table.file_system_view().partitions())
+            else:
+                partitions = self._existing_partitions(txn.table, [st.partition], "TRUNCATE TABLE ... PARTITION", False)
+            metadata = write_replacement(txn, Replacement(Operation.DELETE_PARTITION, partitions))
+        return self._message(f"truncated {st.table}" + ("" if metadata else " (it had no rows)"))
+
+    def _run_DropPartitions(self, st: S.DropPartitions) -> Result:
+        table = self.table(st.table)
+        with transaction(self.spark, table, self.conf, replace=True) as txn:
+            partitions = self._existing_partitions(txn.table, st.partitions, "ALTER TABLE ... DROP PARTITION", st.if_exists)
+            metadata = write_replacement(txn, Replacement(Operation.DELETE_PARTITION, partitions))
+        return self._message(f"dropped {len(partitions) if metadata else 0} partition(s) of {st.table}")
+
+    def _existing_partitions(self, table: HudiTable, specs: list[S.PartitionSpec], what: str, if_exists: bool) -> tuple[str, ...]:
+        live = set(table.file_system_view().partitions())
+        out = []
+        for spec in specs:
+            path = partition_path(self.spark, table, spec, what)
+            if path in live:
+                out.append(path)
+            elif not if_exists:
+                raise TableNotFoundError(f"{what}: table {table.config.name} has no partition {path}; "
+                                         f"SHOW PARTITIONS lists its partitions")
+        return tuple(out)
 
     def _run_Merge(self, st: S.Merge) -> Result:
         return self._dml(st.table, "MERGE INTO", lambda planner: planner.merge(st))

@@ -599,7 +599,7 @@ def test_tables_survive_a_new_session(session, spark, warehouse, tmp_path):
         "SELEC 1",
         "CREATE TABLE t (id INT USING hudi",
         "CREATE TABLE t (id INT) USING hudi TBLPROPERTIES ('primaryKey'='id'",
-        "TRUNCATE TABLE t",
+        "TRUNCATE TABLE t PARTITION (dt)",
         "CREATE TABLE a.b.c (id INT) USING hudi",
     ],
 )

@@ -20,7 +20,7 @@ from hudiql.table.keys import is_alterable, validate_session_option, validate_ta
 from hudiql.write.index import IndexConfig
 
 NO_CLEAN = "hudiql does not clean or archive yet (every file version and instant is kept); remove the option"
-NO_OVERWRITE = "INSERT OVERWRITE is not supported yet; use insert, upsert or bulk_insert"
+OVERWRITE_IS_A_STATEMENT = "write INSERT OVERWRITE to replace rows; INSERT INTO takes insert, upsert or bulk_insert"
 NO_BLOOM = "hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest base files) or BUCKET"
 V6 = "hudiql writes table version 6; remove the option or set it to 6"
 
@@ -85,10 +85,20 @@ def test_required_refusals_as_session_options(key, value, why):
     assert session_error(key, value) == f"{key}={value} is not supported: {why}"
 
 
-@pytest.mark.parametrize("operation", ["insert_overwrite", "insert_overwrite_table", "delete_partition", "INSERT_OVERWRITE"])
+@pytest.mark.parametrize("operation", ["insert_overwrite", "insert_overwrite_table", "INSERT_OVERWRITE"])
+def test_overwrite_operations_are_for_insert_overwrite(operation):
+    # hoodie.datasource.write.operation decides what INSERT OVERWRITE replaces (tests/write/test_replace.py);
+    # hoodie.spark.sql.insert.into.operation is INSERT INTO's, which never replaces rows
+    assert validate_session_option("hoodie.datasource.write.operation", operation) == []
+    key = "hoodie.spark.sql.insert.into.operation"
+    assert session_error(key, operation) == f"{key}={operation} is not supported: {OVERWRITE_IS_A_STATEMENT}"
+
+
 @pytest.mark.parametrize("key", ["hoodie.datasource.write.operation", "hoodie.spark.sql.insert.into.operation"])
-def test_overwrite_operations_are_refused(key, operation):
-    assert session_error(key, operation) == f"{key}={operation} is not supported: {NO_OVERWRITE}"
+def test_delete_partition_points_at_drop_partition(key):
+    assert session_error(key, "delete_partition") == (
+        f"{key}=delete_partition is not supported: use ALTER TABLE <table> DROP PARTITION (...); "
+        "INSERT takes insert, upsert or bulk_insert")
 
 
 @pytest.mark.parametrize("operation", ["upsert", "insert", "bulk_insert", "BULK_INSERT"])
@@ -103,7 +113,8 @@ def test_other_operations_say_what_to_use():
         "use DELETE FROM <table> WHERE ...; INSERT takes insert, upsert or bulk_insert"
     )
     assert session_error("hoodie.datasource.write.operation", "merge") == (
-        "hoodie.datasource.write.operation=merge is not valid; use insert, upsert or bulk_insert"
+        "hoodie.datasource.write.operation=merge is not valid; "
+        "use insert, upsert, bulk_insert, insert_overwrite or insert_overwrite_table"
     )
 
 
@@ -398,11 +409,11 @@ def test_create_table_with_a_refused_option_creates_nothing(session, warehouse):
 
 
 def test_set_refuses_before_anything_runs(session):
-    with pytest.raises(OptionError, match="INSERT OVERWRITE is not supported yet"):
-        session.sql("SET hoodie.datasource.write.operation=insert_overwrite_table")
+    with pytest.raises(OptionError, match="write INSERT OVERWRITE to replace rows"):
+        session.sql("SET hoodie.spark.sql.insert.into.operation=insert_overwrite_table")
     with pytest.raises(OptionError, match="did you mean 'hoodie.parquet.max.file.size'"):
         session.sql("SET hoodie.parquet.max.filesize=1000")
-    assert "hoodie.datasource.write.operation" not in session.conf
+    assert "hoodie.spark.sql.insert.into.operation" not in session.conf
     assert "hoodie.parquet.max.filesize" not in session.conf
 
 

@@ -47,18 +47,22 @@ _TABLE_RE = re.compile(rf"^TABLE\s+{_NAME}\s*$", re.I)
 _SHOW_DATABASES_RE = re.compile(r"^SHOW\s+(?:DATABASES|SCHEMAS)(?:\s+(?:LIKE\s+)?'(?P<pattern>[^']*)')?\s*$", re.I)
 _SHOW_COLUMNS_RE = re.compile(rf"^SHOW\s+COLUMNS\s+(?:IN|FROM)\s+{_NAME}(?:\s+(?:IN|FROM)\s+`?(?P<db>\w+)`?)?\s*$", re.I)
 _SHOW_TBLPROPERTIES_RE = re.compile(rf"^SHOW\s+TBLPROPERTIES\s+{_NAME}(?:\s*\(\s*'?(?P<key>[^')]+?)'?\s*\))?\s*$", re.I)
-_SHOW_PARTITIONS_RE = re.compile(rf"^SHOW\s+PARTITIONS\s+{_NAME}\s*$", re.I)
+_SPEC = r"PARTITION\s*\(.*\)"
+_SHOW_PARTITIONS_RE = re.compile(rf"^SHOW\s+PARTITIONS\s+{_NAME}(?:\s+(?P<spec>{_SPEC}))?\s*$", re.I | re.S)
+_TRUNCATE_RE = re.compile(rf"^TRUNCATE\s+TABLE\s+{_NAME}(?:\s+(?P<spec>{_SPEC}))?\s*$", re.I | re.S)
+_DROP_PARTITION_RE = re.compile(
+    rf"^ALTER\s+TABLE\s+{_NAME}\s+DROP\s+(?P<exists>IF\s+EXISTS\s+)?(?P<specs>{_SPEC})(?P<purge>\s+PURGE)?\s*$", re.I | re.S
+)
 _EXPLAIN_RE = re.compile(r"^EXPLAIN(?:\s+(?P<mode>EXTENDED|FORMATTED|CODEGEN|COST|SIMPLE))?\s+(?P<query>.+)$", re.I | re.S)
 _UNSET_RE = re.compile(rf"^ALTER\s+TABLE\s+{_NAME}\s+UNSET\s+TBLPROPERTIES\s*(?P<exists>IF\s+EXISTS\s*)?\((?P<keys>[^)]*)\)\s*$", re.I | re.S)
 
 #: First words of the statements hudiql runs, for "did you mean" on a typo.
 STATEMENT_WORDS = [
     "SELECT", "WITH", "VALUES", "INSERT", "MERGE", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "DESCRIBE",
-    "DESC", "SHOW", "CALL", "SET", "USE", "EXPLAIN", "FROM", "TABLE",
+    "DESC", "SHOW", "CALL", "SET", "USE", "EXPLAIN", "FROM", "TABLE", "TRUNCATE",
 ]
 #: Statements Spark SQL or Hudi have and hudiql does not (yet): refused by name, never misread.
 _NOT_SUPPORTED = {
-    "TRUNCATE": "TRUNCATE TABLE is not supported yet; use DELETE FROM t",
     "REFRESH": "REFRESH is not needed: every statement reads the table's latest snapshot",
     "RESET": "RESET is not supported; SET k=v again with the value you want",
     "CACHE": "CACHE TABLE is not supported; hudiql reads each table's latest snapshot",
@@ -234,7 +238,14 @@ def _parse_command(text: str) -> S.Statement | None:
     if m := _SHOW_TBLPROPERTIES_RE.match(stripped):
         return S.ShowTblProperties(table_name_text(m["table"]), m["key"])
     if m := _SHOW_PARTITIONS_RE.match(stripped):
-        return S.ShowPartitions(table_name_text(m["table"]))
+        return S.ShowPartitions(table_name_text(m["table"]), _one_spec(m["spec"]) if m["spec"] else None)
+    if m := _TRUNCATE_RE.match(stripped):
+        return S.TruncateTable(table_name_text(m["table"]), _one_spec(m["spec"]) if m["spec"] else None)
+    if m := _DROP_PARTITION_RE.match(stripped):
+        if m["purge"]:
+            raise SqlError("DROP PARTITION ... PURGE is not supported: a dropped partition's files stay until "
+                           "the table is cleaned; drop it without PURGE")
+        return S.DropPartitions(table_name_text(m["table"]), _partition_specs(m["specs"]), bool(m["exists"]))
     if stripped.upper().startswith("SHOW"):
         raise SqlError(
             "SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t and CREATE TABLE t"
@@ -247,6 +258,54 @@ def _parse_command(text: str) -> S.Statement | None:
             raise SqlError("UNSET TBLPROPERTIES needs at least one key, e.g. UNSET TBLPROPERTIES ('hoodie.parquet.max.file.size')")
         return S.AlterTableProperties(table_name_text(m["table"]), {}, keys, bool(m["exists"]))
     return None
+
+
+def _partition_specs(text: str) -> list[S.PartitionSpec]:
+    """``PARTITION (c = 'v', ...)[, PARTITION (...)]``: each spec as column -> value (None: NULL)."""
+    specs: list[S.PartitionSpec] = []
+    depth, start = 0, 0
+    for token in Spark().tokenize(text):
+        if token.token_type == TokenType.L_PAREN:
+            depth += 1
+            if depth == 1:
+                start = token.end + 1
+        elif token.token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                specs.append(_spec(text[start:token.start]))
+        elif depth == 0 and token.token_type not in (TokenType.COMMA, TokenType.PARTITION):
+            raise SqlError(f"'{token.text}' is not part of a partition spec; write PARTITION (col = 'value', ...)")
+    if depth != 0 or not specs:
+        raise SqlError("a partition spec is PARTITION (col = 'value', ...)")
+    return specs
+
+
+def _one_spec(text: str) -> S.PartitionSpec:
+    specs = _partition_specs(text)
+    if len(specs) != 1:
+        raise SqlError("name one partition: PARTITION (col = 'value', ...)")
+    return specs[0]
+
+
+def _spec(inner: str) -> S.PartitionSpec:
+    """``c = 'v', d = 1`` as {'c': 'v', 'd': '1'}."""
+    try:
+        with _sqlglot_quiet():
+            items = sqlglot.parse_one(f"SELECT {inner}", read=DIALECT).expressions
+    except (ParseError, TokenError):
+        items = []
+    spec: S.PartitionSpec = {}
+    for item in items:
+        if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column)
+                and isinstance(item.expression, (exp.Literal, exp.Null))):
+            raise SqlError(f"'{inner.strip()}' is not a partition spec; write PARTITION (col = 'value', ...)")
+        name = item.this.name
+        if name.lower() in {k.lower() for k in spec}:
+            raise SqlError(f"PARTITION ({inner.strip()}) names {name} twice")
+        spec[name] = None if isinstance(item.expression, exp.Null) else item.expression.name
+    if not spec:
+        raise SqlError(f"'{inner.strip()}' is not a partition spec; write PARTITION (col = 'value', ...)")
+    return spec
 
 
 def _explain(text: str, mode: str) -> S.Explain:
@@ -496,8 +555,8 @@ def _alter(tree: exp.Alter) -> S.AlterTableProperties:
         if len(props) == 1 and isinstance(props[0], exp.Properties):
             return S.AlterTableProperties(table_name(tree.this), _property_pairs(props[0].expressions), [])
     raise SqlError(
-        "ALTER TABLE supports SET TBLPROPERTIES (...) and UNSET TBLPROPERTIES (...) only; "
-        "columns, renames and partitions cannot change yet"
+        "ALTER TABLE supports SET TBLPROPERTIES (...), UNSET TBLPROPERTIES (...) and DROP PARTITION (...) only; "
+        "columns and names cannot change yet"
     )
 
 
@@ -530,8 +589,6 @@ def _with(query: exp.Query, ctes: exp.With) -> exp.Query:
 
 
 def _insert(tree: exp.Insert) -> S.Insert:
-    if tree.args.get("overwrite"):
-        raise SqlError("INSERT OVERWRITE is not supported yet; use INSERT INTO (upsert) or DELETE then INSERT")
     target = tree.this
     columns = None
     if isinstance(target, exp.Schema):
@@ -550,10 +607,10 @@ def _insert(tree: exp.Insert) -> S.Insert:
     if isinstance(query, exp.Values):
         query = _values_query(query)
     if not isinstance(query, exp.Query):
-        raise SqlError("INSERT INTO takes VALUES or a SELECT")
+        raise SqlError(f"INSERT {'OVERWRITE' if tree.args.get('overwrite') else 'INTO'} takes VALUES or a SELECT")
     if tree.args.get("with_") is not None:  # WITH c AS (...) INSERT INTO t SELECT ... FROM c
         query = _with(query, tree.args["with_"])
-    return S.Insert(table_name(target), query, columns, partition)
+    return S.Insert(table_name(target), query, columns, partition, bool(tree.args.get("overwrite")))
 
 
 _SIMPLE_TYPES = {

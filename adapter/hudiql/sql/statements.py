@@ -111,6 +111,24 @@ class ShowTblProperties(Statement):
 @dataclass
 class ShowPartitions(Statement):
     table: TableName
+    partition: dict[str, str | None] | None = None  # PARTITION (c = 'v', ...): only matching partitions
+
+
+#: A partition as a statement names it: column -> value as written (None for NULL).
+PartitionSpec = dict[str, str | None]
+
+
+@dataclass
+class TruncateTable(Statement):
+    table: TableName
+    partition: PartitionSpec | None = None  # None: every row of the table
+
+
+@dataclass
+class DropPartitions(Statement):
+    table: TableName
+    partitions: list[PartitionSpec]
+    if_exists: bool = False
 
 
 @dataclass
@@ -139,6 +157,7 @@ class Insert(Statement):
     query: exp.Expression
     columns: list[str] | None = None
     partition: dict[str, exp.Expression | None] | None = None  # static values, or None for dynamic
+    overwrite: bool = False  # INSERT OVERWRITE: the new rows replace the table or some partitions
 
 
 @dataclass

@@ -91,6 +91,10 @@ STATS_SCHEMA = ", ".join(f"{f.name} {_ROW_TYPES[f.type][0]}" for f in fields(Wri
 STATS_ARROW_SCHEMA = pa.schema([(f.name, _ROW_TYPES[f.type][1]) for f in fields(WriteStat)])
 
 
+#: The operations of a replacecommit (``operationType``).
+REPLACE_OPERATIONS = ("INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION", "CLUSTER")
+
+
 @dataclass
 class CommitMetadata:
     """The metadata of a completed write: write stats by partition, ``extraMetadata`` (the schema),
@@ -119,7 +123,7 @@ class CommitMetadata:
             "extraMetadata": extra,
             "operationType": self.operation_type,
         }
-        if self.partition_to_replace_file_ids:
+        if self.operation_type in REPLACE_OPERATIONS:  # Hudi's readers need the key, even empty
             doc["partitionToReplaceFileIds"] = self.partition_to_replace_file_ids
         return json.dumps(doc, indent=2).encode()
 

@@ -51,6 +51,11 @@ class FileSystemView:
         self.pending_compactions = pending_compactions
 
     @classmethod
+    def empty(cls) -> FileSystemView:
+        """No file group: what an overwrite writes into (its new rows never join a stored group)."""
+        return cls({}, set(), set())
+
+    @classmethod
     def load(cls, storage: Storage, timeline: Timeline, partitions: list[str] | None = None) -> FileSystemView:
         """List the table (or only ``partitions``) and keep what completed instants wrote.
 

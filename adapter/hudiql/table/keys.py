@@ -87,6 +87,8 @@ HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 HEARTBEAT_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 
 INSERT_INTO_OPERATION = "hoodie.spark.sql.insert.into.operation"
+OVERWRITE_MODE = "hoodie.datasource.overwrite.mode"
+SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 WRITE_OPERATION = "hoodie.datasource.write.operation"
 QUERY_TYPE = "hoodie.datasource.query.type"
 #: hudiql's own: ``false`` lets MERGE / UPDATE write a version older than the stored one (COW).
@@ -109,10 +111,12 @@ SINGLE_WRITER = "SINGLE_WRITER"
 FILE_SYSTEM_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
 COMPACTION_STRATEGIES = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME")
 WRITE_OPERATIONS = ("insert", "upsert", "bulk_insert")
+OVERWRITE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
+OVERWRITE_MODES = ("STATIC", "DYNAMIC")
 KEY_GENERATORS = (C.SIMPLE_KEYGEN, C.COMPLEX_KEYGEN, C.NONPARTITIONED_KEYGEN, C.TIMESTAMP_KEYGEN, C.CUSTOM_KEYGEN)
 PAYLOADS = (C.DEFAULT_PAYLOAD, C.OVERWRITE_WITH_LATEST_PAYLOAD, C.EVENT_TIME_PAYLOAD)
 
-_NO_OVERWRITE = "INSERT OVERWRITE is not supported yet; use insert, upsert or bulk_insert"
+_OVERWRITE_IS_A_STATEMENT = "write INSERT OVERWRITE to replace rows; INSERT INTO takes insert, upsert or bulk_insert"
 _V6 = "hudiql writes table version 6; remove the option or set it to 6"
 _NO_BLOOM = "hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest base files) or BUCKET"
 
@@ -182,8 +186,7 @@ _PAYLOAD_VALUES = PAYLOADS + tuple(p.rsplit(".", 1)[1] for p in PAYLOADS)
 _TABLE_TYPES = tuple(C.TABLE_TYPE_NAMES)
 _INDEX_REFUSED = {"bloom": _NO_BLOOM, "global_bloom": _NO_BLOOM}
 _OPERATION_REFUSED = {
-    op: _NO_OVERWRITE for op in ("insert_overwrite", "insert_overwrite_table", "delete_partition")
-} | {
+    "delete_partition": "use ALTER TABLE <table> DROP PARTITION (...); INSERT takes insert, upsert or bulk_insert",
     "delete": "use DELETE FROM <table> WHERE ...; INSERT takes insert, upsert or bulk_insert",
     "bootstrap": "hudiql does not bootstrap tables; use insert, upsert or bulk_insert",
 }
@@ -284,10 +287,15 @@ _KEY_LIST: list[Key] = [
     Key(HEARTBEAT_MISSES, BOTH, INT, "2", minimum=1, unit=" of heartbeats", alterable=True,
         doc="a pending write is rolled back once its heartbeat is this many intervals old"),
     # -- what a statement does ------------------------------------------------------------------------
-    _enum(INSERT_INTO_OPERATION, BOTH, WRITE_OPERATIONS, refused=_OPERATION_REFUSED, alterable=True,
+    _enum(INSERT_INTO_OPERATION, BOTH, WRITE_OPERATIONS, alterable=True,
+          refused=_OPERATION_REFUSED | {op: _OVERWRITE_IS_A_STATEMENT for op in OVERWRITE_OPERATIONS},
           doc="upsert with a record key, else insert"),
-    _enum(WRITE_OPERATION, BOTH, WRITE_OPERATIONS, refused=_OPERATION_REFUSED, alterable=True,
-          doc="what INSERT does, as hoodie.spark.sql.insert.into.operation"),
+    _enum(WRITE_OPERATION, BOTH, WRITE_OPERATIONS + OVERWRITE_OPERATIONS, refused=_OPERATION_REFUSED, alterable=True,
+          doc="what INSERT does, as hoodie.spark.sql.insert.into.operation; an overwrite operation decides "
+              "what INSERT OVERWRITE replaces (and INSERT INTO is refused)"),
+    _enum(OVERWRITE_MODE, BOTH, OVERWRITE_MODES, alterable=True,
+          doc="INSERT OVERWRITE without PARTITION (...): STATIC replaces the whole table, DYNAMIC the partitions "
+              f"the new rows land in; default: {SPARK_OVERWRITE_MODE}, else STATIC"),
     _enum(QUERY_TYPE, SESSION, ("snapshot", "read_optimized"), "snapshot",
           refused={"incremental": "incremental queries are not supported yet; use snapshot or read_optimized"}),
     Key(ENFORCE_ORDERING, SESSION, BOOL, "true"),
@@ -401,7 +409,6 @@ UNIMPLEMENTED: list[Unimplemented] = [
                   ("none",)),
     Unimplemented(("hoodie.merge.allow.duplicate.on.inserts",),
                   "INSERT with operation insert keeps duplicate keys; remove the option or set it to true", ("true",)),
-    Unimplemented(("hoodie.datasource.overwrite.mode",), _NO_OVERWRITE.split(";")[0] + "; remove the option"),
     Unimplemented(("hoodie.write.lock.*", "hoodie.write.concurrency.*", "hoodie.client.heartbeat.*"), _ONE_LOCK),
     Unimplemented(("hoodie.schema.on.read.enable", "hoodie.datasource.write.reconcile.schema", "hoodie.avro.schema.validate",
                    "hoodie.datasource.write.schema.allow.auto.evolution.column.drop"),

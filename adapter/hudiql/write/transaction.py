@@ -73,16 +73,18 @@ class WriteTransaction:
         return self.instant.timestamp
 
     @classmethod
-    def start(cls, spark: SparkSession, table: HudiTable, settings: Mapping[str, str], action: str) -> WriteTransaction:
-        """A new instant of ``action`` on ``table``, inflight; ``txn.table`` is the snapshot of
-        the table taken with it (``table``'s own timeline is only used to claim the instant)."""
+    def start(cls, spark: SparkSession, table: HudiTable, settings: Mapping[str, str], action: str,
+              requested: bytes = b"") -> WriteTransaction:
+        """A new instant of ``action`` on ``table``, inflight (``requested``: the content of its
+        requested file); ``txn.table`` is the snapshot of the table taken with it (``table``'s own
+        timeline is only used to claim the instant)."""
         table.timeline.ensure_writable()
         rollback_failed_writes(table, settings)
         heartbeat = claim_instant_time(table, settings)
         instant = None
         try:
             with commit_lock(table.storage, settings, f"{action} {heartbeat.instant_time}"):
-                instant = table.timeline.start(action, heartbeat.instant_time)
+                instant = table.timeline.start(action, heartbeat.instant_time, requested)
                 snapshot = table.snapshot()
         except BaseException:
             if instant is not None:

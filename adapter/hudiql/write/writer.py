@@ -62,7 +62,8 @@ from hudiql.table.schema import (
     with_meta_columns,
 )
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import COMMIT, DELTA_COMMIT
+from hudiql.table.replace_plan import encode_requested
+from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from hudiql.write.append_handle import AppendTask, LogTarget
 from hudiql.write.bucket import Bucket, assign_inserts
 from hudiql.write.conflict import ConflictRule
@@ -115,14 +116,47 @@ class DmlCounts:
 
 
 class Operation(str, Enum):
+    """Hudi's write operations (``hoodie.datasource.write.operation``), as hudiql runs them."""
+
     UPSERT = "upsert"
     INSERT = "insert"
     BULK_INSERT = "bulk_insert"
+    # Replace commits: new rows go to new file groups, and the commit replaces live ones.
+    INSERT_OVERWRITE = "insert_overwrite"
+    INSERT_OVERWRITE_TABLE = "insert_overwrite_table"
+    DELETE_PARTITION = "delete_partition"
+
+    @property
+    def replaces(self) -> bool:
+        return self in (Operation.INSERT_OVERWRITE, Operation.INSERT_OVERWRITE_TABLE, Operation.DELETE_PARTITION)
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """What one replacecommit replaces: the live file groups (in the statement's snapshot) of
+
+    - every partition (``INSERT_OVERWRITE_TABLE``);
+    - ``partitions`` (static partitions of an overwrite, dropped or truncated ones), and with
+      ``touched`` also the partitions the new rows land in (``INSERT_OVERWRITE``).
+    """
+
+    operation: Operation
+    partitions: tuple[str, ...] = ()
+    touched: bool = False
+
+    def file_ids(self, view: FileSystemView, written: Collection[str]) -> dict[str, list[str]]:
+        """``partitionToReplaceFileIds``; ``written``: the partitions the new rows went to."""
+        if self.operation is Operation.INSERT_OVERWRITE_TABLE:
+            partitions = set(view.partitions())
+        else:
+            partitions = set(self.partitions) | (set(written) if self.touched else set())
+        return {p: [g.file_id for g in view.file_groups(p)] for p in sorted(partitions)}
 
 
 @contextmanager
-def transaction(spark: SparkSession, table: HudiTable, conf: dict[str, str]) -> Iterator[WriteTransaction]:
-    """The write transaction of one statement that writes ``table``, with the session's ``conf``.
+def transaction(spark: SparkSession, table: HudiTable, conf: dict[str, str], replace: bool = False) -> Iterator[WriteTransaction]:
+    """The write transaction of one statement that writes ``table``, with the session's ``conf``
+    (``replace``: a replacecommit, for ``write_rows`` with a ``Replacement`` or ``write_replacement``).
 
     Started before the statement reads the table: ``txn.table`` is the snapshot its planning and
     its write read. ``write_rows`` / ``write_decided`` commit it (a statement that changes
@@ -130,16 +164,24 @@ def transaction(spark: SparkSession, table: HudiTable, conf: dict[str, str]) -> 
     services run.
     """
     settings = _write_settings(table, conf)
+    if replace:
+        action, requested = REPLACE_COMMIT, encode_requested()
+    else:
+        action, requested = DELTA_COMMIT if table.config.is_mor else COMMIT, b""
     with planned_shuffles(spark):
-        with WriteTransaction.start(spark, table, settings, DELTA_COMMIT if table.config.is_mor else COMMIT) as txn:
+        with WriteTransaction.start(spark, table, settings, action, requested) as txn:
             yield txn
     if txn.committed:
         post_commit.run(spark, txn.table, settings)
 
 
-def write_rows(txn: WriteTransaction, rows: DataFrame, operation: Operation) -> CommitMetadata:
+def write_rows(
+    txn: WriteTransaction, rows: DataFrame, operation: Operation, replacement: Replacement | None = None
+) -> CommitMetadata | None:
     """Write ``rows`` (the table's data columns; INSERT, CTAS) as the commit of ``txn``; returns
-    its metadata."""
+    its metadata. With a ``replacement`` (INSERT OVERWRITE) the rows go to new file groups, as
+    into an empty table, and the commit replaces what ``replacement`` says; ``None`` when that
+    changes nothing (no row, nothing replaced: the instant leaves no trace)."""
     spark, table = txn.spark, txn.table
     index = _index(txn)
     # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
@@ -150,9 +192,16 @@ def write_rows(txn: WriteTransaction, rows: DataFrame, operation: Operation) -> 
     if precombine and not index.is_bucket:
         rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
     task_stats = _write_file_groups(
-        spark, table, index, rows, operation, txn.instant_time, txn.settings, table.merge_rule, precombine and index.is_bucket
+        spark, table, index, rows, operation, txn.instant_time, txn.settings, table.merge_rule, precombine and index.is_bucket,
+        overwrite=replacement is not None,
     )
-    return _commit(txn, index, operation, task_stats, None)
+    return _commit(txn, index, operation, task_stats, None, replacement)
+
+
+def write_replacement(txn: WriteTransaction, replacement: Replacement) -> CommitMetadata | None:
+    """Commit ``replacement`` alone (DROP PARTITION, TRUNCATE): a replacecommit without new files;
+    ``None`` when it replaces no file group."""
+    return _commit(txn, _index(txn), replacement.operation, [], None, replacement)
 
 
 def write_decided(
@@ -239,17 +288,23 @@ def _commit(
     operation: Operation,
     task_stats: list[dict],
     counts: dict[str, str] | None,
-) -> CommitMetadata:
-    """Commit the tasks' stats rows as the metadata of ``txn``."""
+    replacement: Replacement | None = None,
+) -> CommitMetadata | None:
+    """Commit the tasks' stats rows as the metadata of ``txn`` (and what it replaces)."""
     table = txn.table
     # The tasks count what the incoming rows did (``insert_counts`` reads it back). A MERGE /
     # UPDATE / DELETE decided its rows while planning and passes its own counts, which win.
     metadata = CommitMetadata(
-        operation_type=operation.value.upper(),
+        operation_type=(replacement.operation if replacement else operation).value.upper(),
         schema=to_avro_json(table.schema, table.config.name),
         write_stats=[WriteStat.from_row(r) for r in task_stats],
         extra_metadata=counts or DmlCounts.from_write_stats(task_stats).metadata(),
     )
+    if replacement is not None:
+        replaced = replacement.file_ids(table.file_system_view(), {s.partition_path for s in metadata.write_stats})
+        if not task_stats and not any(replaced.values()):
+            return None  # nothing written, nothing replaced: the transaction rolls its instant back
+        metadata.partition_to_replace_file_ids = replaced
     unique_keys = table.has_record_key and operation is Operation.UPSERT
     txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys))
     return metadata
@@ -276,16 +331,18 @@ def _write_file_groups(
     settings: dict,
     merge_rule: MergeRule,
     precombine: bool,
+    overwrite: bool = False,
 ) -> list[dict]:
     """Tag ``incoming`` and write it by file group; ``precombine``: keep one row per key in the
-    shuffle by file group (bucket index). Returns the tasks' stats rows (``STATS_SCHEMA``)."""
+    shuffle by file group (bucket index); ``overwrite``: into new file groups only, as if the
+    table were empty. Returns the tasks' stats rows (``STATS_SCHEMA``)."""
     incoming = incoming.persist(StorageLevel.MEMORY_AND_DISK)
     cached = [incoming]
     try:
         # Rows per partition: the partitions to index, and a bound on their inserts.
         rows_by_partition = {r[0]: r[1] for r in incoming.groupBy(PARTITION_PATH).count().collect()}
         partitions = sorted(rows_by_partition)
-        view = table.file_system_view(partitions)
+        view = FileSystemView.empty() if overwrite else table.file_system_view(partitions)
         _write_partition_metadata(table, partitions, instant_time)
         lookup = operation is Operation.UPSERT
         tagged, new_groups = tag(spark, table, index, incoming, partitions, view, lookup)
@@ -512,6 +569,19 @@ def align_columns(df: DataFrame, schema: T.StructType) -> DataFrame:
     return df.select([F.col(f"`{src}`").cast(f.dataType).alias(f.name) for src, f in zip(df.columns, schema.fields)])
 
 
+def static_partition_values(partition: dict | None) -> dict[str, str | None]:
+    """The static values of ``INSERT ... PARTITION (c = 'v', d)``: {'c': 'v'} (None for NULL)."""
+    from sqlglot import exp
+
+    static: dict[str, str | None] = {}
+    for key, value in (partition or {}).items():
+        if value is not None:
+            if not isinstance(value, (exp.Literal, exp.Null)):
+                raise DataError(f"PARTITION ({key}=...) takes a literal value")
+            static[key] = None if isinstance(value, exp.Null) else value.name
+    return static
+
+
 def insert_rows(
     schema: T.StructType,
     source: DataFrame,
@@ -527,16 +597,9 @@ def insert_rows(
     other columns NULL, but never a record key or partition column: a NULL there gives the key
     another record (or another partition) than its stored version.
     """
-    from sqlglot import exp
-
     names = schema.fieldNames()
-    static: dict[str, object] = {}
-    for key, value in (partition or {}).items():
-        column = find_column(key, names, "INSERT INTO ... PARTITION")
-        if value is not None:
-            if not isinstance(value, exp.Literal) and not isinstance(value, exp.Null):
-                raise DataError(f"PARTITION ({key}=...) takes a literal value")
-            static[column] = None if isinstance(value, exp.Null) else value.name
+    static = {find_column(key, names, "INSERT INTO ... PARTITION"): value
+              for key, value in static_partition_values(partition).items()}
     if columns is None:
         targets = [n for n in names if n not in static]
     else:
