@@ -47,8 +47,6 @@ def test_a_name_that_is_not_an_identifier_is_refused_in_one_line(name):
                                 "(a name is not a path: use LOCATION '...' to place a table)")
 
 
-@pytest.mark.xfail(strict=True, reason="catalog._NAME_RE ends in '$', which also matches before a final newline: "
-                                       "check_name returns 'orders\\n', a folder name")
 def test_a_name_ending_in_a_newline_is_refused():
     with pytest.raises(SqlError, match="is not valid"):
         check_name("table", "orders\n")

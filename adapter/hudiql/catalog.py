@@ -30,7 +30,7 @@ from hudiql.table.table import has_table
 DEFAULT_DATABASE = "default"
 _REGISTRY = ".hudiql/tables"
 _VIEWS = ".hudiql/views"
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Names become folder names; most file systems allow 255 bytes, and the registry adds a suffix.
 MAX_NAME_LENGTH = 128
 
@@ -49,7 +49,7 @@ def check_name(kind: str, name: str) -> str:
         raise SqlError(f"{kind} name is empty; use letters, digits and '_'")
     if len(name) > MAX_NAME_LENGTH:
         raise SqlError(f"{kind} name '{name[:20]}...' is {len(name)} characters long; use at most {MAX_NAME_LENGTH}")
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):
         raise SqlError(
             f"{kind} name '{name}' is not valid; use letters, digits and '_' "
             "(a name is not a path: use LOCATION '...' to place a table)"

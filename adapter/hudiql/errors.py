@@ -78,7 +78,7 @@ def from_spark_error(exc: BaseException) -> HudiqlError | None:
         return damaged_file(unreadable[1], "cannot be read")
     if NULL_KEY_ERROR in text:
         detail = text[text.index(NULL_KEY_ERROR) + len(NULL_KEY_ERROR) + 2:].splitlines()[0]
-        detail = detail.split(". SQLSTATE")[0].rstrip(".\"' ")
+        detail = re.split(r"\.?\s*SQLSTATE", detail)[0].rstrip(".\"' ")
         return DataError(f"{detail}; every row needs a record key value")
     if type(exc).__name__ in ("AnalysisException", "ParseException"):
         return SqlError(spark_message(text))

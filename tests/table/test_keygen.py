@@ -140,8 +140,6 @@ def test_a_row_without_a_record_key_fails_the_write(spark, keys, rows, message):
     assert isinstance(error, DataError) and str(error).startswith(message)
 
 
-@pytest.mark.xfail(strict=True, reason="errors.from_spark_error cuts the detail at '. SQLSTATE', but Spark 4 ends "
-                                       "the raised message with ' SQLSTATE: P0001' (no period): the one line keeps it")
 def test_the_error_for_a_missing_record_key_is_one_clean_line(spark):
     with pytest.raises(Exception) as failure:
         record_keys(spark, keygen(), "id INT, name STRING", [(None, "a")])
@@ -170,9 +168,6 @@ def test_partition_path(spark, partitions, hive, url, rows, expected):
     assert partition_paths(spark, generator, "p STRING, n INT", rows) == expected
 
 
-@pytest.mark.xfail(strict=True, reason="keygen.partition_path URL-encodes with Spark's url_encode (Java URLEncoder: "
-                                       "space -> '+', non-ASCII and '*' differ); Hudi escapes with "
-                                       "PartitionPathEncodeUtils.escapePathName (Hive's escaping)")
 def test_url_encoded_partition_path_escapes_as_hudi_does(spark):
     generator = keygen(url=True)
     rows = [("2024-05-01 10:00:00", 1), ("a*b é", 1)]
@@ -258,7 +253,5 @@ def test_partition_values_of_a_path(generator, path, expected):
     assert generator.partition_values(path) == expected
 
 
-@pytest.mark.xfail(strict=True, reason="keygen.partition_values decodes with unquote_plus: a '+' Hudi left in an "
-                                       "encoded path (escapePathName keeps it) becomes a space")
 def test_partition_values_decode_a_path_as_hudi_encoded_it():
     assert keygen(url=True).partition_values("a+b c") == {"p": "a+b c"}

@@ -22,7 +22,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import unquote_plus
+from urllib.parse import unquote
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -99,7 +99,7 @@ class KeyGenerator:
         for name in self.partition_fields:
             value = self._partition_value(name, schema[name].dataType)
             value = F.when(value.isNull() | (value == ""), F.lit(DEFAULT_PARTITION)).otherwise(
-                F.url_encode(value) if self.url_encode else value
+                _escape_path_name(value) if self.url_encode else value
             )
             segments.append(F.concat(F.lit(f"{name}="), value) if self.hive_style else value)
         return F.concat_ws("/", *segments)
@@ -141,9 +141,20 @@ class KeyGenerator:
                     return None
                 segment = segment[len(prefix):]
             if self.url_encode:
-                segment = unquote_plus(segment)
+                segment = unquote(segment)
             values[name] = None if segment == DEFAULT_PARTITION else segment
         return values
+
+
+#: What Hudi escapes (as ``%XX``) in a URL-encoded partition path: control characters and these.
+_ESCAPED = [chr(c) for c in range(1, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^")
+
+
+def _escape_path_name(value: Column) -> Column:
+    """``value`` escaped as Hudi escapes partition path names; ``%`` first, so no escape is escaped again."""
+    for ch in sorted(_ESCAPED, key=lambda c: c != "%"):
+        value = F.replace(value, F.lit(ch), F.lit(f"%{ord(ch):02X}"))
+    return value
 
 
 def _java_to_spark_pattern(pattern: str) -> str:
