@@ -143,10 +143,10 @@ def test_full_refresh_and_a_failing_model(failing_refresh, project, spark):
     assert "Runtime Error in model broken (models/marts/broken.sql)" in lines
     assert lines[-1] == "Done. PASS=2 WARN=0 ERROR=1 SKIP=1 TOTAL=4"
     rebuilt = (project / "target/run/hudiql_example/models/marts/fct_orders.sql").read_text()
-    assert "CREATE TABLE default.fct_orders__hudiql_build USING hudi" in rebuilt and "/.hudiql_builds/fct_orders/" in rebuilt
+    assert "INSERT OVERWRITE TABLE default.fct_orders" in rebuilt  # same columns and keys: rebuilt in place
     assert results(project)["model.hudiql_example.after_broken"]["status"] == "skipped"
     assert len(table_rows(spark, project, "SELECT order_id FROM fct_orders")) == 7
-    assert not (project / "warehouse/fct_orders").exists()  # the table now lives in its build folder
+    assert len(list((project / "warehouse/fct_orders/.hoodie").glob("*.replacecommit"))) == 1
 
 
 def test_bad_usage_exits_2(tmp_path):

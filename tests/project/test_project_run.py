@@ -11,12 +11,14 @@ import hudiql
 import pytest
 from hudiql.catalog import Catalog
 from hudiql.io.storage import Storage
-from hudiql.project.adapter import swap
 from hudiql.project.cli.flags import Flags
 from hudiql.project.console import Console
 from hudiql.project.task.debug import DebugTask
 from hudiql.sql.statements import TableName
+from hudiql.write.transaction import WriteTransaction
 from test_project_helpers import run, run_results, write_project
+
+from conftest import official_rows
 
 
 @pytest.fixture(autouse=True)
@@ -34,41 +36,48 @@ def location(root, name: str) -> str:
     return Catalog(str(root / "warehouse")).location("default", name)
 
 
-def test_table_model_is_replaced_atomically(spark, tmp_path, monkeypatch):
-    root = write_project(tmp_path / "p", {
-        "models/t.sql": "{{ config(materialized='table', unique_key='id') }} SELECT 1 AS id, 'v{{ var(\"version\") }}' AS v",
-    }, "name: p\n")
+def test_table_model_is_rebuilt_in_place(spark, tmp_path, monkeypatch):
+    model = "{{ config(materialized='table', unique_key='id') }} SELECT 1 AS id, 'v{{ var(\"version\") }}' AS v"
+    root = write_project(tmp_path / "p", {"models/t.sql": model}, "name: p\n")
     code, out = run(root, "run", spark, vars={"version": 1})
     assert code == 0, out
     first = location(root, "t")
     assert Storage(first).full_path() == str(root / "warehouse" / "t")
 
-    seen_before_switch = []
-    real_switch = swap.switch
+    seen_before_commit = []
+    real_commit = WriteTransaction.commit
 
-    def observing_switch(catalog, build, target):
-        # The new table is complete at its own location, and readers of `t` still get the old one.
-        seen_before_switch.append((rows(spark, root, "SELECT v FROM t"), Storage(build.location).is_dir(".hoodie")))
-        real_switch(catalog, build, target)
+    def observing_commit(self, metadata, rule):
+        # The new rows are written, and readers of `t` still get the old ones.
+        seen_before_commit.append((rows(spark, root, "SELECT v FROM t"), metadata.operation_type))
+        return real_commit(self, metadata, rule)
 
-    monkeypatch.setattr(swap, "switch", observing_switch)
+    monkeypatch.setattr(WriteTransaction, "commit", observing_commit)
     code, out = run(root, "run", spark, vars={"version": 2})
+    monkeypatch.undo()
     assert code == 0, out
-    assert seen_before_switch == [([("v1",)], True)]
+    assert seen_before_commit == [([("v1",)], "INSERT_OVERWRITE_TABLE")]
     assert rows(spark, root, "SELECT v FROM t") == [("v2",)]
-    second = location(root, "t")
-    assert "/.hudiql_builds/t/" in second
-    assert not (root / "warehouse" / "t").exists()  # the old table's files went after the switch
-    assert "now reads the table built at" in (root / "target/run/p/models/t.sql").read_text()
+    assert location(root, "t") == first  # the table keeps its path: a reader of the path sees the new rows
+    assert official_rows(root / "warehouse" / "t", ["id", "v"]) == [(1, "v2")]
+    assert "INSERT OVERWRITE TABLE default.t (`id`, `v`)" in (root / "target/run/p/models/t.sql").read_text()
+    assert not (root / "warehouse" / ".hudiql_builds").exists()
 
-    # A rebuild that fails leaves the current table as it was, and no build behind.
+    # A rebuild that fails leaves the table as it was.
     (root / "models/t.sql").write_text("{{ config(materialized='table', unique_key='id') }} SELECT 1 AS id, CAST(raise_error('boom') AS STRING) AS v")
     code, out = run(root, "run", spark)
     assert code == 1 and "boom" in out
     assert rows(spark, root, "SELECT v FROM t") == [("v2",)]
-    assert location(root, "t") == second
-    assert Catalog(str(root / "warehouse")).tables("default") == ["t"]
-    assert sorted(p.name for p in (root / "warehouse/.hudiql_builds/t").iterdir()) == [second.rsplit("/", 1)[1]]
+
+    # A model whose columns changed is refused by name; --full-refresh drops and recreates the table.
+    (root / "models/t.sql").write_text(model.replace("AS v", "AS v, 2 AS w"))
+    code, out = run(root, "run", spark, vars={"version": 3})
+    assert code == 1 and "the columns of default.t changed (new: w); a rebuild in place keeps the table's columns" in out
+    assert rows(spark, root, "SELECT v FROM t") == [("v2",)]
+    code, out = run(root, "run", spark, vars={"version": 3}, full_refresh=True)
+    assert code == 0, out
+    assert rows(spark, root, "SELECT v, w FROM t") == [("v3", 2)]
+    assert location(root, "t") == first
 
 
 INCREMENTAL = """
@@ -108,7 +117,7 @@ def test_incremental_merge_on_composite_key_then_full_refresh(spark, tmp_path):
 
     code, out = run(root, "run", spark, vars={"batch": 2}, full_refresh=True)
     assert code == 0, out
-    assert "LOCATION '" in (root / "target/run/p/models/inc.sql").read_text()
+    assert "INSERT OVERWRITE TABLE default.inc" in (root / "target/run/p/models/inc.sql").read_text()
     assert "-- incremental" not in (root / "target/compiled/p/models/inc.sql").read_text()
     assert rows(spark, root, "SELECT k1, k2, v FROM inc") == [(1, "a", "second"), (2, "a", "late"), (3, "a", "new")]
 

@@ -44,17 +44,29 @@ AS
 {{ sql }}
 {%- endmacro %}
 
-{#- Create the table, or replace it atomically: the new table is built aside and the catalog entry
-    switches to it in one write, so readers see the old table until the new one is complete. -#}
+{#- Create the table, or rebuild it in place: one INSERT OVERWRITE of the whole table (a replacecommit),
+    so the table keeps its path and readers see the old rows until the new ones are committed. A model
+    whose columns, keys, partitioning, type or ordering field changed is refused, unless --full-refresh
+    drops the table and creates it again (readers see no table meanwhile). -#}
 {% macro replace_table(relation, sql) -%}
 {%- do adapter.drop_view(relation) -%}
-{%- if adapter.table_exists(relation) -%}
-  {%- set build = adapter.prepare_build(relation) -%}
-  {%- do run_query(create_table_as(build.relation, sql, build.location)) -%}
-  {%- do adapter.switch_build(build, relation) -%}
+{%- set problem = adapter.rebuild_problem(relation, model.config, sql) if adapter.table_exists(relation) else none -%}
+{%- if problem == "" -%}
+  {%- do overwrite_table(relation, sql, adapter.get_columns(relation) | map(attribute='name') | list, 'insert_overwrite_table') -%}
+{%- elif problem and not should_full_refresh() -%}
+  {{ exceptions.raise_compiler_error(problem) }}
 {%- else -%}
+  {%- if problem -%}{%- do adapter.drop_table(relation) -%}{%- endif -%}
   {%- do run_query(create_table_as(relation, sql)) -%}
 {%- endif -%}
+{%- endmacro %}
+
+{#- INSERT OVERWRITE of `relation` with the rows of `source_sql` (its `columns`, by name); `operation`:
+    insert_overwrite_table replaces the whole table, insert_overwrite the partitions the rows land in. -#}
+{% macro overwrite_table(relation, source_sql, columns, operation) -%}
+{%- set column_list -%}{% for column in columns %}{{ adapter.quote(column) }}{{ ", " if not loop.last }}{% endfor %}{%- endset -%}
+{%- do run_query("SET hoodie.datasource.write.operation=" ~ operation) -%}
+{%- do run_query("INSERT OVERWRITE TABLE " ~ relation ~ " (" ~ column_list ~ ")\nSELECT " ~ column_list ~ " FROM (\n" ~ source_sql ~ "\n) AS DBT_INTERNAL_SOURCE") -%}
 {%- endmacro %}
 
 {#- Rows of `source_sql` shaped like a table of `columns`: a column the source lacks is a typed NULL. -#}

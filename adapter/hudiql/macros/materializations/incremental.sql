@@ -2,7 +2,7 @@
     write only the model's new rows, by incremental_strategy:
     - merge (default with unique_key): MERGE INTO on the key columns, an upsert by the table's ordering field;
     - append: INSERT with the Hudi insert operation (no lookup of existing keys);
-    - insert_overwrite: the partitions the new rows touch are replaced, the others kept (an atomic rebuild).
+    - insert_overwrite: the partitions the new rows touch are replaced, the others kept (one INSERT OVERWRITE).
     on_schema_change: ignore (write the columns both have), fail, append_new_columns (new columns are added by
     an atomic rebuild; older rows read NULL in them). -#}
 {% macro materialization_incremental() %}
@@ -49,7 +49,7 @@
     {%- do run_query("SET hoodie.spark.sql.insert.into.operation=insert") -%}
     {%- do run_query(get_insert_sql(relation, sql, written)) -%}
   {%- else -%}
-    {%- do replace_partitions(relation, select_columns(sql, columns), columns) -%}
+    {%- do overwrite_table(relation, select_columns(sql, columns), columns | map(attribute='name') | list, 'insert_overwrite') -%}
   {%- endif -%}
 {%- endmacro %}
 
@@ -81,27 +81,4 @@ INSERT INTO {{ target }} ({{ column_list }})
 SELECT {{ column_list }} FROM (
 {{ source_sql }}
 ) AS DBT_INTERNAL_SOURCE
-{%- endmacro %}
-
-{#- insert_overwrite: the table rebuilt from the new rows plus the stored rows of every partition
-    the new rows do not touch, then switched in atomically. -#}
-{% macro replace_partitions(relation, rows, columns) -%}
-  {%- set partition_by = config.get('partition_by') -%}
-  {%- set column_list -%}{% for column in columns %}{{ adapter.quote(column.name) }}{{ ", " if not loop.last }}{% endfor %}{%- endset -%}
-  {%- set rebuilt -%}
-SELECT {{ column_list }} FROM (
-{{ rows }}
-) AS DBT_INTERNAL_NEW
-UNION ALL
-SELECT {{ column_list }} FROM {{ relation }} AS DBT_INTERNAL_OLD
-LEFT ANTI JOIN (
-  SELECT DISTINCT {% for p in partition_by %}{{ adapter.quote(p) }}{{ ", " if not loop.last }}{% endfor %} FROM (
-{{ rows }}
-  ) AS DBT_INTERNAL_TOUCHED_ROWS
-) AS DBT_INTERNAL_TOUCHED
-ON {% for p in partition_by %}{{ "AND " if not loop.first }}DBT_INTERNAL_OLD.{{ adapter.quote(p) }} <=> DBT_INTERNAL_TOUCHED.{{ adapter.quote(p) }} {% endfor %}
-  {%- endset -%}
-  {%- set build = adapter.prepare_build(relation) -%}
-  {%- do run_query(create_table_as(build.relation, rebuilt, build.location)) -%}
-  {%- do adapter.switch_build(build, relation) -%}
 {%- endmacro %}

@@ -191,25 +191,54 @@ class Adapter:
             common=[c.name for c in stored if c.name.lower() in incoming_names],
         )
 
-    def check_table_config(self, relation: Relation, config: dict[str, Any]) -> str:
-        """Refuse to write into a table whose keys, partitions or type differ from the model's
-        configs (the model was changed): an empty string, else the reason."""
+    def check_table_config(self, relation: Relation, config: dict[str, Any], exact: bool = False) -> str:
+        """Refuse to write into a table whose keys, partitions or type (``exact``: or ordering
+        field) differ from the model's configs (the model was changed): an empty string, else the reason."""
         table = HudiTable.load(table_location(self.catalog, relation)[0])
         found = {
             "unique_key": [k.lower() for k in table.config.record_key_fields],
             "partition_by": [p.lower() for p in table.config.partition_fields],
             "table_type": "mor" if table.config.is_mor else "cow",
+            "precombine_field": (table.config.ordering_field or "").lower(),
         }
         wanted = {
             "unique_key": [k.lower() for k in config["unique_key"]],
             "partition_by": [p.lower() for p in config["partition_by"]],
             "table_type": config["table_type"],
+            "precombine_field": (config.get("precombine_field") or "").lower(),
         }
         for key, value in found.items():
-            if key == "unique_key" and not wanted[key] and config.get("incremental_strategy") != "merge":
+            if not exact and key == "unique_key" and not wanted[key] and config.get("incremental_strategy") != "merge":
                 continue  # append and insert_overwrite write keyed tables too
+            if not exact and key == "precombine_field":
+                continue
             if value != wanted[key]:
-                return f"table {relation} has {key} {value} but the model says {wanted[key]}; run with --full-refresh to rebuild it"
+                return f"table {relation} has {key} {value or 'none'} but the model says {wanted[key] or 'none'}; run with --full-refresh to rebuild it"
+        return ""
+
+    def rebuild_problem(self, relation: Relation, config: dict[str, Any], sql: str) -> str:
+        """Why ``relation`` cannot be rebuilt in place from ``sql`` (an INSERT OVERWRITE keeps the
+        table's columns, keys, partitioning, type and ordering field): an empty string, else the reason."""
+        problem = self.check_table_config(relation, config, exact=True)
+        if problem:
+            return problem
+        stored = {c.name.lower(): c for c in self.get_columns(relation)}
+        incoming = {c.name.lower(): c for c in self.get_query_columns(sql)}
+        changes = [
+            ("new", [c.name for n, c in incoming.items() if n not in stored]),
+            ("gone", [c.name for n, c in stored.items() if n not in incoming]),
+            ("retyped", [f"{c.name} {stored[n].data_type} -> {c.data_type}" for n, c in incoming.items()
+                         if n in stored and stored[n].data_type != c.data_type]),
+        ]
+        if any(names for _, names in changes):
+            said = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in changes if names)
+            return (f"the columns of {relation} changed ({said}); a rebuild in place keeps the table's columns: "
+                    "run with --full-refresh to drop and recreate it")
+        return ""
+
+    def drop_table(self, relation: Relation) -> str:
+        """``--full-refresh``: the table goes, to be created again (readers see no table meanwhile)."""
+        self._execute(f"DROP TABLE {relation}")
         return ""
 
     # ---- atomic replacement -------------------------------------------------------------------------
