@@ -44,7 +44,7 @@ from hudiql.sql.options import TableDefinition, derive_table_properties
 from hudiql.sql.parser import parse, table_name_text
 from hudiql.table import keys
 from hudiql.table.config import TableConfig
-from hudiql.table.schema import without_meta_columns
+from hudiql.table.schema import evolve, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
 from hudiql.write.replace import matching_partitions, overwrite_mode, overwrite_replacement, partition_path
@@ -57,6 +57,7 @@ from hudiql.write.writer import (
     transaction,
     write_replacement,
     write_rows,
+    write_schema,
 )
 
 INSERT_OPERATION = keys.INSERT_INTO_OPERATION
@@ -284,6 +285,13 @@ class Session:
         props = {k: v for k, v in table.config.props.items() if k not in st.unset}
         props.update(st.set)
         TableConfig(props).save(table.storage)
+        return self._message(f"altered table {st.table}")
+
+    def _run_AlterTableColumns(self, st: S.AlterTableColumns) -> Result:
+        table = self.table(st.table)
+        fixed = [*table.config.record_key_fields, *table.config.partition_fields, *filter(None, [table.config.ordering_field])]
+        with transaction(self.spark, table, self.conf) as txn:
+            write_schema(txn, evolve(txn.table.schema, st.added, st.retyped, fixed))
         return self._message(f"altered table {st.table}")
 
     def _run_CreateView(self, st: S.CreateView) -> Result:

@@ -34,14 +34,16 @@ TBLPROPERTIES (
 )
 {%- endmacro %}
 
-{% macro create_table_as(relation, sql, location=none) -%}
+{% macro create_table_as(relation, sql) -%}
 CREATE TABLE {{ relation }} USING hudi
 {{- hudi_table_clauses() }}
-{%- if location %}
-LOCATION {{ sql_string(location) }}
-{%- endif %}
 AS
 {{ sql }}
+{%- endmacro %}
+
+{#- `c1 type1, c2 type2` of `columns` (name and data_type), for ADD COLUMNS. -#}
+{% macro column_definitions(columns) -%}
+{% for column in columns %}{{ adapter.quote(column.name) }} {{ column.data_type }}{{ ", " if not loop.last }}{% endfor %}
 {%- endmacro %}
 
 {#- Create the table, or rebuild it in place: one INSERT OVERWRITE of the whole table (a replacecommit),

@@ -12,8 +12,7 @@ with Jinja), seeds (CSV), tests and macros. Its packages, lowest layer first, as
 - ``parser``: the files of a project become the manifest;
 - ``graph/``: the DAG (``graph``), ``--select`` / ``--exclude`` (``selector``), the run order (``queue``);
 - ``adapter/``: what materialization macros call: statements on the hudiql Session (``impl``), table
-  existence (``relation``), a table rebuilt aside and switched in (``swap``: on_schema_change
-  append_new_columns only), CSV reading (``seed``);
+  existence (``relation``), CSV reading (``seed``);
 - ``compilation``: a node's SQL (Jinja rendered, ephemeral models injected as CTEs);
 - ``task/``: one class per command, and the runners of models, seeds and tests;
 - ``cli/``: the typed flags and exit codes, the argparse wiring and ``invoke``.

@@ -34,7 +34,6 @@ from hudiql.table import keys
 from hudiql.table.fsview import FileSystemView
 from hudiql.table.table import HudiTable
 
-
 #: ``<format>.`<path>``` reads files directly in Spark SQL; such names are not tables.
 FILE_FORMATS = {"parquet", "csv", "json", "orc", "avro", "text", "binaryfile"}
 #: Views within views, at most: deeper means a view names itself.

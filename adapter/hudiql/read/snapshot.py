@@ -25,8 +25,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from hudiql.errors import FormatError
-from hudiql.file_group.reader import SliceReader
 from hudiql.file_group import FileSlice
+from hudiql.file_group.reader import SliceReader
 from hudiql.table.fsview import FileSystemView
 from hudiql.table.schema import RECORD_KEY, to_arrow, with_meta_columns
 from hudiql.table.table import HudiTable

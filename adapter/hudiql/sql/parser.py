@@ -546,7 +546,7 @@ def _create_view(tree: exp.Create, text: str) -> S.CreateView:
                         bool(tree.args.get("exists")))
 
 
-def _alter(tree: exp.Alter) -> S.AlterTableProperties:
+def _alter(tree: exp.Alter) -> S.AlterTableProperties | S.AlterTableColumns:
     if (tree.args.get("kind") or "").upper() != "TABLE":
         raise SqlError("ALTER supports ALTER TABLE t SET TBLPROPERTIES (...) and UNSET TBLPROPERTIES (...)")
     actions = tree.args.get("actions") or []
@@ -554,9 +554,24 @@ def _alter(tree: exp.Alter) -> S.AlterTableProperties:
         props = actions[0].expressions
         if len(props) == 1 and isinstance(props[0], exp.Properties):
             return S.AlterTableProperties(table_name(tree.this), _property_pairs(props[0].expressions), [])
+    if len(actions) == 1 and isinstance(actions[0], exp.Schema) and actions[0].expressions:
+        fields = []
+        for item in actions[0].expressions:
+            if not isinstance(item, exp.ColumnDef) or item.args.get("kind") is None:
+                raise SqlError(f"ADD COLUMNS takes name and type, e.g. ADD COLUMNS (c STRING); got {item.sql(DIALECT)}")
+            fields.append(T.StructField(item.name, spark_type(item.args["kind"]), True))
+        added = T.StructType(fields)
+        check_column_names(added)
+        return S.AlterTableColumns(table_name(tree.this), added=added)
+    if len(actions) == 1 and isinstance(actions[0], exp.AlterColumn) and actions[0].args.get("dtype") is not None:
+        action = actions[0]
+        renamed = action.args.get("rename_to")
+        if renamed is not None and renamed.name.lower() != action.name.lower():
+            raise SqlError(f"renaming column {action.name} is not supported; a column keeps its name")
+        return S.AlterTableColumns(table_name(tree.this), retyped={action.name: spark_type(action.args["dtype"])})
     raise SqlError(
-        "ALTER TABLE supports SET TBLPROPERTIES (...), UNSET TBLPROPERTIES (...) and DROP PARTITION (...) only; "
-        "columns and names cannot change yet"
+        "ALTER TABLE supports SET / UNSET TBLPROPERTIES (...), ADD COLUMNS (...), ALTER COLUMN c TYPE t and "
+        "DROP PARTITION (...); columns cannot be dropped or renamed"
     )
 
 

@@ -119,6 +119,16 @@ PartitionSpec = dict[str, str | None]
 
 
 @dataclass
+class AlterTableColumns(Statement):
+    """``ALTER TABLE t ADD COLUMNS (c type, ...)`` or ``ALTER TABLE t ALTER [COLUMN] c TYPE type``
+    (also spelled ``CHANGE [COLUMN] c c type``)."""
+
+    table: TableName
+    added: T.StructType = field(default_factory=T.StructType)
+    retyped: dict[str, T.DataType] = field(default_factory=dict)
+
+
+@dataclass
 class TruncateTable(Statement):
     table: TableName
     partition: PartitionSpec | None = None  # None: every row of the table

@@ -231,3 +231,50 @@ def find_column(name: str, names: list[str], where: str) -> str:
         if candidate.lower() == name.lower():
             return candidate
     raise ColumnError(f"{where}: column '{name}' is not in the table; columns are: {', '.join(names)}")
+
+
+_INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+
+def widens(old: T.DataType, new: T.DataType) -> bool:
+    """Whether every value of ``old`` is a value of ``new``, so files written with ``old`` read as
+    ``new``: a larger integer, FLOAT to DOUBLE, a DECIMAL with no fewer integer or fraction digits.
+
+    >>> widens(T.IntegerType(), T.LongType()), widens(T.LongType(), T.IntegerType())
+    (True, False)
+    >>> widens(T.DecimalType(10, 2), T.DecimalType(12, 2)), widens(T.DecimalType(10, 2), T.DecimalType(10, 3))
+    (True, False)
+    """
+    if old == new:
+        return True
+    if isinstance(old, _INTEGRAL) and isinstance(new, _INTEGRAL):
+        return _INTEGRAL.index(type(new)) > _INTEGRAL.index(type(old))
+    if isinstance(old, T.FloatType) and isinstance(new, T.DoubleType):
+        return True
+    if isinstance(old, T.DecimalType) and isinstance(new, T.DecimalType):
+        return new.scale >= old.scale and new.precision - new.scale >= old.precision - old.scale
+    return False
+
+
+def evolve(schema: T.StructType, added: T.StructType, retyped: dict[str, T.DataType], fixed: Collection[str]) -> T.StructType:
+    """``schema`` with ``added`` columns at its end and ``retyped`` columns widened; ``fixed``:
+    columns whose type cannot change (record key, partition and ordering fields). Anything else is
+    a ``ColumnError`` naming the column."""
+    names = schema.fieldNames()
+    for f in added.fields:
+        existing = next((n for n in names if n.lower() == f.name.lower()), None)
+        if existing is not None:
+            raise ColumnError(f"column {existing} already exists; ADD COLUMNS takes new names")
+    fields = list(schema.fields)
+    for name, dtype in retyped.items():
+        column = find_column(name, names, "ALTER COLUMN")
+        if column.lower() in {c.lower() for c in fixed}:
+            raise ColumnError(f"column {column} is a record key, partition or ordering field; its type cannot change")
+        old = schema[column].dataType
+        if not widens(old, dtype):
+            raise ColumnError(
+                f"column {column} cannot change from {old.simpleString()} to {dtype.simpleString()}: only a wider type "
+                "(a larger integer, FLOAT to DOUBLE, a DECIMAL with more digits) keeps every stored value"
+            )
+        fields = [T.StructField(f.name, dtype, f.nullable, f.metadata) if f.name == column else f for f in fields]
+    return T.StructType(fields + [T.StructField(f.name, f.dataType, True) for f in added.fields])

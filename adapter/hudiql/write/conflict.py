@@ -29,7 +29,7 @@ from hudiql.table.commit import CommitMetadata, WriteStat
 from hudiql.table.compaction_plan import decode_plan
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.table.layout import bucket_of_file_id, parse_data_file_name
-from hudiql.table.schema import PARTITION_PATH, RECORD_KEY
+from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, from_avro, without_meta_columns
 from hudiql.table.timeline import COMPACTION, WRITE_ACTIONS, Instant, Timeline
 
 RETRY = "nothing of this write was committed: run the statement again"
@@ -52,6 +52,7 @@ class _Touched:
 
     groups: frozenset[tuple[str, str]]
     inserted: tuple[str, ...]
+    schema: str | None = None
 
 
 def concurrent_instants(snapshot: Timeline, current: Timeline, own: str, actions: tuple[str, ...]) -> list[Instant]:
@@ -86,6 +87,9 @@ def check(
     inserted_by: dict[str, Instant] = {}
     for other in concurrent_instants(snapshot, current, own.timestamp, rule.actions):
         theirs = _touched(current, other)
+        if ours.schema and theirs.schema and _columns(ours.schema) != _columns(theirs.schema):
+            # A commit's schema becomes the table's: the later one would undo the other's.
+            raise _conflict(own, other, "the table's schema, differently")
         both = mine.groups & theirs.groups
         if both:
             partition, file_id = sorted(both)[0]
@@ -98,6 +102,10 @@ def check(
         inserted_by.update((path, other) for path in theirs.inserted)
     if rule.unique_keys and mine.inserted and inserted_by:
         _check_keys(spark, storage, own, mine.inserted, inserted_by)
+
+
+def _columns(avro_schema: str) -> T.StructType:
+    return without_meta_columns(from_avro(avro_schema))
 
 
 def _conflict(own: Instant, other: Instant, what: str) -> WriteConflictError:
@@ -114,7 +122,8 @@ def _touched(timeline: Timeline, instant: Instant) -> _Touched:
         plan = decode_plan(timeline.read_requested(instant))
         return _Touched(frozenset((op.partition_path, op.file_id) for op in plan), ())
     meta = read_commit_metadata(timeline, instant)
-    return _touched_by_stats(meta.write_stats, meta.partition_to_replace_file_ids)
+    touched = _touched_by_stats(meta.write_stats, meta.partition_to_replace_file_ids)
+    return _Touched(touched.groups, touched.inserted, meta.schema)
 
 
 def _touched_by_stats(stats: list[WriteStat], replaced: dict[str, list[str]]) -> _Touched:

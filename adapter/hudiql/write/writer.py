@@ -50,6 +50,7 @@ from hudiql.table.layout import (
     partition_metadata,
 )
 from hudiql.table.merge import MergeRule
+from hudiql.table.replace_plan import encode_requested
 from hudiql.table.schema import (
     IS_DELETED,
     META_COLUMNS,
@@ -62,7 +63,6 @@ from hudiql.table.schema import (
     with_meta_columns,
 )
 from hudiql.table.table import HudiTable
-from hudiql.table.replace_plan import encode_requested
 from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from hudiql.write.append_handle import AppendTask, LogTarget
 from hudiql.write.bucket import Bucket, assign_inserts
@@ -196,6 +196,14 @@ def write_rows(
         overwrite=replacement is not None,
     )
     return _commit(txn, index, operation, task_stats, None, replacement)
+
+
+def write_schema(txn: WriteTransaction, schema: T.StructType) -> CommitMetadata:
+    """Commit ``schema`` as the table's (ALTER TABLE ... COLUMNS): a commit without files, operation
+    ALTER_SCHEMA, as Hudi records a schema change. Files written before read added columns as NULL."""
+    metadata = CommitMetadata(operation_type="ALTER_SCHEMA", schema=to_avro_json(schema, txn.table.config.name))
+    txn.commit(metadata, ConflictRule())
+    return metadata
 
 
 def write_replacement(txn: WriteTransaction, replacement: Replacement) -> CommitMetadata | None:

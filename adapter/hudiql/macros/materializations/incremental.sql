@@ -3,8 +3,8 @@
     - merge (default with unique_key): MERGE INTO on the key columns, an upsert by the table's ordering field;
     - append: INSERT with the Hudi insert operation (no lookup of existing keys);
     - insert_overwrite: the partitions the new rows touch are replaced, the others kept (one INSERT OVERWRITE).
-    on_schema_change: ignore (write the columns both have), fail, append_new_columns (new columns are added by
-    an atomic rebuild; older rows read NULL in them). -#}
+    on_schema_change: ignore (write the columns both have), fail, append_new_columns (ALTER TABLE ADD COLUMNS
+    first; older rows read NULL in them). -#}
 {% macro materialization_incremental() %}
   {%- do adapter.drop_view(this) -%}
   {%- if not adapter.table_exists(this) or should_full_refresh() -%}
@@ -25,14 +25,10 @@
 
   {%- set columns = adapter.get_columns(this) -%}
   {%- if change.added and on_schema_change == 'append_new_columns' -%}
+    {%- do run_query("ALTER TABLE " ~ this ~ " ADD COLUMNS (" ~ column_definitions(change.added) ~ ")") -%}
     {%- set columns = columns + change.added -%}
-    {%- set build = adapter.prepare_build(this) -%}
-    {%- do run_query(create_table_as(build.relation, select_columns("SELECT * FROM " ~ this, columns), build.location)) -%}
-    {%- do write_increment(build.relation, columns, change) -%}
-    {%- do adapter.switch_build(build, this) -%}
-  {%- else -%}
-    {%- do write_increment(this, columns, change) -%}
   {%- endif -%}
+  {%- do write_increment(this, columns, change) -%}
 {% endmacro %}
 
 {#- Write the model's rows (`sql`) into `relation`, a table of `columns`; only the columns the model

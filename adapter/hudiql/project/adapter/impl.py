@@ -25,7 +25,6 @@ from pyspark.sql import Row, SparkSession
 from hudiql.catalog import Catalog
 from hudiql.console import quiet as quiet_console
 from hudiql.errors import HudiqlError, SqlError
-from hudiql.project.adapter import swap
 from hudiql.project.adapter.relation import table_exists, table_location
 from hudiql.project.adapter.seed import read_seed
 from hudiql.project.artifacts.nodes import Column, Relation
@@ -44,7 +43,6 @@ class NodeScope:
     new_session: Callable[[], Session]
     statements: list[str] = field(default_factory=list)
     response: dict[str, Any] = field(default_factory=dict)
-    builds: list[swap.Build] = field(default_factory=list)  # prepared, not yet switched in
     _session: Session | None = None
 
     @property
@@ -99,8 +97,7 @@ class Adapter:
 
     @contextmanager
     def node_scope(self) -> Iterator[NodeScope]:
-        """Run a node's statements in a fresh session; builds it prepared and did not switch in are
-        removed when it ends (a failed materialization leaves nothing behind)."""
+        """Run a node's statements in a fresh session."""
         scope = NodeScope(self.new_session)
         outer = getattr(self._local, "scope", None)  # a view created for a node runs inside its scope
         self._local.scope = scope
@@ -108,8 +105,6 @@ class Adapter:
             yield scope
         finally:
             self._local.scope = outer
-            for build in scope.builds:
-                swap.discard(self.catalog, build)
 
     @property
     def scope(self) -> NodeScope:
@@ -239,18 +234,6 @@ class Adapter:
     def drop_table(self, relation: Relation) -> str:
         """``--full-refresh``: the table goes, to be created again (readers see no table meanwhile)."""
         self._execute(f"DROP TABLE {relation}")
-        return ""
-
-    # ---- atomic replacement -------------------------------------------------------------------------
-    def prepare_build(self, relation: Relation) -> swap.Build:
-        build = swap.prepare_build(self.catalog, relation)
-        self.scope.builds.append(build)
-        return build
-
-    def switch_build(self, build: swap.Build, relation: Relation) -> str:
-        swap.switch(self.catalog, build, relation)
-        self.scope.builds.remove(build)
-        self.scope.statements.append(f"-- {relation} now reads the table built at {build.location}")
         return ""
 
     # ---- seeds --------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Whether a model's table exists, decided from storage and failing closed.
 
-A table exists when its ``.hoodie`` folder does, at its registered location (an external or
-swapped table) or its managed one. Anything that prevents a sure answer (a failed listing, a
+A table exists when its ``.hoodie`` folder does, at its registered location (an external table)
+or its managed one. Anything that prevents a sure answer (a failed listing, a
 registered location without ``.hoodie``, a ``.hoodie`` without ``hoodie.properties``) raises
 ``RelationStateError``: the model fails, and a table it could not see is never recreated.
 
