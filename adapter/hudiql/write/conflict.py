@@ -104,8 +104,9 @@ def check(
         _check_keys(spark, storage, own, mine.inserted, inserted_by)
 
 
-def _columns(avro_schema: str) -> T.StructType:
-    return without_meta_columns(from_avro(avro_schema))
+def _columns(avro_schema: str) -> list[tuple[str, str]]:
+    """Names and types of a commit's schema (writers spell nullability and docs differently)."""
+    return [(f.name.lower(), f.dataType.simpleString()) for f in without_meta_columns(from_avro(avro_schema)).fields]
 
 
 def _conflict(own: Instant, other: Instant, what: str) -> WriteConflictError:
