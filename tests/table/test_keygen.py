@@ -212,8 +212,6 @@ def test_timestamp_based_partition_path_is_the_utc_time_formatted(los_angeles, d
     assert partition_paths(los_angeles, generator, f"ts {ddl}", [(value,)]) == [expected]
 
 
-@pytest.mark.xfail(strict=True, reason="keygen._partition_value parses a STRING without an offset in the session "
-                                       "time zone; Hudi reads it in hoodie.keygen.timebased.input.timezone (UTC)")
 @pytest.mark.parametrize(
     ("value", "input_format"), [("2024-05-01 10:30:00", None), ("01/05/2024 10", "dd/MM/yyyy HH")])
 def test_timestamp_based_path_of_a_string_without_offset_reads_it_as_utc(los_angeles, value, input_format):

@@ -118,7 +118,10 @@ class KeyGenerator:
             return F.date_format(col, fmt)
         if isinstance(dtype, T.StringType):
             in_fmt = _java_to_spark_pattern(self.timestamp_input_format or "yyyy-MM-dd HH:mm:ss")
-            return F.date_format(F.to_utc_timestamp(F.to_timestamp(col, in_fmt), F.current_timezone()), fmt)
+            if _has_offset(in_fmt):  # the string names its offset: its instant, as UTC wall-clock time
+                return F.date_format(F.to_utc_timestamp(F.to_timestamp(col, in_fmt), F.current_timezone()), fmt)
+            # No offset: the string is UTC wall-clock time, as Hudi reads it (input time zone UTC).
+            return F.date_format(F.to_timestamp_ntz(col, F.lit(in_fmt)), fmt)
         ts_type = (self.timestamp_type or "EPOCHMILLISECONDS").upper()
         seconds = col / 1000 if ts_type == "EPOCHMILLISECONDS" else col * 86400 if ts_type == "SCALAR" else col
         return F.date_format(F.to_utc_timestamp(F.timestamp_seconds(seconds), F.current_timezone()), fmt)
@@ -155,6 +158,12 @@ def _escape_path_name(value: Column) -> Column:
     for ch in sorted(_ESCAPED, key=lambda c: c != "%"):
         value = F.replace(value, F.lit(ch), F.lit(f"%{ord(ch):02X}"))
     return value
+
+
+def _has_offset(pattern: str) -> bool:
+    """Whether a datetime pattern reads a zone or offset (letters outside quoted text)."""
+    unquoted = "".join(part for i, part in enumerate(pattern.split("'")) if i % 2 == 0)
+    return any(letter in unquoted for letter in "XxZzOV")
 
 
 def _java_to_spark_pattern(pattern: str) -> str:
