@@ -76,9 +76,9 @@ REFUSED = [
     ("ALTER TABLE t DROP PARTITION (dt='d1') PURGE", SqlError,
      "statement 1 (line 1, column 1): DROP PARTITION ... PURGE is not supported: a dropped partition's files stay "
      "until the table is cleaned; drop it without PURGE"),
-    ("ALTER TABLE t RENAME TO u", SqlError,
+    ("ALTER TABLE t DROP COLUMN v", SqlError,
      "statement 1 (line 1, column 1): ALTER TABLE supports SET / UNSET TBLPROPERTIES (...), ADD COLUMNS (...), "
-     "ALTER COLUMN c TYPE t and DROP PARTITION (...); columns cannot be dropped or renamed"),
+     "ALTER COLUMN c TYPE t, RENAME TO and DROP PARTITION (...); columns cannot be dropped or renamed"),
     ("SHOW FUNCTIONS", SqlError,
      "statement 1 (line 1, column 1): SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t and CREATE TABLE t"),
     ("EXPLAIN INSERT INTO t VALUES (3, 'c', 1, 'd1')", SqlError,

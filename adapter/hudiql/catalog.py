@@ -85,8 +85,23 @@ class Catalog:
         return sorted({DEFAULT_DATABASE, *names})
 
     def managed_location(self, database: str, table: str) -> str:
+        return self.storage.uri(self._managed_path(database, table))
+
+    def _managed_path(self, database: str, table: str) -> str:
         db_path = self.database_path(database)
-        return self.storage.uri(f"{db_path}/{table}" if db_path else table)
+        return f"{db_path}/{table}" if db_path else table
+
+    def rename(self, database: str, table: str, new_database: str, new_table: str) -> str:
+        """Give a table another name; returns its location. An external table keeps its folder (its
+        registration moves); a managed table's folder moves with its name, as Spark moves it."""
+        if self.is_external(database, table):
+            location = self.storage.read(self._registry_path(database, table)).decode().strip()
+            self.register_external(new_database, new_table, location)
+            self.unregister(database, table)
+            return location
+        self.storage.fs.move(self.storage.full_path(self._managed_path(database, table)),
+                             self.storage.full_path(self._managed_path(new_database, new_table)))
+        return self.managed_location(new_database, new_table)
 
     def _registry_path(self, database: str, table: str) -> str:
         return f"{_REGISTRY}/{database}/{table}"

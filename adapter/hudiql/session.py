@@ -43,7 +43,7 @@ from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, derive_table_properties
 from hudiql.sql.parser import parse, table_name_text
 from hudiql.table import keys
-from hudiql.table.config import TableConfig
+from hudiql.table.config import TABLE_NAME, TableConfig
 from hudiql.table.schema import evolve, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
@@ -286,6 +286,19 @@ class Session:
         props.update(st.set)
         TableConfig(props).save(table.storage)
         return self._message(f"altered table {st.table}")
+
+    def _run_RenameTable(self, st: S.RenameTable) -> Result:
+        table = self.table(st.table)
+        database, name = self.resolve(st.table)
+        new_database, new_name = self.resolve(st.new_name)
+        if not self.catalog.database_exists(new_database):
+            raise TableNotFoundError(f"database {new_database} does not exist; CREATE DATABASE {new_database} first")
+        if self.catalog.location(new_database, new_name) is not None or self.view(st.new_name) is not None:
+            raise TableExistsError(f"{new_database}.{new_name} already exists; choose another name")
+        location = self.catalog.rename(database, name, new_database, new_name)
+        storage = Storage(location)
+        TableConfig({**table.config.props, TABLE_NAME: new_name}).save(storage)  # hoodie.table.name follows
+        return self._message(f"renamed table {database}.{name} to {new_database}.{new_name}")
 
     def _run_AlterTableColumns(self, st: S.AlterTableColumns) -> Result:
         table = self.table(st.table)

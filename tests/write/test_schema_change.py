@@ -1,4 +1,5 @@
-"""A schema that grows: ALTER TABLE ... ADD COLUMNS and ALTER COLUMN ... TYPE (widening).
+"""A schema that grows: ALTER TABLE ... ADD COLUMNS and ALTER COLUMN ... TYPE (widening); and
+ALTER TABLE ... RENAME TO.
 
 A schema change is a commit without files whose metadata carries the new schema (operation
 ALTER_SCHEMA), as Hudi records one; files written before read added columns as NULL and narrower
@@ -12,11 +13,11 @@ import json
 from decimal import Decimal
 
 import pytest
-from conftest import hudiql_rows, instants, official_rows
-
-from hudiql.errors import ColumnError, SqlError, WriteConflictError
+from hudiql.errors import ColumnError, SqlError, TableExistsError, TableNotFoundError, WriteConflictError
 from hudiql.sql.statements import TableName
 from hudiql.write.writer import Operation, transaction, write_rows
+
+from conftest import hudiql_rows, instants, official_rows
 
 DDL = ("CREATE TABLE t (id INT, v INT, f FLOAT, d DECIMAL(6,2), ts BIGINT, dt STRING) USING hudi "
        "PARTITIONED BY (dt) TBLPROPERTIES (primaryKey='id', preCombineField='ts', type='{kind}')")
@@ -95,3 +96,28 @@ def test_a_write_that_started_before_a_schema_change_conflicts_with_it(session, 
     assert hudiql_rows(session, "SELECT id, note FROM t") == [(1, None)]
     session.sql("INSERT INTO t VALUES (2, 20, 2.5, 2, 1, 'b', 'retried')")  # a retry sees the new schema
     assert hudiql_rows(session, "SELECT id, note FROM t") == [(1, None), (2, "retried")]
+
+
+@pytest.mark.parametrize("external", [False, True])
+def test_rename_table(session, warehouse, tmp_path, external):
+    location = f" LOCATION '{tmp_path / 'ext'}'" if external else ""
+    session.sql(DDL.format(kind="cow") + location)
+    session.sql("INSERT INTO t VALUES (1, 10, 1.5, 1.25, 1, 'a')")
+    session.sql("CREATE DATABASE other")
+    with pytest.raises(TableNotFoundError, match="database nope does not exist"):
+        session.sql("ALTER TABLE t RENAME TO nope.u")
+    session.sql("CREATE TABLE taken (id INT) USING hudi")
+    with pytest.raises(TableExistsError, match="default.taken already exists"):
+        session.sql("ALTER TABLE t RENAME TO taken")
+
+    session.sql("ALTER TABLE t RENAME TO other.u")
+    assert hudiql_rows(session, "SHOW TABLES IN other") == [("other", "u", False)]
+    with pytest.raises(TableNotFoundError):
+        session.sql("SELECT * FROM t")
+    assert hudiql_rows(session, "SELECT id, v FROM other.u") == [(1, 10)]
+    folder = tmp_path / "ext" if external else warehouse / "other.db" / "u"
+    assert not (warehouse / "t").exists()
+    assert "hoodie.table.name=u" in (folder / ".hoodie" / "hoodie.properties").read_text()
+    assert official_rows(folder, ["id", "v"]) == [(1, 10)]
+    session.sql("INSERT INTO other.u VALUES (2, 20, 2.5, 2, 1, 'b')")  # writes go on under the new name
+    assert hudiql_rows(session, "SELECT id FROM other.u") == [(1,), (2,)]

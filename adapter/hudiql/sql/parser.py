@@ -546,7 +546,7 @@ def _create_view(tree: exp.Create, text: str) -> S.CreateView:
                         bool(tree.args.get("exists")))
 
 
-def _alter(tree: exp.Alter) -> S.AlterTableProperties | S.AlterTableColumns:
+def _alter(tree: exp.Alter) -> S.AlterTableProperties | S.AlterTableColumns | S.RenameTable:
     if (tree.args.get("kind") or "").upper() != "TABLE":
         raise SqlError("ALTER supports ALTER TABLE t SET TBLPROPERTIES (...) and UNSET TBLPROPERTIES (...)")
     actions = tree.args.get("actions") or []
@@ -554,6 +554,8 @@ def _alter(tree: exp.Alter) -> S.AlterTableProperties | S.AlterTableColumns:
         props = actions[0].expressions
         if len(props) == 1 and isinstance(props[0], exp.Properties):
             return S.AlterTableProperties(table_name(tree.this), _property_pairs(props[0].expressions), [])
+    if len(actions) == 1 and isinstance(actions[0], exp.AlterRename):
+        return S.RenameTable(table_name(tree.this), table_name(actions[0].this))
     if len(actions) == 1 and isinstance(actions[0], exp.Schema) and actions[0].expressions:
         fields = []
         for item in actions[0].expressions:
@@ -570,8 +572,8 @@ def _alter(tree: exp.Alter) -> S.AlterTableProperties | S.AlterTableColumns:
             raise SqlError(f"renaming column {action.name} is not supported; a column keeps its name")
         return S.AlterTableColumns(table_name(tree.this), retyped={action.name: spark_type(action.args["dtype"])})
     raise SqlError(
-        "ALTER TABLE supports SET / UNSET TBLPROPERTIES (...), ADD COLUMNS (...), ALTER COLUMN c TYPE t and "
-        "DROP PARTITION (...); columns cannot be dropped or renamed"
+        "ALTER TABLE supports SET / UNSET TBLPROPERTIES (...), ADD COLUMNS (...), ALTER COLUMN c TYPE t, "
+        "RENAME TO and DROP PARTITION (...); columns cannot be dropped or renamed"
     )
 
 

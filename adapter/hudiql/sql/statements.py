@@ -119,6 +119,14 @@ PartitionSpec = dict[str, str | None]
 
 
 @dataclass
+class RenameTable(Statement):
+    """``ALTER TABLE t RENAME TO u``."""
+
+    table: TableName
+    new_name: TableName
+
+
+@dataclass
 class AlterTableColumns(Statement):
     """``ALTER TABLE t ADD COLUMNS (c type, ...)`` or ``ALTER TABLE t ALTER [COLUMN] c TYPE type``
     (also spelled ``CHANGE [COLUMN] c c type``)."""
