@@ -47,7 +47,7 @@ from hudiql.table.config import TABLE_NAME, TableConfig
 from hudiql.table.schema import evolve, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
-from hudiql.write.replace import matching_partitions, overwrite_mode, overwrite_replacement, partition_path
+from hudiql.write.replace import matching_partitions, overwrite_mode, overwrite_replacement, partition_paths
 from hudiql.write.writer import (
     Operation,
     Replacement,
@@ -406,7 +406,8 @@ class Session:
         if not table.keygen.is_partitioned:
             raise SqlError(f"SHOW PARTITIONS: table {st.table} is not partitioned")
         rows = []
-        wanted = set(matching_partitions(table, st.partition, "SHOW PARTITIONS ... PARTITION")) if st.partition else None
+        wanted = set(matching_partitions(table, st.partition, "SHOW PARTITIONS ... PARTITION",
+                                         "SHOW PARTITIONS without PARTITION (...) lists them")) if st.partition else None
         for path in table.file_system_view().partitions():
             if wanted is not None and path not in wanted:
                 continue
@@ -497,7 +498,10 @@ class Session:
         mode = overwrite_mode(self.conf, table, self.spark)
         with transaction(self.spark, table, self.conf, replace=True) as txn:
             static = static_partition_values(st.partition)
-            matching = matching_partitions(txn.table, static, "INSERT OVERWRITE ... PARTITION") if mode == "STATIC" else ()
+            matching = matching_partitions(
+                txn.table, static, "INSERT OVERWRITE ... PARTITION",
+                f"SET {keys.OVERWRITE_MODE}=DYNAMIC to replace the partitions the rows land in",
+            ) if mode == "STATIC" else ()
             replacement = overwrite_replacement(table.keygen.partition_fields, st.partition, mode, overwrite, matching)
             metadata = write_rows(txn, self._insert_rows(txn.table, st), operation, replacement)
         return self._dml_result(insert_counts(metadata) if metadata else DmlCounts())
@@ -527,8 +531,7 @@ class Session:
     def _existing_partitions(self, table: HudiTable, specs: list[S.PartitionSpec], what: str, if_exists: bool) -> tuple[str, ...]:
         live = set(table.file_system_view().partitions())
         out = []
-        for spec in specs:
-            path = partition_path(self.spark, table, spec, what)
+        for path in partition_paths(self.spark, table, specs, what):
             if path in live:
                 out.append(path)
             elif not if_exists:

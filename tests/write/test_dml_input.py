@@ -140,12 +140,14 @@ def test_merge_star_refuses_a_source_column_the_target_lacks(session, warehouse,
     pytest.param(["id", "v", "ts"], None, "partition column day", id="partition_column_left_out"),
     pytest.param(["v", "ts", "day"], None, "record key column id", id="record_key_left_out"),
     pytest.param(["V", "TS", "Day"], None, "record key column id", id="names_any_case"),
+    pytest.param(None, {"dday": None}, "INSERT INTO ... PARTITION", id="unknown_dynamic_partition_column"),
 ])
 def test_insert_column_list_must_give_key_and_partition_columns(session, columns, partition, needle):
     session.sql("CREATE TABLE p (id INT, v STRING, ts INT, day STRING) USING hudi PARTITIONED BY (day) "
                 "TBLPROPERTIES (primaryKey='id')")
     table = session.table(S.TableName(None, "p"))
-    source = session.spark.createDataFrame([tuple(range(len(columns)))], [f"c{i}" for i in range(len(columns))])
+    width = len(columns) if columns else 3  # no list: the query gives every column but the partition's
+    source = session.spark.createDataFrame([tuple(range(width))], [f"c{i}" for i in range(width)])
     with pytest.raises(ColumnError) as info:
         insert_rows(table.schema, source, columns, partition, table.config.record_key_fields, table.config.partition_fields)
     assert needle in str(info.value) and "\n" not in str(info.value)

@@ -154,10 +154,13 @@ _ESCAPED = [chr(c) for c in range(1, 0x20)] + list("\"#%'*/:=?\\\x7f{[]^")
 
 
 def _escape_path_name(value: Column) -> Column:
-    """``value`` escaped as Hudi escapes partition path names; ``%`` first, so no escape is escaped again."""
+    """``value`` escaped as Hudi escapes partition path names; ``%`` first, so no escape is escaped
+    again. Most values hold no such character: one match test, and they pass unchanged."""
+    escaped = value
     for ch in sorted(_ESCAPED, key=lambda c: c != "%"):
-        value = F.replace(value, F.lit(ch), F.lit(f"%{ord(ch):02X}"))
-    return value
+        escaped = F.replace(escaped, F.lit(ch), F.lit(f"%{ord(ch):02X}"))
+    needs = "[" + "".join(f"\\x{ord(c):02x}" for c in _ESCAPED) + "]"
+    return F.when(value.rlike(needs), escaped).otherwise(value)
 
 
 def _has_offset(pattern: str) -> bool:

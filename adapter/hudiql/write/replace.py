@@ -65,15 +65,16 @@ def overwrite_replacement(
     return Replacement(Operation.INSERT_OVERWRITE, static_partitions if mode == "STATIC" else (), touched=True)
 
 
-def matching_partitions(table: HudiTable, spec: PartitionSpec, what: str) -> tuple[str, ...]:
-    """The table's live partitions whose values match ``spec`` (some partition columns -> value)."""
+def matching_partitions(table: HudiTable, spec: PartitionSpec, what: str, instead: str) -> tuple[str, ...]:
+    """The table's live partitions whose values match ``spec`` (some partition columns -> value);
+    ``instead``: what to do when the table's paths cannot be matched."""
     if not spec:
         return ()
     wanted = {_partition_column(table, name, what): value for name, value in spec.items()}
     if table.keygen.is_timestamp_based:
         raise SqlError(
             f"{what}: the partition paths of table {table.config.name} are formatted timestamps, which a "
-            "PARTITION (...) value cannot match; write the partition column in the query instead (dynamic)"
+            f"PARTITION (...) value cannot match; {instead}"
         )
     out = []
     for path in table.file_system_view().partitions():
@@ -83,19 +84,22 @@ def matching_partitions(table: HudiTable, spec: PartitionSpec, what: str) -> tup
     return tuple(out)
 
 
-def partition_path(spark: SparkSession, table: HudiTable, spec: PartitionSpec, what: str) -> str:
-    """The path of the partition ``spec`` names; every partition column must have a value."""
+def partition_paths(spark: SparkSession, table: HudiTable, specs: list[PartitionSpec], what: str) -> list[str]:
+    """The paths of the partitions ``specs`` name (one small Spark job: the key generator's own
+    expression); every partition column must have a value."""
     if not table.keygen.is_partitioned:
         raise SqlError(f"{what}: table {table.config.name} is not partitioned; it has no partition to name")
-    given = {_partition_column(table, name, what): value for name, value in spec.items()}
-    missing = [f for f in table.keygen.partition_fields if f not in given]
-    if missing:
-        raise SqlError(f"{what}: give every partition column a value; missing {', '.join(missing)}")
     fields = [table.schema[name] for name in table.keygen.partition_fields]
+    rows = []
+    for spec in specs:
+        given = {_partition_column(table, name, what): value for name, value in spec.items()}
+        missing = [f.name for f in fields if f.name not in given]
+        if missing:
+            raise SqlError(f"{what}: give every partition column a value; missing {', '.join(missing)}")
+        rows.append(tuple(given[f.name] for f in fields))
     text = T.StructType([T.StructField(f.name, T.StringType()) for f in fields])
-    row = spark.createDataFrame([tuple(given[f.name] for f in fields)], text)
-    typed = row.select([F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in fields])
-    return typed.select(table.keygen.partition_path(table.schema)).first()[0]
+    typed = spark.createDataFrame(rows, text).select([F.col(f"`{f.name}`").cast(f.dataType).alias(f.name) for f in fields])
+    return [r[0] for r in typed.select(table.keygen.partition_path(table.schema)).collect()]
 
 
 def _partition_column(table: HudiTable, name: str, what: str) -> str:

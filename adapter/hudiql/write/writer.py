@@ -144,13 +144,16 @@ class Replacement:
     partitions: tuple[str, ...] = ()
     touched: bool = False
 
-    def file_ids(self, view: FileSystemView, written: Collection[str]) -> dict[str, list[str]]:
-        """``partitionToReplaceFileIds``; ``written``: the partitions the new rows went to."""
+    def file_ids(self, table: HudiTable, written: Collection[str]) -> dict[str, list[str]]:
+        """``partitionToReplaceFileIds`` in ``table`` (the snapshot); ``written``: the partitions
+        the new rows went to. Only the partitions replaced are listed."""
         if self.operation is Operation.INSERT_OVERWRITE_TABLE:
-            partitions = set(view.partitions())
+            view = table.file_system_view()
+            partitions = view.partitions()
         else:
-            partitions = set(self.partitions) | (set(written) if self.touched else set())
-        return {p: [g.file_id for g in view.file_groups(p)] for p in sorted(partitions)}
+            partitions = sorted(set(self.partitions) | (set(written) if self.touched else set()))
+            view = table.file_system_view(partitions)
+        return {p: [g.file_id for g in view.file_groups(p)] for p in partitions}
 
 
 @contextmanager
@@ -309,7 +312,7 @@ def _commit(
         extra_metadata=counts or DmlCounts.from_write_stats(task_stats).metadata(),
     )
     if replacement is not None:
-        replaced = replacement.file_ids(table.file_system_view(), {s.partition_path for s in metadata.write_stats})
+        replaced = replacement.file_ids(table, {s.partition_path for s in metadata.write_stats})
         if not task_stats and not any(replaced.values()):
             return None  # nothing written, nothing replaced: the transaction rolls its instant back
         metadata.partition_to_replace_file_ids = replaced
@@ -606,6 +609,8 @@ def insert_rows(
     another record (or another partition) than its stored version.
     """
     names = schema.fieldNames()
+    for key in partition or {}:
+        find_column(key, names, "INSERT INTO ... PARTITION")  # a dynamic column must exist too
     static = {find_column(key, names, "INSERT INTO ... PARTITION"): value
               for key, value in static_partition_values(partition).items()}
     if columns is None:
