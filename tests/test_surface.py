@@ -124,9 +124,11 @@ REFUSED = [
     ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.table.cdc.enabled'='true')", OptionError,
      "hoodie.table.cdc.enabled=true is not supported: hudiql does not write change data capture (CDC) logs; "
      "remove the option or set it to false"),
-    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.cleaner.commits.retained'='2')", OptionError,
-     "hoodie.cleaner.commits.retained=2 is not supported: hudiql does not clean or archive yet "
-     "(every file version and instant is kept); remove the option"),
+    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.cleaner.commits.retained'='20')", OptionError,
+     "hoodie.keep.min.commits=20 must be greater than hoodie.cleaner.commits.retained=20: raise hoodie.keep.min.commits "
+     "(and hoodie.keep.max.commits above it) or lower hoodie.cleaner.commits.retained"),
+    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.cleaner.policy'='KEEP_ALL')", OptionError,
+     "hoodie.cleaner.policy=KEEP_ALL is not valid; use KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS or KEEP_LATEST_BY_HOURS"),
     ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.index.type'='BLOOM')", OptionError,
      "hoodie.index.type=BLOOM is not supported: hudiql writes no bloom filters; "
      "use SIMPLE (a key lookup in the latest base files) or BUCKET"),

@@ -25,6 +25,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudiql import procedures
 from hudiql.catalog import DEFAULT_DATABASE, Catalog, View
 from hudiql.errors import (
     OptionError,
@@ -37,7 +38,6 @@ from hudiql.errors import (
 from hudiql.io.storage import Storage
 from hudiql.read.query import QueryPlanner
 from hudiql.read.snapshot import table_columns
-from hudiql.services import compaction
 from hudiql.sql import ddl
 from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, derive_table_properties
@@ -228,6 +228,7 @@ class Session:
         if columns is None:
             raise SqlError(f"no Hudi table at {location}: give the columns or AS SELECT")
         _warn(keys.validate_table_options(st.options))
+        keys.check_retention(st.options)
         props, schema = derive_table_properties(TableDefinition(
             name=name, database=database, schema=columns, primary_key=st.primary_key,
             partitioned_by=st.partitioned_by, options=st.options, dialect=st.dialect,
@@ -284,6 +285,7 @@ class Session:
                 )
         props = {k: v for k, v in table.config.props.items() if k not in st.unset}
         props.update(st.set)
+        keys.check_retention(props)
         TableConfig(props).save(table.storage)
         return self._message(f"altered table {st.table}")
 
@@ -427,23 +429,11 @@ class Session:
         return Result(self.spark.createDataFrame([(text,)], "createtab_stmt string"), True)
 
     def _run_Call(self, st: S.Call) -> Result:
-        procedures = ("show_table_properties", "run_compaction", "show_compaction")
-        if st.procedure not in procedures:
-            raise SqlError(f"unknown procedure '{st.procedure}'; available: {', '.join(procedures)}")
-        if "table" not in st.args:
-            raise SqlError(f"CALL {st.procedure} needs table => 'name'")
-        table = self.table(table_name_text(st.args["table"]))
-        if st.procedure == "show_table_properties":
-            rows = sorted(table.config.props.items())
-            return Result(self.spark.createDataFrame(rows, "key string, value string"), True)
-        if st.procedure == "show_compaction":
-            rows = compaction.describe(table)
-            return Result(self.spark.createDataFrame(rows, "timestamp string, operation_size int, state string"), True)
-        if not table.config.is_mor:
-            raise SqlError(f"CALL {st.procedure}: table {st.args['table']} is copy-on-write; only merge-on-read tables are compacted")
-        op = st.args.get("op", "scheduleandexecute").lower()
-        rows = compaction.run_procedure(self.spark, table, op, self.settings(table))
-        return Result(self.spark.createDataFrame(rows, "timestamp string, operation_size int, state string"), True)
+        proc = procedures.procedure(st.procedure)
+        args = proc.bind(st.args)
+        table = self.table(table_name_text(str(args["table"])))
+        rows = proc.run(procedures.Context(self.spark, table, self.settings(table)), args)
+        return Result(self.spark.createDataFrame(rows, proc.output), True)
 
     def _run_SetConf(self, st: S.SetConf) -> Result:
         if st.key is None:

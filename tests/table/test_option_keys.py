@@ -19,7 +19,11 @@ from hudiql.table import keys as K
 from hudiql.table.keys import is_alterable, validate_session_option, validate_table_options
 from hudiql.write.index import IndexConfig
 
-NO_CLEAN = "hudiql does not clean or archive yet (every file version and instant is kept); remove the option"
+NO_ASYNC = ("hudiql cleans and archives after each commit, in the statement (hoodie.clean.automatic, "
+            "hoodie.archive.automatic); remove the option or set it to false")
+CLEAN_FAMILY = ("hudiql cleans with hoodie.cleaner.policy, hoodie.cleaner.commits.retained, "
+                "hoodie.cleaner.fileversions.retained, hoodie.cleaner.hours.retained and hoodie.clean.max.commits, "
+                "and archives with hoodie.keep.min.commits and hoodie.keep.max.commits; remove the option")
 OVERWRITE_IS_A_STATEMENT = "write INSERT OVERWRITE to replace rows; INSERT INTO takes insert, upsert or bulk_insert"
 NO_BLOOM = "hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest base files) or BUCKET"
 V6 = "hudiql writes table version 6; remove the option or set it to 6"
@@ -51,18 +55,11 @@ REFUSED = [
      "hudiql does not write the metadata table (it lists files on storage); remove the option or set it to false"),
     ("hoodie.metadata.record.index.enable", "true",
      "hudiql does not write the metadata table or its indexes; remove the option"),
-    ("hoodie.clean.automatic", "true", NO_CLEAN),
-    ("hoodie.clean.async", "true", NO_CLEAN),
-    ("hoodie.clean.trigger.strategy", "NUM_COMMITS", NO_CLEAN),
-    ("hoodie.cleaner.policy", "KEEP_LATEST_COMMITS", NO_CLEAN),
-    ("hoodie.cleaner.commits.retained", "10", NO_CLEAN),
-    ("hoodie.cleaner.fileversions.retained", "3", NO_CLEAN),
-    ("hoodie.cleaner.hours.retained", "24", NO_CLEAN),
-    ("hoodie.keep.min.commits", "20", NO_CLEAN),
-    ("hoodie.keep.max.commits", "30", NO_CLEAN),
-    ("hoodie.archive.automatic", "true", NO_CLEAN),
-    ("hoodie.archive.merge.enable", "true", NO_CLEAN),
-    ("hoodie.commits.archival.batch", "10", NO_CLEAN),
+    ("hoodie.clean.async", "true", NO_ASYNC),
+    ("hoodie.archive.async", "true", NO_ASYNC),
+    ("hoodie.archive.beyond.savepoint", "true",
+     "hudiql does not bootstrap tables, and archiving stops at the first savepoint; remove the option or set it to false"),
+    ("hoodie.clean.allow.multiple", "false", CLEAN_FAMILY),
     ("hoodie.index.type", "BLOOM", NO_BLOOM),
     ("hoodie.index.type", "bloom", NO_BLOOM),
     ("hoodie.index.type", "GLOBAL_BLOOM", NO_BLOOM),
@@ -399,7 +396,7 @@ def test_every_key_the_code_names_is_registered():
 
 def test_create_table_with_a_refused_option_creates_nothing(session, warehouse):
     for option in ("'hoodie.metadata.enable'='true'", "'hoodie.write.table.version'='8'", "'hoodie.index.type'='BLOOM'",
-                   "'hoodie.parquet.max.file.size'='big'", "'hoodie.cleaner.commits.retained'='2'"):
+                   "'hoodie.parquet.max.file.size'='big'", "'hoodie.cleaner.commits.retained'='25'"):
         with pytest.raises(OptionError):
             session.sql(f"CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id', {option})")
         assert not (warehouse / "default.db" / "t").exists() and not (warehouse / "t").exists()

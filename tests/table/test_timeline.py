@@ -255,8 +255,6 @@ def test_the_active_timeline_starts_at_its_first_commit_that_is_not_savepointed(
     assert T1 in committed and T2 in committed and T3 in committed
 
 
-@pytest.mark.xfail(strict=True, reason="Timeline.load keeps one instant per time: a savepoint, which Hudi "
-                                       "writes at the time of the commit it keeps, hides that commit or is lost")
 def test_a_savepointed_commit_stays_committed_and_is_not_the_start_of_the_timeline(table):
     path, storage = table
     tl = Timeline.load(storage)

@@ -77,6 +77,19 @@ TRIGGER_STRATEGY = "hoodie.compact.inline.trigger.strategy"
 MAX_DELTA_COMMITS = "hoodie.compact.inline.max.delta.commits"
 MAX_DELTA_SECONDS = "hoodie.compact.inline.max.delta.seconds"
 
+CLEAN_AUTOMATIC = "hoodie.clean.automatic"
+CLEANER_POLICY = "hoodie.cleaner.policy"
+CLEANER_COMMITS_RETAINED = "hoodie.cleaner.commits.retained"
+CLEANER_FILE_VERSIONS_RETAINED = "hoodie.cleaner.fileversions.retained"
+CLEANER_HOURS_RETAINED = "hoodie.cleaner.hours.retained"
+CLEANER_INCREMENTAL = "hoodie.cleaner.incremental.mode"
+CLEAN_TRIGGER_STRATEGY = "hoodie.clean.trigger.strategy"
+CLEAN_MAX_COMMITS = "hoodie.clean.max.commits"
+ARCHIVE_AUTOMATIC = "hoodie.archive.automatic"
+KEEP_MIN_COMMITS = "hoodie.keep.min.commits"
+KEEP_MAX_COMMITS = "hoodie.keep.max.commits"
+ARCHIVAL_BATCH = "hoodie.commits.archival.batch"
+
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
 FAILED_WRITES_POLICY = "hoodie.cleaner.policy.failed.writes"
 LOCK_PROVIDER = "hoodie.write.lock.provider"
@@ -109,6 +122,10 @@ BUCKET_INDEX = "BUCKET"
 OPTIMISTIC = "OPTIMISTIC_CONCURRENCY_CONTROL"
 SINGLE_WRITER = "SINGLE_WRITER"
 FILE_SYSTEM_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
+KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
+KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
+CLEANER_POLICIES = (KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS, KEEP_LATEST_BY_HOURS)
 COMPACTION_STRATEGIES = ("NUM_COMMITS", "TIME_ELAPSED", "NUM_AND_TIME", "NUM_OR_TIME")
 WRITE_OPERATIONS = ("insert", "upsert", "bulk_insert")
 OVERWRITE_OPERATIONS = ("insert_overwrite", "insert_overwrite_table")
@@ -264,6 +281,28 @@ _KEY_LIST: list[Key] = [
     _enum(TRIGGER_STRATEGY, BOTH, COMPACTION_STRATEGIES, "NUM_COMMITS", alterable=True),
     Key(MAX_DELTA_COMMITS, BOTH, INT, "5", unit=" of delta commits", alterable=True),
     Key(MAX_DELTA_SECONDS, BOTH, INT, "3600", unit=" of seconds", alterable=True),
+    # -- cleaning and archiving after each commit (services.clean, services.archive) -----------------
+    Key(CLEAN_AUTOMATIC, BOTH, BOOL, "true", alterable=True, doc="clean after each commit"),
+    _enum(CLEANER_POLICY, BOTH, CLEANER_POLICIES, KEEP_LATEST_COMMITS, alterable=True,
+          doc="which file slices a clean keeps"),
+    Key(CLEANER_COMMITS_RETAINED, BOTH, INT, "10", minimum=1, unit=" of commits", alterable=True,
+        doc="KEEP_LATEST_COMMITS: readers can query the table as of this many latest commits"),
+    Key(CLEANER_FILE_VERSIONS_RETAINED, BOTH, INT, "3", minimum=1, unit=" of file versions", alterable=True,
+        doc="KEEP_LATEST_FILE_VERSIONS: file slices kept per file group"),
+    Key(CLEANER_HOURS_RETAINED, BOTH, INT, "24", minimum=1, unit=" of hours", alterable=True,
+        doc="KEEP_LATEST_BY_HOURS: readers can query the table as of this many hours ago"),
+    Key(CLEANER_INCREMENTAL, BOTH, BOOL, "true", alterable=True,
+        doc="a clean looks only at the partitions written since the last clean's earliest retained commit"),
+    _enum(CLEAN_TRIGGER_STRATEGY, BOTH, ("NUM_COMMITS",), "NUM_COMMITS", alterable=True),
+    Key(CLEAN_MAX_COMMITS, BOTH, INT, "1", minimum=1, unit=" of commits", alterable=True,
+        doc="commits since the last clean before a clean is planned"),
+    Key(ARCHIVE_AUTOMATIC, BOTH, BOOL, "true", alterable=True, doc="archive after each commit"),
+    Key(KEEP_MIN_COMMITS, BOTH, INT, "20", minimum=1, unit=" of instants", alterable=True,
+        doc="instants archiving leaves on the active timeline; must be above hoodie.cleaner.commits.retained"),
+    Key(KEEP_MAX_COMMITS, BOTH, INT, "30", minimum=1, unit=" of instants", alterable=True,
+        doc="archiving starts when the active timeline holds more instants than this"),
+    Key(ARCHIVAL_BATCH, BOTH, INT, "10", minimum=1, unit=" of instants", alterable=True,
+        doc="archived instants per log block"),
     # -- concurrent writers: optimistic concurrency control (write.transaction) ----------------------
     _enum(CONCURRENCY_MODE, BOTH, (OPTIMISTIC, SINGLE_WRITER), OPTIMISTIC, alterable=True,
           refused={"non_blocking_concurrency_control": "it needs table version 8; hudiql writes version 6 and "
@@ -358,7 +397,6 @@ class Unimplemented:
         return key in self.patterns
 
 
-_NO_CLEAN = "hudiql does not clean or archive yet (every file version and instant is kept); remove the option"
 _ONE_LOCK = (f"hudiql locks a table with a lock file ({LOCK_PROVIDER}, {LOCK_WAIT_MS}, {LOCK_RETRY_WAIT_MS}, "
              f"{LOCK_EXPIRE_MINUTES}) and decides failed writes by heartbeat ({HEARTBEAT_INTERVAL_MS}, "
              f"{HEARTBEAT_MISSES}); remove the option")
@@ -371,10 +409,18 @@ UNIMPLEMENTED: list[Unimplemented] = [
                   "hudiql does not write the metadata table or its indexes; remove the option", ("false",)),
     Unimplemented(("hoodie.table.cdc.*",), "hudiql does not write change data capture (CDC) logs; remove the option "
                                            "or set it to false", ("false",)),
-    Unimplemented(("hoodie.clean.automatic", "hoodie.clean.async", "hoodie.archive.automatic", "hoodie.archive.async"),
-                  _NO_CLEAN, ("false",)),
-    Unimplemented(("hoodie.clean.*", "hoodie.cleaner.*", "hoodie.keep.min.commits", "hoodie.keep.max.commits",
-                   "hoodie.archive.*", "hoodie.commits.archival.batch"), _NO_CLEAN),
+    Unimplemented(("hoodie.clean.async", "hoodie.archive.async"),
+                  f"hudiql cleans and archives after each commit, in the statement ({CLEAN_AUTOMATIC}, "
+                  f"{ARCHIVE_AUTOMATIC}); remove the option or set it to false", ("false",)),
+    Unimplemented(("hoodie.cleaner.delete.bootstrap.base.file", "hoodie.archive.beyond.savepoint"),
+                  "hudiql does not bootstrap tables, and archiving stops at the first savepoint; remove the option "
+                  "or set it to false", ("false",)),
+    Unimplemented(("hoodie.cleaner.parallelism", "hoodie.archive.delete.parallelism", "hoodie.archive.merge.*"),
+                  "it tunes how Hudi's Java services run, not what they keep", warn=True),
+    Unimplemented(("hoodie.clean.*", "hoodie.cleaner.*", "hoodie.archive.*"),
+                  f"hudiql cleans with {CLEANER_POLICY}, {CLEANER_COMMITS_RETAINED}, {CLEANER_FILE_VERSIONS_RETAINED}, "
+                  f"{CLEANER_HOURS_RETAINED} and {CLEAN_MAX_COMMITS}, and archives with {KEEP_MIN_COMMITS} and "
+                  f"{KEEP_MAX_COMMITS}; remove the option"),
     Unimplemented(("hoodie.clustering.inline", "hoodie.clustering.async.enabled", "hoodie.clustering.schedule.inline"),
                   "hudiql does not cluster tables; remove the option", ("false",)),
     Unimplemented(("hoodie.clustering.*", "hoodie.layout.optimize.*"), "hudiql does not cluster tables; remove the option"),
@@ -519,6 +565,30 @@ def _check_hoodie(key: str, value: str, where: str) -> list[str]:
     if entry.warn:
         return [f"{key} is ignored: {entry.why}"]
     raise OptionError(f"{key}={value} is not supported: {entry.why}")
+
+
+def check_retention(settings: Mapping[str, str]) -> None:
+    """Refuse retention settings that contradict each other, as Hudi's write config does:
+    archiving must leave more instants than the cleaner retains (an incremental read of a retained
+    commit needs its instant), and starts only above what it leaves.
+
+    Example:
+        >>> check_retention({CLEANER_COMMITS_RETAINED: "25"})
+        Traceback (most recent call last):
+        ...
+        hudiql.errors.OptionError: hoodie.keep.min.commits=20 must be greater than hoodie.cleaner.commits.retained=25: raise hoodie.keep.min.commits (and hoodie.keep.max.commits above it) or lower hoodie.cleaner.commits.retained
+    """
+    def number(key: str) -> int:
+        text = setting(settings, key).strip()
+        return int(text) if text.isdigit() else int(KEYS[key].default or 0)
+
+    retained, keep_min, keep_max = number(CLEANER_COMMITS_RETAINED), number(KEEP_MIN_COMMITS), number(KEEP_MAX_COMMITS)
+    if keep_min <= retained:
+        raise OptionError(f"{KEEP_MIN_COMMITS}={keep_min} must be greater than {CLEANER_COMMITS_RETAINED}={retained}: "
+                          f"raise {KEEP_MIN_COMMITS} (and {KEEP_MAX_COMMITS} above it) or lower {CLEANER_COMMITS_RETAINED}")
+    if keep_max <= keep_min:
+        raise OptionError(f"{KEEP_MAX_COMMITS}={keep_max} must be greater than {KEEP_MIN_COMMITS}={keep_min}: "
+                          f"raise {KEEP_MAX_COMMITS} or lower {KEEP_MIN_COMMITS}")
 
 
 def validate_table_options(options: dict[str, str]) -> list[str]:

@@ -151,16 +151,18 @@ class Timeline:
         config = TableConfig.load(storage)
         layout = config.timeline_layout_version
         folder = f"{META_FOLDER}/{config.timeline_path}" if layout >= 2 else META_FOLDER
-        files: dict[str, list[tuple[str, State, str, str | None]]] = {}
+        # Files of one instant: by time, and a savepoint apart (Hudi writes it at the time of its commit).
+        files: dict[tuple[str, bool], list[tuple[str, State, str, str | None]]] = {}
         for info in storage.list(folder):
             m = None if info.is_dir else _INSTANT_RE.match(info.name)
             parsed = m and _parse_suffix(m["suffix"])
             # Only a completed instant carries a completion time (``T_C.action``); anything else is no instant.
             if parsed and (m["completion"] is None or parsed[1] is State.COMPLETED):
-                files.setdefault(m["ts"], []).append((*parsed, f"{folder}/{info.name}", m["completion"]))
+                key = (m["ts"], parsed[0] == SAVEPOINT)
+                files.setdefault(key, []).append((*parsed, f"{folder}/{info.name}", m["completion"]))
         instants = []
         order = [State.REQUESTED, State.INFLIGHT, State.COMPLETED]
-        for ts, entries in files.items():
+        for (ts, _), entries in files.items():
             # One instant per time: its furthest state; a compaction keeps its action once completed.
             action, state, path, completion = max(entries, key=lambda e: order.index(e[1]))
             for other_action, _, _, _ in entries:

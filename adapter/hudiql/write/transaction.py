@@ -41,6 +41,7 @@ from pyspark.sql import SparkSession
 
 from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
 from hudiql.services.rollback import files_from_markers, rollback, rollback_failed_writes
+from hudiql.table import keys
 from hudiql.table.commit import CommitMetadata
 from hudiql.table.layout import marker_folder
 from hudiql.table.table import HudiTable
@@ -79,6 +80,7 @@ class WriteTransaction:
         requested file); ``txn.table`` is the snapshot of the table taken with it (``table``'s own
         timeline is only used to claim the instant)."""
         table.timeline.ensure_writable()
+        keys.check_retention(settings)  # before anything is written: its services must be able to run
         rollback_failed_writes(table, settings)
         heartbeat = claim_instant_time(table, settings)
         instant = None

@@ -1,0 +1,170 @@
+"""``CALL`` procedures: Hudi's names, arguments and output columns, each run on one table.
+
+A procedure declares its parameters; an argument it does not take, a missing required one or a
+value of the wrong kind is refused by name, never ignored.
+
+Example:
+    >>> PROCEDURES["run_clean"].bind({"table": "orders", "retain_commits": "2"})
+    {'table': 'orders', 'retain_commits': 2, 'skip_locking': False, 'schedule_in_line': True}
+    >>> PROCEDURES["run_clean"].bind({"table": "orders", "retain": "2"})
+    Traceback (most recent call last):
+    ...
+    hudiql.errors.SqlError: CALL run_clean takes no argument 'retain'; its arguments are table, skip_locking, schedule_in_line, clean_policy, retain_commits, hours_retained, file_versions_retained, trigger_strategy, trigger_max_commits, options
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from hudiql.errors import SqlError
+from hudiql.services import clean, compaction
+from hudiql.table import keys
+from hudiql.table.table import HudiTable
+
+STRING = "string"
+INT = "int"
+BOOL = "boolean"
+
+_REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    kind: str = STRING
+    default: object = None  # None: optional without a value; _REQUIRED: must be given
+
+    def parse(self, procedure: str, text: str) -> object:
+        if self.kind == INT:
+            if not text.strip().lstrip("-").isdigit():
+                raise SqlError(f"CALL {procedure}: {self.name} => {text} is not a whole number")
+            return int(text)
+        if self.kind == BOOL:
+            if text.strip().lower() not in ("true", "false"):
+                raise SqlError(f"CALL {procedure}: {self.name} => {text} is not true or false")
+            return text.strip().lower() == "true"
+        return text
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a procedure runs on: the table its ``table`` argument names, with the settings a
+    write of it would run with (its properties, then the session's SETs)."""
+
+    spark: SparkSession
+    table: HudiTable
+    settings: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Procedure:
+    name: str
+    parameters: tuple[Parameter, ...]
+    output: str  # the rows' Spark DDL schema
+    run: Callable[[Context, dict[str, object]], list[tuple]]
+
+    def bind(self, args: Mapping[str, str]) -> dict[str, object]:
+        """The arguments by name, parsed; defaults filled in."""
+        known = {p.name: p for p in self.parameters}
+        for name in args:
+            if name not in known:
+                raise SqlError(f"CALL {self.name} takes no argument '{name}'; its arguments are {', '.join(known)}")
+        bound: dict[str, object] = {}
+        for p in self.parameters:
+            if p.name in args:
+                bound[p.name] = p.parse(self.name, args[p.name])
+            elif p.default is _REQUIRED:
+                raise SqlError(f"CALL {self.name} needs {p.name} => ...")
+            elif p.default is not None:
+                bound[p.name] = p.default
+        return bound
+
+
+def _table_properties(ctx: Context, args: dict[str, object]) -> list[tuple]:
+    return sorted(ctx.table.config.props.items())
+
+
+def _run_compaction(ctx: Context, args: dict[str, object]) -> list[tuple]:
+    if not ctx.table.config.is_mor:
+        raise SqlError(f"CALL run_compaction: table {ctx.table.config.name} is copy-on-write; "
+                       "only merge-on-read tables are compacted")
+    return compaction.run_procedure(ctx.spark, ctx.table, str(args["op"]).lower(), ctx.settings)
+
+
+def _show_compaction(ctx: Context, args: dict[str, object]) -> list[tuple]:
+    return compaction.describe(ctx.table)
+
+
+#: run_clean's arguments that stand for a cleaning option.
+_CLEAN_OPTIONS = {
+    "clean_policy": keys.CLEANER_POLICY,
+    "retain_commits": keys.CLEANER_COMMITS_RETAINED,
+    "hours_retained": keys.CLEANER_HOURS_RETAINED,
+    "file_versions_retained": keys.CLEANER_FILE_VERSIONS_RETAINED,
+    "trigger_strategy": keys.CLEAN_TRIGGER_STRATEGY,
+    "trigger_max_commits": keys.CLEAN_MAX_COMMITS,
+}
+
+
+def _options(procedure: str, text: str) -> dict[str, str]:
+    """Hudi's ``options => 'k1=v1,k2=v2'``."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise SqlError(f"CALL {procedure}: options => '{text}' is not a list of key=value separated by commas")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _run_clean(ctx: Context, args: dict[str, object]) -> list[tuple]:
+    if args["skip_locking"]:
+        raise SqlError("CALL run_clean: skip_locking => true is not supported; hudiql plans every clean under the "
+                       "table lock, so that no concurrent write loses a file it needs")
+    overrides = _options("run_clean", str(args.get("options", "")))
+    overrides.update({key: str(args[arg]) for arg, key in _CLEAN_OPTIONS.items() if arg in args})
+    for key, value in overrides.items():
+        keys.validate_session_option(key, value)
+    settings = {**ctx.settings, **overrides}
+    keys.check_retention(settings)
+    metadata = clean.run(ctx.table, settings, plan_new=bool(args["schedule_in_line"]))
+    return [(m.start_clean_time, m.time_taken_ms, m.total_files_deleted, m.earliest_commit_to_retain, None, m.version)
+            for m in metadata[-1:]]
+
+
+def _show_cleans(ctx: Context, args: dict[str, object]) -> list[tuple]:
+    if args["showarchived"]:
+        raise SqlError("CALL show_cleans: showArchived => true is not supported yet; the active timeline's cleans "
+                       "are listed")
+    return clean.describe(ctx.table, int(args["limit"]))
+
+
+_TABLE = Parameter("table", default=_REQUIRED)
+
+PROCEDURES: dict[str, Procedure] = {p.name: p for p in (
+    Procedure("show_table_properties", (_TABLE,), "key string, value string", _table_properties),
+    Procedure("run_compaction", (Parameter("op", default="scheduleandexecute"), _TABLE),
+              "timestamp string, operation_size int, state string", _run_compaction),
+    Procedure("show_compaction", (_TABLE,), "timestamp string, operation_size int, state string", _show_compaction),
+    Procedure("run_clean", (
+        _TABLE, Parameter("skip_locking", BOOL, False), Parameter("schedule_in_line", BOOL, True),
+        Parameter("clean_policy"), Parameter("retain_commits", INT), Parameter("hours_retained", INT),
+        Parameter("file_versions_retained", INT), Parameter("trigger_strategy"), Parameter("trigger_max_commits", INT),
+        Parameter("options"),
+    ), "start_clean_time string, time_taken_in_millis long, total_files_deleted int, earliest_commit_to_retain string, "
+       "bootstrap_part_metadata string, version int", _run_clean),
+    Procedure("show_cleans", (_TABLE, Parameter("limit", INT, 10), Parameter("showarchived", BOOL, False)),
+              "clean_time string, state_transition_time string, action string, start_clean_time string, "
+              "time_taken_in_millis long, total_files_deleted int, earliest_commit_to_retain string, "
+              "last_completed_commit_timestamp string, version int", _show_cleans),
+)}
+
+
+def procedure(name: str) -> Procedure:
+    found = PROCEDURES.get(name)
+    if found is None:
+        raise SqlError(f"unknown procedure '{name}'; available: {', '.join(PROCEDURES)}")
+    return found

@@ -1,0 +1,290 @@
+"""Cleaning: delete the file slices no reader needs any more, as Hudi's cleaner does.
+
+A clean is an instant of its own, in Hudi's format (``table.clean_plan``):
+1. ``schedule``, under the table lock: the policy gives the earliest commit to retain; in the
+   partitions written since the last clean's (``hoodie.cleaner.incremental.mode``), each file
+   group's slices the policy lets go are planned for deletion, with the file groups replaced
+   before that commit. The plan is ``<t>.clean.requested``; a clean with nothing to delete
+   writes no instant.
+2. ``execute``: ``<t>.clean.inflight`` (the plan again), the files are deleted, and
+   ``<t>.clean`` records what went. A clean that crashed half way is finished by the next one:
+   deleting is idempotent, and readers never read what a plan names (only slices older than a
+   file group's latest, and replaced file groups).
+
+What is never deleted: the latest slice of a live file group; a slice a savepoint names; the
+slice a pending compaction compacts; any file of an instant that did not complete.
+
+Policies (``hoodie.cleaner.policy``):
+- KEEP_LATEST_COMMITS: readers can still query the table as of the last
+  ``hoodie.cleaner.commits.retained`` commits: of the slices begun before the earliest of them,
+  only the newest is kept. The earliest commit to retain never passes a pending write.
+- KEEP_LATEST_BY_HOURS: the same, from the first commit of the last
+  ``hoodie.cleaner.hours.retained`` hours.
+- KEEP_LATEST_FILE_VERSIONS: the newest ``hoodie.cleaner.fileversions.retained`` slices of each
+  file group.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from hudiql.errors import HudiqlError
+from hudiql.table import keys as K
+from hudiql.table.clean_plan import CleanerPlan, CleanMetadata, decode_metadata, decode_plan, encode_metadata, encode_plan
+from hudiql.table.compaction_plan import decode_plan as decode_compaction_plan
+from hudiql.table.fsview import read_commit_metadata
+from hudiql.table.layout import META_FOLDER, parse_data_file_name
+from hudiql.table.savepoint import savepointed_files
+from hudiql.table.table import HudiTable
+from hudiql.table.timeline import (
+    CLEAN,
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    LOG_COMPACTION,
+    REPLACE_COMMIT,
+    SAVEPOINT,
+    CommittedInstants,
+    Instant,
+    State,
+    Timeline,
+    format_instant_time,
+)
+from hudiql.write.lock import commit_lock
+from hudiql.write.transaction import claim_instant_time
+
+#: The instants whose count the retention policies measure, pending ones included.
+_COMMIT_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION)
+
+
+@dataclass
+class _Slice:
+    """The files of one file slice on storage: a base file (maybe) and log files."""
+
+    base_instant: str
+    files: list[str] = field(default_factory=list)  # paths relative to the table
+
+    def names(self) -> set[str]:
+        return {posixpath.basename(f) for f in self.files}
+
+
+def earliest_commit_to_retain(timeline: Timeline, settings: Mapping[str, str], now: datetime) -> Instant | None:
+    """The oldest commit whose view of the table readers keep; ``None``: nothing may be cleaned
+    by commit age (too few commits, or the policy keeps file versions)."""
+    policy = K.setting(settings, K.CLEANER_POLICY).upper()
+    completed = timeline.completed(_COMMIT_ACTIONS)
+    if policy == K.KEEP_LATEST_COMMITS:
+        retained = int(K.setting(settings, K.CLEANER_COMMITS_RETAINED))
+        if len(completed) <= retained:
+            return None
+        earliest = completed[len(completed) - retained]
+        pending = timeline.pending(_COMMIT_ACTIONS)
+        if pending and earliest.timestamp > pending[0].timestamp:
+            # A pending write reads the table as of its start: keep that view.
+            before = [i for i in completed if i.timestamp < pending[0].timestamp]
+            return before[-1] if before else None
+        return earliest
+    if policy == K.KEEP_LATEST_BY_HOURS:
+        hours = int(K.setting(settings, K.CLEANER_HOURS_RETAINED))
+        floor = format_instant_time(now - timedelta(hours=hours))
+        return next((i for i in completed if i.timestamp >= floor), None)
+    return None
+
+
+def _last_clean(timeline: Timeline) -> Instant | None:
+    cleans = timeline.completed((CLEAN,))
+    return cleans[-1] if cleans else None
+
+
+def is_due(timeline: Timeline, settings: Mapping[str, str]) -> bool:
+    """``hoodie.clean.max.commits`` commits completed since the last clean (NUM_COMMITS, the
+    only trigger)."""
+    last = _last_clean(timeline)
+    since = [i for i in timeline.completed(_COMMIT_ACTIONS) if last is None or i.timestamp > last.timestamp]
+    return len(since) >= int(K.setting(settings, K.CLEAN_MAX_COMMITS))
+
+
+def _partitions_to_clean(table: HudiTable, earliest: Instant | None, settings: Mapping[str, str]) -> list[str] | None:
+    """The partitions a clean must look at; ``None``: all of them.
+
+    Incrementally, the partitions written from the last clean's earliest retained commit up to
+    this one's: a slice becomes cleanable only when a newer one is written before the earliest
+    retained commit, and the last clean saw everything written before its own.
+    """
+    timeline = table.timeline
+    last = _last_clean(timeline)
+    policy = K.setting(settings, K.CLEANER_POLICY).upper()
+    if (earliest is None or last is None or policy == K.KEEP_LATEST_FILE_VERSIONS
+            or K.setting(settings, K.CLEANER_INCREMENTAL).lower() != "true"):
+        return None
+    since = decode_metadata(timeline.read(last)).earliest_commit_to_retain
+    committed = timeline.committed()
+    if not since or committed.start is None or since < committed.start:
+        return None  # the commits since then were archived: look everywhere
+    partitions: set[str] = set()
+    for instant in timeline.completed(_COMMIT_ACTIONS):
+        if since <= instant.timestamp < earliest.timestamp:
+            meta = read_commit_metadata(timeline, instant)
+            partitions.update(s.partition_path for s in meta.write_stats)
+            partitions.update(meta.partition_to_replace_file_ids)
+    return sorted(partitions)
+
+
+def _file_groups(table: HudiTable, partitions: list[str] | None,
+                 committed: CommittedInstants) -> dict[tuple[str, str], dict[str, _Slice]]:
+    """Per file group, its slices of completed instants on storage (files of pending or failed
+    writes are left out: they are not this service's to delete)."""
+    if partitions is None:
+        infos = [i for i in table.storage.list("", recursive=True)
+                 if not i.is_dir and not i.path.startswith(META_FOLDER + "/")]
+    else:
+        infos = [i for p in partitions if table.storage.is_dir(p) for i in table.storage.list(p) if not i.is_dir]
+    groups: dict[tuple[str, str], dict[str, _Slice]] = {}
+    for info in infos:
+        parsed = parse_data_file_name(info.name)
+        if parsed is None or parsed.instant_time not in committed:
+            continue
+        partition = posixpath.dirname(info.path)
+        partition = "" if partition == "." else partition
+        slices = groups.setdefault((partition, parsed.file_id), {})
+        slices.setdefault(parsed.instant_time, _Slice(parsed.instant_time)).files.append(info.path)
+    return groups
+
+
+def _replaced_before(timeline: Timeline, earliest: Instant | None) -> set[tuple[str, str]]:
+    """File groups replaced by replacecommits before ``earliest`` (any, when ``None``)."""
+    out: set[tuple[str, str]] = set()
+    for instant in timeline.completed((REPLACE_COMMIT,)):
+        if earliest is None or instant.timestamp < earliest.timestamp:
+            meta = read_commit_metadata(timeline, instant)
+            out.update((p, f) for p, ids in meta.partition_to_replace_file_ids.items() for f in ids)
+    return out
+
+
+def _savepointed(timeline: Timeline) -> set[str]:
+    return {name for i in timeline.completed((SAVEPOINT,)) for name in savepointed_files(timeline.read(i))}
+
+
+def _compacting(timeline: Timeline) -> set[tuple[str, str, str]]:
+    """(partition, file id, base instant) of every slice a pending compaction compacts."""
+    return {
+        (op.partition_path, op.file_id, op.base_instant)
+        for i in timeline.pending((COMPACTION,))
+        for op in decode_compaction_plan(timeline.read_requested(i))
+    }
+
+
+def plan(table: HudiTable, settings: Mapping[str, str], now: datetime) -> CleanerPlan:
+    """What a clean of ``table`` (a snapshot taken under the table lock) deletes now."""
+    timeline = table.timeline
+    policy = K.setting(settings, K.CLEANER_POLICY).upper()
+    earliest = earliest_commit_to_retain(timeline, settings, now)
+    completed = timeline.completed(_COMMIT_ACTIONS)
+    last_completed = completed[-1].timestamp if completed else ""
+    by_version = policy == K.KEEP_LATEST_FILE_VERSIONS
+    if earliest is None and not by_version:
+        return CleanerPlan(policy, None, last_completed)
+    keep_versions = int(K.setting(settings, K.CLEANER_FILE_VERSIONS_RETAINED))
+    savepointed, compacting = _savepointed(timeline), _compacting(timeline)
+    replaced = _replaced_before(timeline, earliest)
+    files: dict[str, list[str]] = {}
+    for (partition, file_id), slices in _file_groups(table, _partitions_to_clean(table, earliest, settings),
+                                                     timeline.committed()).items():
+        newest_first = [slices[t] for t in sorted(slices, reverse=True)]
+        if (partition, file_id) in replaced:
+            doomed = newest_first
+        elif by_version:
+            kept = [s for s in newest_first if not s.names() & savepointed][:keep_versions]
+            doomed = [s for s in newest_first if s not in kept]
+        else:
+            assert earliest is not None
+            before = next((s for s in newest_first if s.base_instant < earliest.timestamp), None)
+            doomed = [s for s in newest_first[1:] if s.base_instant < earliest.timestamp and s is not before]
+        for s in doomed:
+            if s.names() & savepointed or (partition, file_id, s.base_instant) in compacting:
+                continue
+            files.setdefault(partition, []).extend(table.storage.uri(f) for f in sorted(s.files))
+    return CleanerPlan(policy, earliest.timestamp if earliest else None, last_completed, files,
+                       earliest.action if earliest else COMMIT)
+
+
+def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
+    """Plan a clean under the table lock; its requested instant, or ``None`` when nothing is to go."""
+    table.timeline.ensure_writable()
+    with commit_lock(table.storage, settings, "clean plan"):
+        table = table.snapshot()
+        heartbeat = claim_instant_time(table, settings)  # no writer takes the clean's instant time
+        try:
+            cleaner_plan = plan(table, settings, datetime.now(timezone.utc))
+            if cleaner_plan.is_empty:
+                return None
+            return table.timeline.request(CLEAN, heartbeat.instant_time, encode_plan(cleaner_plan))
+        finally:
+            heartbeat.stop()
+
+
+def execute(table: HudiTable, instant: Instant) -> CleanMetadata:
+    """Delete what a planned clean names (again, after a crash) and complete it."""
+    started = time.monotonic()
+    timeline = table.timeline
+    data = timeline.read_requested(instant)
+    cleaner_plan = decode_plan(data)
+    if instant.state is State.REQUESTED:
+        timeline.transition_to_inflight(instant, data)
+    deleted: dict[str, list[str]] = {}
+    for partition, paths in cleaner_plan.files.items():
+        for path in paths:
+            # A plan names a file by full path (version 2, in any URI spelling) or by name (version 1).
+            name = posixpath.basename(path)
+            table.storage.delete(posixpath.join(partition, name))
+            deleted.setdefault(partition, []).append(name)
+    metadata = CleanMetadata(
+        instant.timestamp, int((time.monotonic() - started) * 1000), cleaner_plan.earliest_commit_to_retain or "",
+        cleaner_plan.last_completed_commit, cleaner_plan.policy, deleted,
+    )
+    timeline.complete(instant, encode_metadata(metadata))
+    return metadata
+
+
+def run(table: HudiTable, settings: Mapping[str, str], plan_new: bool = True) -> list[CleanMetadata]:
+    """Finish the cleans a crash left pending, then (``plan_new``) plan and run one when the
+    trigger fires; what each deleted."""
+    table.timeline.ensure_writable()
+    done = [execute(table, i) for i in table.timeline.pending((CLEAN,))]
+    if plan_new:
+        current = table.snapshot() if done else table
+        if is_due(current.timeline, settings):
+            instant = schedule(current, settings)
+            if instant is not None:
+                done.append(execute(current.snapshot(), instant))
+    return done
+
+
+def clean_inline(table: HudiTable, settings: Mapping[str, str]) -> list[CleanMetadata]:
+    """After a commit, with ``hoodie.clean.automatic``."""
+    if K.setting(settings, K.CLEAN_AUTOMATIC).strip().lower() != "true":
+        return []
+    return run(table, settings)
+
+
+def describe(table: HudiTable, limit: int) -> list[tuple]:
+    """``CALL show_cleans`` rows: the completed cleans of the active timeline, newest first."""
+    if limit < 0:
+        raise HudiqlError(f"CALL show_cleans: limit => {limit} must be at least 0")
+    timeline = table.timeline
+    rows = []
+    for instant in reversed(timeline.completed((CLEAN,))):
+        if len(rows) == limit:
+            break
+        meta = decode_metadata(timeline.read(instant))
+        modified = table.storage.modified_time(instant.file_name)
+        transition = instant.completion_time or (
+            format_instant_time(datetime.fromtimestamp(modified, timezone.utc)) if modified else None)
+        rows.append((instant.timestamp, transition, CLEAN, meta.start_clean_time, meta.time_taken_ms,
+                     meta.total_files_deleted, meta.earliest_commit_to_retain, meta.last_completed_commit,
+                     meta.version))
+    return rows
