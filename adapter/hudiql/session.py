@@ -49,12 +49,14 @@ from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
 from hudiql.write.replace import matching_partitions, overwrite_mode, overwrite_replacement, partition_paths
 from hudiql.write.writer import (
+    InsertRows,
     Operation,
     Replacement,
     align_columns,
     insert_rows,
     static_partition_values,
     transaction,
+    write_insert,
     write_replacement,
     write_rows,
     write_schema,
@@ -479,7 +481,7 @@ class Session:
         if operation.replaces:
             raise SqlError(f"{key}={raw} replaces rows: write INSERT OVERWRITE, or SET {key}=upsert, insert or bulk_insert")
         with transaction(self.spark, table, self.conf) as txn:
-            metadata = write_rows(txn, self._insert_rows(txn.table, st), operation)
+            metadata = write_insert(txn, self._insert_rows(txn.table, st), operation)
         return self._dml_result(insert_counts(metadata))
 
     def _overwrite(self, table: HudiTable, st: S.Insert, overwrite: Operation | None, operation: Operation) -> Result:
@@ -493,13 +495,12 @@ class Session:
                 f"SET {keys.OVERWRITE_MODE}=DYNAMIC to replace the partitions the rows land in",
             ) if mode == "STATIC" else ()
             replacement = overwrite_replacement(table.keygen.partition_fields, st.partition, mode, overwrite, matching)
-            metadata = write_rows(txn, self._insert_rows(txn.table, st), operation, replacement)
+            metadata = write_insert(txn, self._insert_rows(txn.table, st), operation, replacement)
         return self._dml_result(insert_counts(metadata) if metadata else DmlCounts())
 
-    def _insert_rows(self, table: HudiTable, st: S.Insert) -> DataFrame:
+    def _insert_rows(self, table: HudiTable, st: S.Insert) -> InsertRows:
         source = self.planner.dataframe(st.query)
-        return insert_rows(table.schema, source, st.columns, st.partition,
-                           table.config.record_key_fields, table.config.partition_fields)
+        return insert_rows(table, source, st.columns, st.partition, st.by_name, st.schema_evolution)
 
     def _run_TruncateTable(self, st: S.TruncateTable) -> Result:
         table = self.table(st.table)

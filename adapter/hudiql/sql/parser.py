@@ -168,9 +168,37 @@ def parse_statement(text: str) -> S.Statement:
     """One statement (no ``;``); errors are ``SqlError``, positions relative to ``text``."""
     _check_first_word(text)
     _check_trailing_commas(text)
-    statement = _parse_command(text) or _parse_with_sqlglot(text)
+    plain, evolving = _without_schema_evolution(text)
+    statement = _parse_command(plain) or _parse_with_sqlglot(plain)
+    if evolving:
+        assert isinstance(statement, S.Insert | S.Merge)  # the clause is only taken after INSERT or MERGE
+        statement.schema_evolution = True
     statement.text = text
     return statement
+
+
+_SCHEMA_EVOLUTION = ["WITH", "SCHEMA", "EVOLUTION"]
+
+
+def _without_schema_evolution(text: str) -> tuple[str, bool]:
+    """``text`` without Spark's ``WITH SCHEMA EVOLUTION`` after its INSERT or MERGE keyword (which
+    sqlglot does not parse), and whether it was there. The clause is blanked out, so that error
+    positions in the rest of the text stay where they were.
+
+    >>> _without_schema_evolution("MERGE WITH SCHEMA EVOLUTION INTO t USING s ON t.id = s.id")
+    ('MERGE                       INTO t USING s ON t.id = s.id', True)
+    """
+    tokens = Spark().tokenize(text)
+    depth = 0
+    for i, tok in enumerate(tokens):
+        depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tok.token_type, 0)
+        if depth == 0 and tok.token_type in (TokenType.INSERT, TokenType.MERGE):
+            words = tokens[i + 1:i + 1 + len(_SCHEMA_EVOLUTION)]
+            if [w.text.upper() for w in words] == _SCHEMA_EVOLUTION:
+                start, end = words[0].start, words[-1].end + 1
+                return text[:start] + " " * (end - start) + text[end:], True
+            break
+    return text, False
 
 
 def _check_first_word(text: str) -> None:
@@ -627,7 +655,10 @@ def _insert(tree: exp.Insert) -> S.Insert:
         raise SqlError(f"INSERT {'OVERWRITE' if tree.args.get('overwrite') else 'INTO'} takes VALUES or a SELECT")
     if tree.args.get("with_") is not None:  # WITH c AS (...) INSERT INTO t SELECT ... FROM c
         query = _with(query, tree.args["with_"])
-    return S.Insert(table_name(target), query, columns, partition, bool(tree.args.get("overwrite")))
+    by_name = bool(tree.args.get("by_name"))
+    if by_name and columns is not None:
+        raise SqlError("INSERT ... BY NAME takes the columns from the query; remove the column list")
+    return S.Insert(table_name(target), query, columns, partition, bool(tree.args.get("overwrite")), by_name)
 
 
 _SIMPLE_TYPES = {

@@ -176,6 +176,8 @@ class Insert(Statement):
     columns: list[str] | None = None
     partition: dict[str, exp.Expression | None] | None = None  # static values, or None for dynamic
     overwrite: bool = False  # INSERT OVERWRITE: the new rows replace the table or some partitions
+    by_name: bool = False  # INSERT ... BY NAME: the query's columns fill the table's columns of their names
+    schema_evolution: bool = False  # INSERT WITH SCHEMA EVOLUTION: new columns are added, narrower ones widened
 
 
 @dataclass
@@ -234,6 +236,7 @@ class Merge(Statement):
     source_alias: str | None
     on: exp.Expression
     clauses: list[MergeClause]
+    schema_evolution: bool = False  # MERGE WITH SCHEMA EVOLUTION: new columns are added, narrower ones widened
 
 
 @dataclass

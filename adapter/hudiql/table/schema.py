@@ -278,3 +278,37 @@ def evolve(schema: T.StructType, added: T.StructType, retyped: dict[str, T.DataT
             )
         fields = [T.StructField(f.name, dtype, f.nullable, f.metadata) if f.name == column else f for f in fields]
     return T.StructType(fields + [T.StructField(f.name, f.dataType, True) for f in added.fields])
+
+
+def changes_on_write(schema: T.StructType, values: list[tuple[str, T.DataType]]) -> tuple[T.StructType, dict[str, T.DataType]]:
+    """What a write WITH SCHEMA EVOLUTION changes in ``schema`` to store ``values`` (column name,
+    type of the value a statement assigns to it): the columns it adds (names the table lacks, in
+    the order given, with the type they are stored with) and the columns it widens (a value type
+    that ``widens`` the column's). A value of another type is cast to its column, as without the
+    clause; ``evolve`` applies the changes and refuses those to key, partition or ordering columns.
+
+    >>> schema = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("v", T.FloatType())])
+    >>> added, retyped = changes_on_write(schema, [("ID", T.LongType()), ("v", T.IntegerType()), ("n", T.ShortType())])
+    >>> added.simpleString(), retyped
+    ('struct<n:int>', {'id': LongType()})
+    >>> changes_on_write(schema, [("n", T.NullType())])
+    Traceback (most recent call last):
+    hudiql.errors.ColumnError: new column n has no type (its value is NULL); CAST it to the type the column should have
+    """
+    names = {n.lower(): n for n in schema.fieldNames()}
+    added: dict[str, T.StructField] = {}  # by lower-case name: a column several clauses assign is added once
+    retyped: dict[str, T.DataType] = {}
+    for name, dtype in values:
+        new = storage_type(dtype)
+        column = names.get(name.lower())
+        if column is None:
+            if isinstance(dtype, T.NullType):
+                raise ColumnError(f"new column {name} has no type (its value is NULL); CAST it to the type the column should have")
+            first = added.setdefault(name.lower(), T.StructField(name, new, True))
+            if widens(first.dataType, new):
+                added[name.lower()] = T.StructField(first.name, new, True)
+            continue
+        current = retyped.get(column, schema[column].dataType)
+        if current != new and widens(current, new):
+            retyped[column] = new
+    return T.StructType(list(added.values())), retyped

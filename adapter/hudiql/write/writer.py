@@ -27,6 +27,7 @@ Example (statements reach ``write_rows`` through ``Session.sql``):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,9 +39,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudiql.errors import ColumnError, DataError, HudiqlError
+from hudiql.errors import ColumnError, DataError, HudiqlError, from_spark_error
 from hudiql.file_group.log_file.format import wrapper_for
 from hudiql.services import compaction, post_commit
+from hudiql.sql.options import check_column_names
 from hudiql.table import keys
 from hudiql.table.commit import STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.table.fsview import FileSystemView
@@ -56,10 +58,14 @@ from hudiql.table.schema import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
+    changes_on_write,
+    evolve,
     find_column,
+    storage_type,
     to_arrow,
     to_avro,
     to_avro_json,
+    widens,
     with_meta_columns,
 )
 from hudiql.table.table import HudiTable
@@ -593,46 +599,86 @@ def static_partition_values(partition: dict | None) -> dict[str, str | None]:
     return static
 
 
+@dataclass(frozen=True)
+class InsertRows:
+    """The rows of an INSERT as the table's columns, and the schema its commit records."""
+
+    rows: DataFrame
+    schema: T.StructType  # the table's, with the columns WITH SCHEMA EVOLUTION adds or widens
+    narrowed: dict[str, tuple[T.DataType, T.DataType]]  # column -> (its type, the wider type its values are cast from)
+
+
 def insert_rows(
-    schema: T.StructType,
+    table: HudiTable,
     source: DataFrame,
     columns: list[str] | None,
     partition: dict | None,
-    record_key_fields: Collection[str],
-    partition_fields: Collection[str],
-) -> DataFrame:
-    """The rows of ``INSERT INTO t [PARTITION (...)] [(cols)] <query>`` as the table's columns.
+    by_name: bool = False,
+    schema_evolution: bool = False,
+) -> InsertRows:
+    """The rows of ``INSERT [WITH SCHEMA EVOLUTION] INTO t [PARTITION (...)] [(cols) | BY NAME] <query>``
+    as the columns of ``table`` (the statement's snapshot).
 
     Without a column list, the query's columns fill the table's columns by position, except
-    the partition columns given static values in PARTITION (...). A column list leaves the
-    other columns NULL, but never a record key or partition column: a NULL there gives the key
-    another record (or another partition) than its stored version.
+    the partition columns given static values in PARTITION (...). A column list (or BY NAME:
+    the query's column names) leaves the other columns NULL, but never a record key or
+    partition column: a NULL there gives the key another record (or another partition) than its
+    stored version. The query's Hudi meta columns (SELECT * of a Hudi table) are not data, as in
+    Hudi. Columns the table lacks (named in the list, or the query's columns past the table's)
+    are added at the end of the schema WITH SCHEMA EVOLUTION, and refused by name without it;
+    so are columns widened to hold a wider value (``table.schema.changes_on_write``).
     """
+    schema, config = table.schema, table.config
+    name = config.name
+    source = source.select([F.col(f"`{c}`") for c in source.columns if c not in META_COLUMNS])
+    if by_name:
+        columns = source.columns
     names = schema.fieldNames()
     for key in partition or {}:
         find_column(key, names, "INSERT INTO ... PARTITION")  # a dynamic column must exist too
     static = {find_column(key, names, "INSERT INTO ... PARTITION"): value
               for key, value in static_partition_values(partition).items()}
+    lower = {n.lower(): n for n in names}
     if columns is None:
         targets = [n for n in names if n not in static]
+        new = source.columns[len(targets):]
+        if new and not schema_evolution:
+            raise DataError(
+                f"INSERT provides {len(source.columns)} columns but table {name} has {len(targets)} ({', '.join(targets)}): "
+                f"remove the extra column {', '.join(new)}, or add it with INSERT WITH SCHEMA EVOLUTION "
+                f"(or ALTER TABLE {name} ADD COLUMNS)"
+            )
+        targets += new
     else:
-        targets = [find_column(c, names, "INSERT INTO ... (columns)") for c in columns]
-        if len(set(targets)) != len(targets):
+        targets = [lower.get(c.lower(), c) for c in columns]
+        if len({t.lower() for t in targets}) != len(targets):
             raise DataError(f"a column is listed twice in INSERT INTO ({', '.join(columns)})")
+        new = [t for t in targets if t.lower() not in lower]
+        if new and not schema_evolution:
+            raise ColumnError(
+                f"INSERT INTO {name} ({', '.join(columns)}): table {name} has no column {', '.join(new)} "
+                f"(its columns: {', '.join(names)}); add it with INSERT WITH SCHEMA EVOLUTION (or ALTER TABLE {name} ADD COLUMNS)"
+            )
         given = set(targets) | set(static)
-        for kind, fields in (("record key", record_key_fields), ("partition", partition_fields)):
+        for kind, fields in (("record key", config.record_key_fields), ("partition", config.partition_fields)):
             for field in fields:
-                name = next((n for n in names if n.lower() == field.lower()), None)
-                if name is not None and name not in given:  # (not a column: a key generator derives it)
-                    how = f"list {name} in it" + (f" or give PARTITION ({name} = <value>)" if kind == "partition" else "")
+                column = lower.get(field.lower())
+                if column is not None and column not in given:  # (not a column: a key generator derives it)
+                    how = f"list {column} in it" + (f" or give PARTITION ({column} = <value>)" if kind == "partition" else "")
                     raise ColumnError(
-                        f"the INSERT column list ({', '.join(columns)}) leaves out {kind} column {name}: "
+                        f"the INSERT column list ({', '.join(columns)}) leaves out {kind} column {column}: "
                         f"every row needs its {kind} value; {how}"
                     )
     if len(source.columns) != len(targets):
         raise DataError(
             f"INSERT provides {len(source.columns)} columns but expects {len(targets)}: {', '.join(targets)}"
         )
+    values = [(target, source.schema[column].dataType) for target, column in zip(targets, source.columns)]
+    narrowed = {}
+    if schema_evolution:
+        schema = evolved_schema(table, values)
+    else:
+        narrowed = {t: (schema[t].dataType, v) for t, v in values if _narrows(schema[t].dataType, v)}
     by_target = dict(zip(targets, source.columns))
     out = []
     for f in schema.fields:
@@ -643,4 +689,67 @@ def insert_rows(
         else:
             value = F.lit(None)
         out.append(value.cast(f.dataType).alias(f.name))
-    return source.select(out)
+    return InsertRows(source.select(out), schema, narrowed)
+
+
+def fixed_columns(table: HudiTable) -> list[str]:
+    """The columns whose type cannot change: record key, partition and ordering fields."""
+    config = table.config
+    return [*config.record_key_fields, *config.partition_fields, *filter(None, [config.ordering_field])]
+
+
+def evolved_schema(table: HudiTable, values: list[tuple[str, T.DataType]]) -> T.StructType:
+    """The schema of ``table`` after a write WITH SCHEMA EVOLUTION that stores ``values`` (column
+    name, value type): new columns added at its end, narrower ones widened; a change to a key,
+    partition or ordering column is refused by name, as ALTER TABLE refuses it."""
+    added, retyped = changes_on_write(table.schema, values)
+    schema = evolve(table.schema, added, retyped, fixed_columns(table))
+    check_column_names(schema)
+    return schema
+
+
+def _narrows(column: T.DataType, value: T.DataType) -> bool:
+    """Whether storing a ``value`` in ``column`` casts it to a narrower type (WITH SCHEMA EVOLUTION would widen it)."""
+    value = storage_type(value)
+    return column != value and widens(column, value)
+
+
+def write_with_schema(txn: WriteTransaction, schema: T.StructType) -> None:
+    """Make ``schema`` the one the write of ``txn`` commits (WITH SCHEMA EVOLUTION): every step of
+    the write (base files, log blocks, the commit's schema) takes it from the snapshot. Files
+    written before read the new columns as NULL; the schema changes only if the write commits."""
+    if schema != txn.table.schema:
+        txn.table.schema = schema  # a cached property of the transaction's own snapshot
+
+
+def write_insert(
+    txn: WriteTransaction, insert: InsertRows, operation: Operation, replacement: Replacement | None = None
+) -> CommitMetadata | None:
+    """``write_rows`` of an INSERT's rows, with the schema they need."""
+    write_with_schema(txn, insert.schema)
+    with naming_narrowed_columns(insert.narrowed, "INSERT"):
+        return write_rows(txn, insert.rows, operation, replacement)
+
+
+_OVERFLOWS = ("CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE")
+
+
+@contextmanager
+def naming_narrowed_columns(narrowed: dict[str, tuple[T.DataType, T.DataType]], statement: str) -> Iterator[None]:
+    """A value too large for its column (Spark's overflow on the cast) is reported with the
+    column's name, and that ``statement`` WITH SCHEMA EVOLUTION widens it; ``narrowed``: columns
+    whose values are cast to a narrower type (column -> (its type, the values' type))."""
+    try:
+        yield
+    except Exception as exc:
+        error = exc if isinstance(exc, HudiqlError) else from_spark_error(exc)
+        if not narrowed or not isinstance(error, DataError) or not any(m in str(error) for m in _OVERFLOWS):
+            raise
+        reason = re.split(r"\.?\s+(?:Use `try_cast`|If necessary)|\.?\s*SQLSTATE", str(error))[0]
+        said = re.sub(r"[\s\"]", "", reason).lower()
+        named = [c for c, (old, _) in narrowed.items()
+                 if f"castto{old.simpleString()}due" in said or f"representedas{old.simpleString()}" in said] or list(narrowed)
+        widened = ", ".join(f"{c} to {narrowed[c][1].simpleString()}" for c in named)
+        raise DataError(
+            f"column {', '.join(named)}: {reason}; {statement} WITH SCHEMA EVOLUTION widens the column ({widened})"
+        ) from None
