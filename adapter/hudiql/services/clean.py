@@ -111,9 +111,11 @@ def is_due(timeline: Timeline, settings: Mapping[str, str]) -> bool:
 def _partitions_to_clean(table: HudiTable, earliest: Instant | None, settings: Mapping[str, str]) -> list[str] | None:
     """The partitions a clean must look at; ``None``: all of them.
 
-    Incrementally, the partitions written from the last clean's earliest retained commit up to
-    this one's: a slice becomes cleanable only when a newer one is written before the earliest
-    retained commit, and the last clean saw everything written before its own.
+    Incrementally, the partitions where a file group got a new slice (a rewrite or a compaction:
+    a write stat with a previous commit) or was replaced, from the last clean's earliest retained
+    commit up to this one's: a slice becomes cleanable only when a newer one is written before the
+    earliest retained commit, and the last clean saw everything written before its own. A table
+    that only grows by new file groups lists nothing.
     """
     timeline = table.timeline
     last = _last_clean(timeline)
@@ -129,7 +131,7 @@ def _partitions_to_clean(table: HudiTable, earliest: Instant | None, settings: M
     for instant in timeline.completed(_COMMIT_ACTIONS):
         if since <= instant.timestamp < earliest.timestamp:
             meta = read_commit_metadata(timeline, instant)
-            partitions.update(s.partition_path for s in meta.write_stats)
+            partitions.update(s.partition_path for s in meta.write_stats if s.prev_commit not in ("null", ""))
             partitions.update(meta.partition_to_replace_file_ids)
     return sorted(partitions)
 
@@ -257,6 +259,11 @@ def run(table: HudiTable, settings: Mapping[str, str], plan_new: bool = True) ->
     done = [execute(table, i) for i in table.timeline.pending((CLEAN,))]
     if plan_new:
         current = table.snapshot() if done else table
+        by_age = K.setting(settings, K.CLEANER_POLICY).upper() != K.KEEP_LATEST_FILE_VERSIONS
+        now = datetime.now(timezone.utc)
+        # Nothing is old enough yet: no need for the lock (the plan under it would be empty too).
+        if by_age and earliest_commit_to_retain(current.timeline, settings, now) is None:
+            return done
         if is_due(current.timeline, settings):
             instant = schedule(current, settings)
             if instant is not None:
