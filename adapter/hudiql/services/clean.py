@@ -219,6 +219,8 @@ def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
     table.timeline.ensure_writable()
     with commit_lock(table.storage, settings, "clean plan"):
         table = table.snapshot()
+        if table.timeline.pending((CLEAN,)):
+            return None  # another writer's clean is under way: it deletes what this one would
         heartbeat = claim_instant_time(table, settings)  # no writer takes the clean's instant time
         try:
             cleaner_plan = plan(table, settings, datetime.now(timezone.utc))

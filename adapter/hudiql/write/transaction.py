@@ -13,7 +13,7 @@ A transaction owns everything between a write's snapshot and its completed insta
    that completed since the snapshot (``write.conflict``); the instant completes with one atomic
    write. From here on the statement has succeeded.
 4. On any failure before that, ``abort``: the files and the instant are removed; nothing is visible.
-Post-commit services (``services.post_commit``: inline compaction) run after the transaction,
+Post-commit services (``services.post_commit``: inline compaction, cleaning) run after the transaction,
 each a transaction of its own, so that none of them can fail the statement.
 
 ``hoodie.write.concurrency.mode=SINGLE_WRITER`` skips the lock and the check.
