@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from hudiql.errors import SqlError
-from hudiql.services import clean, compaction
+from hudiql.services import archive, clean, compaction
 from hudiql.table import keys
 from hudiql.table.table import HudiTable
 
@@ -142,6 +142,17 @@ def _show_cleans(ctx: Context, args: dict[str, object]) -> list[tuple]:
     return clean.describe(ctx.table, int(args["limit"]))
 
 
+def _archive_commits(ctx: Context, args: dict[str, object]) -> list[tuple]:
+    if "path" in args:
+        raise SqlError("CALL archive_commits: path => is not supported; name the table with table => 't'")
+    return archive.archive_commits(ctx.table, ctx.settings, int(args["min_commits"]), int(args["max_commits"]),
+                                   int(args["retain_commits"]))
+
+
+def _show_archived_commits(ctx: Context, args: dict[str, object]) -> list[tuple]:
+    return archive.show_archived_commits(ctx.table, int(args["limit"]), str(args["start_ts"]), str(args["end_ts"]))
+
+
 _TABLE = Parameter("table", default=_REQUIRED)
 
 PROCEDURES: dict[str, Procedure] = {p.name: p for p in (
@@ -160,6 +171,16 @@ PROCEDURES: dict[str, Procedure] = {p.name: p for p in (
               "clean_time string, state_transition_time string, action string, start_clean_time string, "
               "time_taken_in_millis long, total_files_deleted int, earliest_commit_to_retain string, "
               "last_completed_commit_timestamp string, version int", _show_cleans),
+    # enable_metadata is Hudi's switch for its metadata table, which hudiql never writes: accepted either way.
+    Procedure("archive_commits", (
+        _TABLE, Parameter("path"), Parameter("min_commits", INT, 20), Parameter("max_commits", INT, 30),
+        Parameter("retain_commits", INT, 10), Parameter("enable_metadata", BOOL, True),
+    ), "result int", _archive_commits),
+    Procedure("show_archived_commits", (
+        _TABLE, Parameter("limit", INT, 10), Parameter("start_ts", STRING, ""), Parameter("end_ts", STRING, ""),
+    ), "commit_time string, state_transition_time string, total_bytes_written long, total_files_added long, "
+       "total_files_updated long, total_partitions_written long, total_records_written long, "
+       "total_update_records_written long, total_errors long", _show_archived_commits),
 )}
 
 

@@ -50,8 +50,8 @@ from hudiql.table.timeline import (
     Instant,
     State,
     Timeline,
-    _layout1_name,
     format_instant_time,
+    instant_file_name,
 )
 from hudiql.write.lock import commit_lock
 
@@ -130,7 +130,7 @@ def _instant_files(timeline: Timeline, instant: Instant, listed: set[str]) -> li
     """(state, file action, path) of the files of ``instant`` in ``.hoodie/``, requested first."""
     out = []
     for state in (State.REQUESTED, State.INFLIGHT, State.COMPLETED):
-        name = _layout1_name(instant.action, state, instant.timestamp)
+        name = instant_file_name(instant.action, state, instant.timestamp)
         if name in listed:
             file_action = name.split(".")[1] if state is State.COMPLETED else instant.action
             out.append((state, file_action, f"{META_FOLDER}/{name}"))

@@ -82,7 +82,7 @@ def parse_instant_time(ts: str) -> datetime:
     return base + timedelta(milliseconds=int(ts[14:17] or 0))
 
 
-def _layout1_name(action: str, state: State, ts: str) -> str:
+def instant_file_name(action: str, state: State, ts: str) -> str:
     """File name of an instant in timeline layout 1."""
     if action == COMMIT:
         return {State.REQUESTED: f"{ts}.commit.requested", State.INFLIGHT: f"{ts}.inflight"}.get(state, f"{ts}.commit")
@@ -224,7 +224,7 @@ class Timeline:
 
     def _path(self, action: str, state: State, ts: str) -> str:
         self.ensure_writable()
-        return f"{META_FOLDER}/{_layout1_name(action, state, ts)}"
+        return f"{META_FOLDER}/{instant_file_name(action, state, ts)}"
 
     def request(self, action: str, timestamp: str, plan: bytes = b"") -> Instant:
         """Create the requested instant of a new action (holding its plan, if any)."""
