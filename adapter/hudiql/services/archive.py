@@ -163,6 +163,8 @@ def _delete_instant_files(table: HudiTable, pending_files: list[str], completed_
 def archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
     """Archive what Hudi's rules let go (``instants_to_archive``); the instants moved."""
     table.timeline.ensure_writable()
+    if not instants_to_archive(table, settings):
+        return []  # the timeline is short enough: no lock (a later writer only adds instants)
     with commit_lock(table.storage, settings, "archive"):
         table = table.snapshot()  # a writer's conflict check reads the timeline: decide under the lock
         chosen = instants_to_archive(table, settings)
