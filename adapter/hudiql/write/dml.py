@@ -45,7 +45,14 @@ from hudiql.table.schema import FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_P
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
 from hudiql.write.transaction import WriteTransaction
-from hudiql.write.writer import DmlCounts, write_decided
+from hudiql.write.writer import (
+    DmlCounts,
+    evolved_schema,
+    naming_narrowed_columns,
+    narrowed_columns,
+    write_decided,
+    write_with_schema,
+)
 
 KIND = "__hudiql_kind"
 OLD_PATH = "__hudiql_old_path"
@@ -77,6 +84,12 @@ def _bound_columns(on: exp.Expression, target: str) -> dict[str, exp.Expression]
             ):
                 bound[side.name.lower()] = other
     return bound
+
+
+def _direct_source_column(value: exp.Expression, name: str, source: str, source_columns) -> bool:
+    """Whether ``value``, assigned to column ``name``, is the source's column of that name."""
+    return (isinstance(value, exp.Column) and value.name.lower() == name.lower() and value.table.lower() in (source, "")
+            and name.lower() in source_columns)
 
 
 def _col(name: str, qualifier: str | None = None) -> exp.Column:
@@ -113,6 +126,10 @@ class DmlPlanner:
             exp.Table(this=st.source.this, db=st.source.args.get("db"))
         )
         source_df = self.planner.dataframe(query)
+        values = self._source_values(table, st.clauses, source_df, source, st.schema_evolution)
+        if st.schema_evolution:
+            write_with_schema(self.txn, evolved_schema(table, values))
+        narrowed = {} if st.schema_evolution else narrowed_columns(table.schema, values)
         self._check_clauses(table, st.clauses, source_df.columns, source, st.on)
 
         files = table.file_system_view()
@@ -192,7 +209,8 @@ class DmlPlanner:
         # its key: ON tests nothing but the record key, over the whole target.
         on_keys_only = all(isinstance(c, exp.EQ) for c in conjuncts(st.on)) and len(
             list(conjuncts(st.on))) == len(table.config.record_key_fields)
-        return self._finish(table, actions, from_source=True, inserts_checked=keep is None and on_keys_only)
+        with naming_narrowed_columns(narrowed, "MERGE"):
+            return self._finish(table, actions, from_source=True, inserts_checked=keep is None and on_keys_only)
 
     def update(self, st: S.Update) -> DmlCounts:
         table = self.table
@@ -317,6 +335,36 @@ class DmlPlanner:
         finally:
             rows.unpersist()
 
+    def _source_values(
+        self, table: HudiTable, clauses: list[S.MergeClause], source_df: DataFrame, source: str, evolving: bool
+    ) -> list[tuple[str, T.DataType]]:
+        """The columns a MERGE's clauses assign a source column of the same name to, with the
+        source column's type, as Spark's MERGE WITH SCHEMA EVOLUTION counts them: every source
+        column under ``UPDATE SET *`` / ``INSERT *`` (but Hudi's meta columns and the
+        ``_hoodie_is_deleted`` flag), and ``c = s.c``. These are the columns it adds or widens
+        (``writer.evolved_schema``); a column the table lacks assigned anything else is refused."""
+        types = {f.name.lower(): f.dataType for f in source_df.schema.fields}
+        names = {c.lower() for c in table.schema.fieldNames()}
+        values = []
+        for clause in clauses:
+            if clause.action == DELETE_KIND:
+                continue
+            if clause.assignments is None:
+                values += [(f.name, f.dataType) for f in source_df.schema.fields
+                           if f.name not in META_COLUMNS and f.name.lower() != IS_DELETED]
+                continue
+            for name, value in clause.assignments.items():
+                direct = _direct_source_column(value, name, source, types)
+                if direct:
+                    values.append((name, types[name.lower()]))
+                elif evolving and name.lower() not in names:
+                    label = f"WHEN {'MATCHED' if clause.matched else 'NOT MATCHED'} THEN {clause.action.upper()}"
+                    raise ColumnError(
+                        f"{label}: table {table.config.name} has no column {name}; MERGE WITH SCHEMA EVOLUTION adds a "
+                        f"column from the source column of its name only ({name} = {source}.{name})"
+                    )
+        return values
+
     # ---- validation ---------------------------------------------------------------------------
     def _check_on(self, table: HudiTable, on: exp.Expression, target: str) -> None:
         """ON must equate every record key column of the target with a source expression."""
@@ -365,10 +413,16 @@ class DmlPlanner:
                     )
                     raise ColumnError(
                         f"{star} would drop source column {', '.join(extra)}: table {table.config.name} has no such "
-                        f"column; list the columns to write instead, e.g. {listed}"
+                        f"column; write MERGE WITH SCHEMA EVOLUTION to add it, or list the columns to write, e.g. {listed}"
                     )
                 continue
-            names = {find_column(k, table.schema.fieldNames(), label).lower() for k in clause.assignments}
+            names = set()
+            for name, value in clause.assignments.items():
+                try:
+                    names.add(find_column(name, columns, label).lower())
+                except ColumnError as e:
+                    direct = _direct_source_column(value, name, source, available)
+                    raise ColumnError(f"{e} (MERGE WITH SCHEMA EVOLUTION adds it)" if direct else str(e)) from None
             if clause.action == UPDATE:
                 self._check_keys_unassigned(table, names, label)
             else:

@@ -630,9 +630,13 @@ def insert_rows(
     """
     schema, config = table.schema, table.config
     name = config.name
-    source = source.select([F.col(f"`{c}`") for c in source.columns if c not in META_COLUMNS])
+    # The query's columns by position (a query may give two columns one name), without meta columns.
+    kept = [(f"__hudiql_{i}", f) for i, f in enumerate(source.schema.fields) if f.name not in META_COLUMNS]
+    positions = [position for position, _ in kept]
+    given_names = [f.name for _, f in kept]
+    source = source.toDF(*[f"__hudiql_{i}" for i in range(len(source.columns))]).select(positions)
     if by_name:
-        columns = source.columns
+        columns = given_names
     names = schema.fieldNames()
     for key in partition or {}:
         find_column(key, names, "INSERT INTO ... PARTITION")  # a dynamic column must exist too
@@ -641,10 +645,10 @@ def insert_rows(
     lower = {n.lower(): n for n in names}
     if columns is None:
         targets = [n for n in names if n not in static]
-        new = source.columns[len(targets):]
+        new = given_names[len(targets):]
         if new and not schema_evolution:
             raise DataError(
-                f"INSERT provides {len(source.columns)} columns but table {name} has {len(targets)} ({', '.join(targets)}): "
+                f"INSERT provides {len(given_names)} columns but table {name} has {len(targets)} ({', '.join(targets)}): "
                 f"remove the extra column {', '.join(new)}, or add it with INSERT WITH SCHEMA EVOLUTION "
                 f"(or ALTER TABLE {name} ADD COLUMNS)"
             )
@@ -669,23 +673,23 @@ def insert_rows(
                         f"the INSERT column list ({', '.join(columns)}) leaves out {kind} column {column}: "
                         f"every row needs its {kind} value; {how}"
                     )
-    if len(source.columns) != len(targets):
+    if len(positions) != len(targets):
         raise DataError(
-            f"INSERT provides {len(source.columns)} columns but expects {len(targets)}: {', '.join(targets)}"
+            f"INSERT provides {len(positions)} columns but expects {len(targets)}: {', '.join(targets)}"
         )
-    values = [(target, source.schema[column].dataType) for target, column in zip(targets, source.columns)]
+    values = [(target, f.dataType) for target, (_, f) in zip(targets, kept)]
     narrowed = {}
     if schema_evolution:
         schema = evolved_schema(table, values)
     else:
-        narrowed = {t: (schema[t].dataType, v) for t, v in values if _narrows(schema[t].dataType, v)}
-    by_target = dict(zip(targets, source.columns))
+        narrowed = narrowed_columns(schema, values)
+    by_target = dict(zip(targets, positions))
     out = []
     for f in schema.fields:
         if f.name in static:
             value = F.lit(static[f.name])
         elif f.name in by_target:
-            value = F.col(f"`{by_target[f.name]}`")
+            value = F.col(by_target[f.name])
         else:
             value = F.lit(None)
         out.append(value.cast(f.dataType).alias(f.name))
@@ -708,10 +712,16 @@ def evolved_schema(table: HudiTable, values: list[tuple[str, T.DataType]]) -> T.
     return schema
 
 
-def _narrows(column: T.DataType, value: T.DataType) -> bool:
-    """Whether storing a ``value`` in ``column`` casts it to a narrower type (WITH SCHEMA EVOLUTION would widen it)."""
-    value = storage_type(value)
-    return column != value and widens(column, value)
+def narrowed_columns(schema: T.StructType, values: list[tuple[str, T.DataType]]) -> dict[str, tuple[T.DataType, T.DataType]]:
+    """The columns of ``schema`` that ``values`` (column name, value type) are cast down to: column ->
+    (its type, the wider type of the value), which WITH SCHEMA EVOLUTION would widen."""
+    names = {n.lower(): n for n in schema.fieldNames()}
+    out = {}
+    for name, dtype in values:
+        column, value = names.get(name.lower()), storage_type(dtype)
+        if column is not None and schema[column].dataType != value and widens(schema[column].dataType, value):
+            out[column] = (schema[column].dataType, value)
+    return out
 
 
 def write_with_schema(txn: WriteTransaction, schema: T.StructType) -> None:
