@@ -224,3 +224,48 @@ def test_procedure_arguments_and_retention_settings_are_checked(session, warehou
     with pytest.raises(OptionError, match="hoodie.keep.min.commits=25 must be greater than hoodie.cleaner.commits.retained=30"):
         session.sql("INSERT INTO t VALUES (1, 0, 'a')")
     assert instants(warehouse / "t", "commit.requested") == []
+
+
+def test_apache_hudi_run_clean_sequences(session, warehouse):
+    """The statements of Apache Hudi's TestCleanProcedure, with the results it expects (its
+    ``show_fsview_all`` counts are the base files on storage here)."""
+    def base_files(name: str) -> int:
+        return len(list((warehouse / name).glob("*.parquet")))
+
+    def clean(name: str, args: str = "") -> list[int]:
+        return [r.total_files_deleted for r in session.sql(f"CALL run_clean(table => '{name}'{args})").collect()]
+
+    session.sql("SET hoodie.clean.automatic = false")
+    session.sql("SET hoodie.parquet.max.file.size = 10000")
+    session.sql("CREATE TABLE h0 (id INT, name STRING, price DOUBLE, ts BIGINT) USING hudi "
+                "TBLPROPERTIES (primaryKey = 'id', type = 'cow', orderingFields = 'ts')")
+    session.sql("INSERT INTO h0 VALUES (1, 'a1', 10, 1000)")
+    for price in (11, 12, 13):
+        session.sql(f"UPDATE h0 SET price = {price} WHERE id = 1")
+    assert clean("h0", ", retain_commits => 1") == [2] and base_files("h0") == 2
+    assert hudiql_rows(session, "SELECT id, name, price, ts FROM h0") == [(1, "a1", 13.0, 1000)]
+    assert clean("h0", ", retain_commits => 1") == []
+    session.sql("UPDATE h0 SET price = 14 WHERE id = 1")
+    assert clean("h0", ", clean_policy => 'KEEP_LATEST_FILE_VERSIONS', file_versions_retained => 3") == []
+    assert base_files("h0") == 3
+    assert clean("h0", ", clean_policy => 'KEEP_LATEST_FILE_VERSIONS', file_versions_retained => 1") == [2]
+    assert base_files("h0") == 1
+    assert hudiql_rows(session, "SELECT id, name, price, ts FROM h0") == [(1, "a1", 14.0, 1000)]
+    session.sql("UPDATE h0 SET price = 15 WHERE id = 1")
+    versions_1 = ", clean_policy => 'KEEP_LATEST_FILE_VERSIONS', file_versions_retained => 1"
+    assert clean("h0", ", trigger_max_commits => 2" + versions_1) == [] and base_files("h0") == 2  # 1 commit since
+    assert clean("h0", ", trigger_max_commits => 1" + versions_1) == [1] and base_files("h0") == 1
+    assert official_rows(warehouse / "h0", ["id", "name", "price", "ts"]) == [(1, "a1", 15.0, 1000)]
+
+    session.sql("SET hoodie.parquet.max.file.size = 125829120")
+    # Hudi 1.x spells the options hoodie.clean.*: as table properties, and in options => '...'.
+    session.sql("CREATE TABLE h1 (id INT, name STRING, price DOUBLE, ts BIGINT) USING hudi TBLPROPERTIES (primaryKey = 'id', "
+                "type = 'cow', orderingFields = 'ts', hoodie.clean.policy = 'KEEP_LATEST_COMMITS', hoodie.clean.commits.retained = '2')")
+    session.sql("CREATE TABLE h2 (id INT, name STRING, price DOUBLE, ts BIGINT) USING hudi "
+                "TBLPROPERTIES (primaryKey = 'id', type = 'cow', orderingFields = 'ts')")
+    for name in ("h1", "h2"):
+        for i in range(1, 5):
+            session.sql(f"INSERT INTO {name} VALUES ({i}, 'a{i}', 10, {1000 + i})")
+    assert clean("h1") == [1] and base_files("h1") == 3
+    assert clean("h2", ", options => 'hoodie.clean.policy=KEEP_LATEST_COMMITS, hoodie.clean.commits.retained=2'") == [1]
+    assert base_files("h2") == 3

@@ -293,6 +293,13 @@ _KEY_LIST: list[Key] = [
         doc="KEEP_LATEST_BY_HOURS: readers can query the table as of this many hours ago"),
     Key(CLEANER_INCREMENTAL, BOTH, BOOL, "true", alterable=True,
         doc="a clean looks only at the partitions written since the last clean's earliest retained commit"),
+    # Hudi 1.x spells the cleaner's keys hoodie.clean.*; the 0.x names above win when both are given.
+    _enum("hoodie.clean.policy", BOTH, CLEANER_POLICIES, alterable=True, same_as=CLEANER_POLICY),
+    Key("hoodie.clean.commits.retained", BOTH, INT, minimum=1, alterable=True, same_as=CLEANER_COMMITS_RETAINED),
+    Key("hoodie.clean.fileversions.retained", BOTH, INT, minimum=1, alterable=True,
+        same_as=CLEANER_FILE_VERSIONS_RETAINED),
+    Key("hoodie.clean.hours.retained", BOTH, INT, minimum=1, alterable=True, same_as=CLEANER_HOURS_RETAINED),
+    Key("hoodie.clean.incremental.enabled", BOTH, BOOL, alterable=True, same_as=CLEANER_INCREMENTAL),
     _enum(CLEAN_TRIGGER_STRATEGY, BOTH, ("NUM_COMMITS",), "NUM_COMMITS", alterable=True),
     Key(CLEAN_MAX_COMMITS, BOTH, INT, "1", minimum=1, unit=" of commits", alterable=True,
         doc="commits since the last clean before a clean is planned"),
@@ -356,11 +363,20 @@ def short_table_options() -> set[str]:
     return names | {"connector", "path"}  # Flink's connector='hudi' and path='...', read by the parser
 
 
+#: The other spellings of a key, by the key they stand for.
+_ALIASES: dict[str, list[str]] = {}
+for _key in _KEY_LIST:
+    if _key.same_as is not None:
+        _ALIASES.setdefault(_key.same_as, []).append(_key.name)
+
+
 def setting(settings: Mapping[str, str], name: str) -> str:
-    """The value of ``name`` in ``settings`` (table properties and session settings), else its default."""
-    value = settings.get(name)
-    if value is not None:
-        return value
+    """The value of ``name`` in ``settings`` (table properties and session settings), or of
+    another spelling of it, else its default."""
+    for key in (name, *_ALIASES.get(name, ())):
+        value = settings.get(key)
+        if value is not None:
+            return value
     default = KEYS[name].default
     if default is None:
         raise KeyError(f"{name} has no default")
