@@ -53,7 +53,7 @@ from hudiql.write.writer import (
     Operation,
     Replacement,
     align_columns,
-    insert_rows,
+    prepare_insert,
     static_partition_values,
     transaction,
     write_insert,
@@ -500,7 +500,7 @@ class Session:
 
     def _insert_rows(self, table: HudiTable, st: S.Insert) -> InsertRows:
         source = self.planner.dataframe(st.query)
-        return insert_rows(table, source, st.columns, st.partition, st.by_name, st.schema_evolution)
+        return prepare_insert(table, source, st.columns, st.partition, st.by_name, st.schema_evolution)
 
     def _run_TruncateTable(self, st: S.TruncateTable) -> Result:
         table = self.table(st.table)

@@ -52,11 +52,11 @@ def test_insert_adds_columns_that_old_base_and_log_files_read_as_null(session, w
     before = sorted(p.name for p in (warehouse / "t" / ".hoodie").iterdir())
     refusals = [
         ("INSERT INTO t SELECT 3, 30, 1, 'a', 'x' AS note", DataError,
-         "INSERT provides 5 columns but table t has 4 (id, v, ts, dt): remove the extra column note, "
-         "or add it with INSERT WITH SCHEMA EVOLUTION (or ALTER TABLE t ADD COLUMNS)"),
+         "INSERT provides 5 columns but the table has 4 (id, v, ts, dt): remove the extra column note, "
+         "or add it with INSERT WITH SCHEMA EVOLUTION (or ALTER TABLE ... ADD COLUMNS)"),
         ("INSERT INTO t (id, v, ts, dt, note) VALUES (3, 30, 1, 'a', 'x')", ColumnError,
-         "INSERT INTO t (id, v, ts, dt, note): table t has no column note (its columns: id, v, ts, dt); "
-         "add it with INSERT WITH SCHEMA EVOLUTION (or ALTER TABLE t ADD COLUMNS)"),
+         "INSERT INTO ... (id, v, ts, dt, note): the table has no column note (its columns: id, v, ts, dt); "
+         "add it with INSERT WITH SCHEMA EVOLUTION (or ALTER TABLE ... ADD COLUMNS)"),
     ]
     for sql, error, message in refusals:
         with pytest.raises(error) as info:

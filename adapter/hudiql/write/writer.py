@@ -608,7 +608,7 @@ class InsertRows:
     narrowed: dict[str, tuple[T.DataType, T.DataType]]  # column -> (its type, the wider type its values are cast from)
 
 
-def insert_rows(
+def prepare_insert(
     table: HudiTable,
     source: DataFrame,
     columns: list[str] | None,
@@ -616,74 +616,64 @@ def insert_rows(
     by_name: bool = False,
     schema_evolution: bool = False,
 ) -> InsertRows:
-    """The rows of ``INSERT [WITH SCHEMA EVOLUTION] INTO t [PARTITION (...)] [(cols) | BY NAME] <query>``
-    as the columns of ``table`` (the statement's snapshot).
+    """``INSERT [WITH SCHEMA EVOLUTION] INTO t [PARTITION (...)] [(cols) | BY NAME] <query>`` into
+    ``table`` (the statement's snapshot): WITH SCHEMA EVOLUTION, the columns it names that the
+    table lacks are added and those its values are wider than are widened
+    (``table.schema.changes_on_write``); without it, ``insert_rows`` refuses the first."""
+    values = _insert_values(table.schema, source, columns, partition, by_name)
+    schema = evolved_schema(table, values) if schema_evolution else table.schema
+    rows = insert_rows(schema, source, columns, partition, table.config.record_key_fields,
+                       table.config.partition_fields, by_name)
+    return InsertRows(rows, schema, {} if schema_evolution else narrowed_columns(schema, values))
+
+
+def insert_rows(
+    schema: T.StructType,
+    source: DataFrame,
+    columns: list[str] | None,
+    partition: dict | None,
+    record_key_fields: Collection[str],
+    partition_fields: Collection[str],
+    by_name: bool = False,
+) -> DataFrame:
+    """The rows of ``INSERT INTO t [PARTITION (...)] [(cols) | BY NAME] <query>`` as the columns of ``schema``.
 
     Without a column list, the query's columns fill the table's columns by position, except
     the partition columns given static values in PARTITION (...). A column list (or BY NAME:
     the query's column names) leaves the other columns NULL, but never a record key or
     partition column: a NULL there gives the key another record (or another partition) than its
     stored version. The query's Hudi meta columns (SELECT * of a Hudi table) are not data, as in
-    Hudi. Columns the table lacks (named in the list, or the query's columns past the table's)
-    are added at the end of the schema WITH SCHEMA EVOLUTION, and refused by name without it;
-    so are columns widened to hold a wider value (``table.schema.changes_on_write``).
+    Hudi. A column the table lacks is refused by name (INSERT WITH SCHEMA EVOLUTION adds it:
+    ``prepare_insert``).
     """
-    schema, config = table.schema, table.config
-    name = config.name
-    # The query's columns by position (a query may give two columns one name), without meta columns.
-    kept = [(f"__hudiql_{i}", f) for i, f in enumerate(source.schema.fields) if f.name not in META_COLUMNS]
-    positions = [position for position, _ in kept]
-    given_names = [f.name for _, f in kept]
-    source = source.toDF(*[f"__hudiql_{i}" for i in range(len(source.columns))]).select(positions)
-    if by_name:
-        columns = given_names
     names = schema.fieldNames()
-    for key in partition or {}:
-        find_column(key, names, "INSERT INTO ... PARTITION")  # a dynamic column must exist too
-    static = {find_column(key, names, "INSERT INTO ... PARTITION"): value
-              for key, value in static_partition_values(partition).items()}
-    lower = {n.lower(): n for n in names}
-    if columns is None:
-        targets = [n for n in names if n not in static]
-        new = given_names[len(targets):]
-        if new and not schema_evolution:
-            raise DataError(
-                f"INSERT provides {len(given_names)} columns but table {name} has {len(targets)} ({', '.join(targets)}): "
-                f"remove the extra column {', '.join(new)}, or add it with INSERT WITH SCHEMA EVOLUTION "
-                f"(or ALTER TABLE {name} ADD COLUMNS)"
-            )
-        targets += new
-    else:
-        targets = [lower.get(c.lower(), c) for c in columns]
-        if len({t.lower() for t in targets}) != len(targets):
-            raise DataError(f"a column is listed twice in INSERT INTO ({', '.join(columns)})")
-        new = [t for t in targets if t.lower() not in lower]
-        if new and not schema_evolution:
-            raise ColumnError(
-                f"INSERT INTO {name} ({', '.join(columns)}): table {name} has no column {', '.join(new)} "
-                f"(its columns: {', '.join(names)}); add it with INSERT WITH SCHEMA EVOLUTION (or ALTER TABLE {name} ADD COLUMNS)"
-            )
-        given = set(targets) | set(static)
-        for kind, fields in (("record key", config.record_key_fields), ("partition", config.partition_fields)):
+    source, given, targets, static = _insert_targets(names, source, columns, partition, by_name)
+    new = [t for t in targets if t not in names]
+    if new and columns is None and not by_name:
+        fill = [n for n in names if n not in static]
+        raise DataError(
+            f"INSERT provides {len(given)} columns but the table has {len(fill)} ({', '.join(fill)}): "
+            f"remove the extra column {', '.join(new)}, or add it with INSERT WITH SCHEMA EVOLUTION "
+            "(or ALTER TABLE ... ADD COLUMNS)"
+        )
+    if new:
+        raise ColumnError(
+            f"INSERT INTO ... ({', '.join(columns or given)}): the table has no column {', '.join(new)} "
+            f"(its columns: {', '.join(names)}); add it with INSERT WITH SCHEMA EVOLUTION (or ALTER TABLE ... ADD COLUMNS)"
+        )
+    if columns is not None or by_name:
+        given_set = set(targets) | set(static)
+        lower = {n.lower(): n for n in names}
+        for kind, fields in (("record key", record_key_fields), ("partition", partition_fields)):
             for field in fields:
                 column = lower.get(field.lower())
-                if column is not None and column not in given:  # (not a column: a key generator derives it)
+                if column is not None and column not in given_set:  # (not a column: a key generator derives it)
                     how = f"list {column} in it" + (f" or give PARTITION ({column} = <value>)" if kind == "partition" else "")
                     raise ColumnError(
-                        f"the INSERT column list ({', '.join(columns)}) leaves out {kind} column {column}: "
+                        f"the INSERT column list ({', '.join(columns or given)}) leaves out {kind} column {column}: "
                         f"every row needs its {kind} value; {how}"
                     )
-    if len(positions) != len(targets):
-        raise DataError(
-            f"INSERT provides {len(positions)} columns but expects {len(targets)}: {', '.join(targets)}"
-        )
-    values = [(target, f.dataType) for target, (_, f) in zip(targets, kept)]
-    narrowed = {}
-    if schema_evolution:
-        schema = evolved_schema(table, values)
-    else:
-        narrowed = narrowed_columns(schema, values)
-    by_target = dict(zip(targets, positions))
+    by_target = dict(zip(targets, source.columns))
     out = []
     for f in schema.fields:
         if f.name in static:
@@ -693,7 +683,43 @@ def insert_rows(
         else:
             value = F.lit(None)
         out.append(value.cast(f.dataType).alias(f.name))
-    return InsertRows(source.select(out), schema, narrowed)
+    return source.select(out)
+
+
+def _insert_targets(
+    names: list[str], source: DataFrame, columns: list[str] | None, partition: dict | None, by_name: bool
+) -> tuple[DataFrame, list[str], list[str], dict[str, str | None]]:
+    """How an INSERT's query fills a table with columns ``names``: the query with its columns
+    numbered (two may share a name) and without Hudi's meta columns, their names as the query
+    gives them, the column each fills (a name the table lacks as given: a new column), and the
+    static partition values."""
+    kept = [(f"__hudiql_{i}", f.name) for i, f in enumerate(source.schema.fields) if f.name not in META_COLUMNS]
+    numbered = source.toDF(*[f"__hudiql_{i}" for i in range(len(source.columns))]).select([p for p, _ in kept])
+    given = [name for _, name in kept]
+    for key in partition or {}:
+        find_column(key, names, "INSERT INTO ... PARTITION")  # a dynamic column must exist too
+    static = {find_column(key, names, "INSERT INTO ... PARTITION"): value
+              for key, value in static_partition_values(partition).items()}
+    listed = given if by_name else columns
+    if listed is None:
+        targets = [n for n in names if n not in static]
+        targets += given[len(targets):]  # past the table's columns: new ones, named by the query
+    else:
+        lower = {n.lower(): n for n in names}
+        targets = [lower.get(c.lower(), c) for c in listed]
+        if len({t.lower() for t in targets}) != len(targets):
+            raise DataError(f"a column is listed twice in INSERT INTO ({', '.join(listed)})")
+    if len(given) != len(targets):
+        raise DataError(f"INSERT provides {len(given)} columns but expects {len(targets)}: {', '.join(targets)}")
+    return numbered, given, targets, static
+
+
+def _insert_values(
+    schema: T.StructType, source: DataFrame, columns: list[str] | None, partition: dict | None, by_name: bool
+) -> list[tuple[str, T.DataType]]:
+    """The columns an INSERT fills from its query (new ones included), with the type of their values."""
+    numbered, _, targets, _ = _insert_targets(schema.fieldNames(), source, columns, partition, by_name)
+    return [(target, f.dataType) for target, f in zip(targets, numbered.schema.fields)]
 
 
 def fixed_columns(table: HudiTable) -> list[str]:
