@@ -53,6 +53,7 @@ from hudiql.write.writer import (
     Operation,
     Replacement,
     align_columns,
+    fixed_columns,
     prepare_insert,
     static_partition_values,
     transaction,
@@ -306,9 +307,8 @@ class Session:
 
     def _run_AlterTableColumns(self, st: S.AlterTableColumns) -> Result:
         table = self.table(st.table)
-        fixed = [*table.config.record_key_fields, *table.config.partition_fields, *filter(None, [table.config.ordering_field])]
         with transaction(self.spark, table, self.conf) as txn:
-            write_schema(txn, evolve(txn.table.schema, st.added, st.retyped, fixed))
+            write_schema(txn, evolve(txn.table.schema, st.added, st.retyped, fixed_columns(table)))
         return self._message(f"altered table {st.table}")
 
     def _run_CreateView(self, st: S.CreateView) -> Result:

@@ -509,8 +509,10 @@ def test_call_errors(session):
     session.sql("CREATE TABLE t (id INT) USING hudi")
     with pytest.raises(SqlError, match="show_table_properties"):
         session.sql("CALL show_commits(table => 't')")
-    with pytest.raises(SqlError, match="table =>"):
+    with pytest.raises(SqlError, match="CALL show_table_properties takes no argument 'path'; its arguments are table"):
         session.sql("CALL show_table_properties(path => 't')")
+    with pytest.raises(SqlError, match="CALL show_table_properties needs table => ..."):
+        session.sql("CALL show_table_properties()")
     with pytest.raises(TableNotFoundError, match="nope"):
         session.sql("CALL show_table_properties(table => 'nope')")
 

@@ -268,8 +268,9 @@ def commit_files(base: Path) -> list[Path]:
 
 
 def pending_instants(base: Path) -> set[str]:
+    """Writes begun (an inflight file) that did not complete (no commit file); cleans are not writes."""
     hoodie = base / ".hoodie"
-    started = {p.name.split(".")[0] for p in hoodie.glob("*.inflight")}
+    started = {p.name.split(".")[0] for p in hoodie.glob("*.inflight") if not p.name.endswith(".clean.inflight")}
     return started - {p.name.split(".")[0] for p in commit_files(base)}
 
 
