@@ -5,7 +5,7 @@ value of the wrong kind is refused by name, never ignored.
 
 Example:
     >>> PROCEDURES["run_clean"].bind({"table": "orders", "retain_commits": "2"})
-    {'table': 'orders', 'retain_commits': 2, 'skip_locking': False, 'schedule_in_line': True}
+    {'table': 'orders', 'skip_locking': False, 'schedule_in_line': True, 'retain_commits': 2}
     >>> PROCEDURES["run_clean"].bind({"table": "orders", "retain": "2"})
     Traceback (most recent call last):
     ...
