@@ -144,11 +144,12 @@ def _entries(table: HudiTable, instants: list[Instant]) -> tuple[list[dict], lis
     entries, pending_files, completed_files = [], [], []
     for instant in instants:
         files = _instant_files(timeline, instant, listed)
-        plan = next((storage.read(path) for state, _, path in files if state is State.REQUESTED), b"")
+        contents = {path: storage.read(path) for _, _, path in files}
+        plan = next((contents[path] for state, _, path in files if state is State.REQUESTED), b"")
         for state, action, path in files:
             modified = storage.modified_time(path)
             transition = format_instant_time(datetime.fromtimestamp(modified, timezone.utc)) if modified else None
-            entries.append(archived_entry(instant.timestamp, action, state, storage.read(path), plan, transition))
+            entries.append(archived_entry(instant.timestamp, action, state, contents[path], plan, transition))
             (completed_files if state is State.COMPLETED else pending_files).append(path)
     return entries, pending_files, completed_files
 

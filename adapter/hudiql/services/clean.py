@@ -36,8 +36,8 @@ from hudiql.errors import HudiqlError
 from hudiql.table import keys as K
 from hudiql.table.clean_plan import CleanerPlan, CleanMetadata, decode_metadata, decode_plan, encode_metadata, encode_plan
 from hudiql.table.compaction_plan import decode_plan as decode_compaction_plan
-from hudiql.table.fsview import read_commit_metadata
-from hudiql.table.layout import META_FOLDER, parse_data_file_name
+from hudiql.table.fsview import list_data_files, read_commit_metadata
+from hudiql.table.layout import parse_data_file_name, partition_of
 from hudiql.table.savepoint import savepointed_files
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import (
@@ -140,18 +140,12 @@ def _file_groups(table: HudiTable, partitions: list[str] | None,
                  committed: CommittedInstants) -> dict[tuple[str, str], dict[str, _Slice]]:
     """Per file group, its slices of completed instants on storage (files of pending or failed
     writes are left out: they are not this service's to delete)."""
-    if partitions is None:
-        infos = [i for i in table.storage.list("", recursive=True)
-                 if not i.is_dir and not i.path.startswith(META_FOLDER + "/")]
-    else:
-        infos = [i for p in partitions if table.storage.is_dir(p) for i in table.storage.list(p) if not i.is_dir]
     groups: dict[tuple[str, str], dict[str, _Slice]] = {}
-    for info in infos:
+    for info in list_data_files(table.storage, partitions):
         parsed = parse_data_file_name(info.name)
         if parsed is None or parsed.instant_time not in committed:
             continue
-        partition = posixpath.dirname(info.path)
-        partition = "" if partition == "." else partition
+        partition = partition_of(info.path)
         slices = groups.setdefault((partition, parsed.file_id), {})
         slices.setdefault(parsed.instant_time, _Slice(parsed.instant_time)).files.append(info.path)
     return groups

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 from hudiql.errors import damaged_file
 from hudiql.file_group import FileGroup, FileSlice
-from hudiql.io.storage import Storage
+from hudiql.io.storage import FileInfo, Storage
 from hudiql.table.commit import CommitMetadata
 from hudiql.table.compaction_plan import decode_plan
-from hudiql.table.layout import META_FOLDER, join_partition, parse_data_file_name
+from hudiql.table.layout import META_FOLDER, join_partition, parse_data_file_name, partition_of
 from hudiql.table.timeline import (
     COMPACTION,
     DELTA_COMMIT,
@@ -80,12 +80,11 @@ class FileSystemView:
         pending = {i.timestamp: i for i in timeline.instants if i.action == COMPACTION and not i.is_completed}
         groups: dict[tuple[str, str], FileGroup] = {}
         candidates: list[tuple[FileGroup, str, str, str, int]] = []  # group, name instant, name, path, size
-        for info in _list_data_files(storage, partitions):
+        for info in list_data_files(storage, partitions):
             parsed = parse_data_file_name(info.name)
             if parsed is None:
                 continue
-            partition = posixpath.dirname(info.path)
-            partition = "" if partition == "." else partition
+            partition = partition_of(info.path)
             group = groups.setdefault((partition, parsed.file_id), FileGroup(partition, parsed.file_id))
             if parsed.is_log:
                 group.all_log_versions.setdefault(parsed.instant_time, set()).add(parsed.log_version)
@@ -205,7 +204,8 @@ def _log_sort_key(name: str) -> tuple[str, int, str]:
     return (parsed.instant_time, parsed.log_version, parsed.token or "")
 
 
-def _list_data_files(storage: Storage, partitions: list[str] | None):
+def list_data_files(storage: Storage, partitions: list[str] | None) -> list[FileInfo]:
+    """The files of the table's partitions (all of them, or ``partitions``), ``.hoodie/`` aside."""
     if partitions is None:
         infos = storage.list("", recursive=True)
         return [i for i in infos if not i.is_dir and not i.path.startswith(META_FOLDER + "/")]

@@ -89,6 +89,12 @@ def parse_data_file_name(name: str) -> DataFileName | None:
     return None
 
 
+def partition_of(path: str) -> str:
+    """The partition path of a data file's path relative to the table root ('' at the root)."""
+    partition = posixpath.dirname(path)
+    return "" if partition == "." else partition
+
+
 def join_partition(partition_path: str, name: str) -> str:
     """A data file's path relative to the table root."""
     return posixpath.join(partition_path, name) if partition_path else name
