@@ -432,9 +432,13 @@ class Session:
 
     def _run_Call(self, st: S.Call) -> Result:
         proc = procedures.procedure(st.procedure)
-        args = proc.bind(st.args)
-        table = self.table(table_name_text(str(args["table"])))
-        rows = proc.run(procedures.Context(self.spark, table, self.settings(table)), args)
+        args = proc.bind(st.args, st.positional)
+        if "table" in args:
+            table = self.table(table_name_text(str(args["table"])))
+            context = procedures.Context(self.spark, table, self.settings(table))
+        else:
+            context = procedures.Context(self.spark, None, self.conf)
+        rows = proc.run(context, args)
         return Result(self.spark.createDataFrame(rows, proc.output), True)
 
     def _run_SetConf(self, st: S.SetConf) -> Result:

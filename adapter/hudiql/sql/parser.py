@@ -357,17 +357,29 @@ def table_name_text(text: str) -> S.TableName:
 
 
 def _parse_call(text: str) -> S.Call:
+    """``[system.]name(args)``: arguments by name (``limit => 5``) after those by position."""
     try:
         with _sqlglot_quiet():
             call = sqlglot.parse_one(text, read=DIALECT)
     except ParseError as e:
         raise _syntax_error(e) from None
+    if isinstance(call, exp.Dot) and call.this.name.lower() == "system":
+        call = call.expression
+    if not isinstance(call, exp.Func):
+        raise SqlError(f"CALL {text}: write CALL procedure(arg => value, ...); CALL help() lists the procedures")
+    name = call.sql_name() if not isinstance(call, exp.Anonymous) else call.name
     args: dict[str, str] = {}
-    for arg in call.expressions:
-        if not isinstance(arg, exp.Kwarg):
-            raise SqlError(f"CALL {call.name}: pass arguments by name, e.g. table => 't'")
-        args[arg.this.name.lower()] = arg.expression.name if isinstance(arg.expression, exp.Literal) else arg.expression.sql(DIALECT)
-    return S.Call(call.name.lower(), args)
+    positional: list[str] = []
+    for arg in call.expressions if isinstance(call, exp.Anonymous) else call.iter_expressions():
+        value = arg.expression if isinstance(arg, exp.Kwarg) else arg
+        text_value = value.name if isinstance(value, exp.Literal) else value.sql(DIALECT)
+        if isinstance(arg, exp.Kwarg):
+            args[arg.this.name.lower()] = text_value
+        elif args:
+            raise SqlError(f"CALL {name}: arguments by position come before those by name")
+        else:
+            positional.append(text_value)
+    return S.Call(name.lower(), args, positional)
 
 
 def _syntax_error(error: ParseError) -> _Located:

@@ -204,7 +204,8 @@ class ShowCreateTable(Statement):
 @dataclass
 class Call(Statement):
     procedure: str
-    args: dict[str, str]
+    args: dict[str, str]  # by name
+    positional: list[str] = field(default_factory=list)
 
 
 @dataclass

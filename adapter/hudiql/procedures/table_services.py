@@ -1,12 +1,10 @@
-"""``CALL`` procedures: Hudi's names, arguments and output columns, each run on one table.
-
-A procedure declares its parameters; an argument it does not take, a missing required one or a
-value of the wrong kind is refused by name, never ignored.
+"""The procedures of the table services: compaction, cleaning, archiving, and the table's properties.
 
 Example:
-    >>> PROCEDURES["run_clean"].bind({"table": "orders", "retain_commits": "2"})
+    >>> run_clean = {p.name: p for p in PROCEDURES}["run_clean"]
+    >>> run_clean.bind({"table": "orders", "retain_commits": "2"})
     {'table': 'orders', 'skip_locking': False, 'schedule_in_line': True, 'retain_commits': 2}
-    >>> PROCEDURES["run_clean"].bind({"table": "orders", "retain": "2"})
+    >>> run_clean.bind({"table": "orders", "retain": "2"})
     Traceback (most recent call last):
     ...
     hudiql.errors.SqlError: CALL run_clean takes no argument 'retain'; its arguments are table, skip_locking, schedule_in_line, clean_policy, retain_commits, hours_retained, file_versions_retained, trigger_strategy, trigger_max_commits, options
@@ -14,73 +12,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-
-from pyspark.sql import SparkSession
-
 from hudiql.errors import SqlError
+from hudiql.procedures.base import BOOL, INT, STRING, TABLE, Context, Parameter, Procedure
 from hudiql.services import archive, clean, compaction
 from hudiql.table import keys
-from hudiql.table.table import HudiTable
-
-STRING = "string"
-INT = "int"
-BOOL = "boolean"
-
-_REQUIRED = object()
-
-
-@dataclass(frozen=True)
-class Parameter:
-    name: str
-    kind: str = STRING
-    default: object = None  # None: optional without a value; _REQUIRED: must be given
-
-    def parse(self, procedure: str, text: str) -> object:
-        if self.kind == INT:
-            if not text.strip().lstrip("-").isdigit():
-                raise SqlError(f"CALL {procedure}: {self.name} => {text} is not a whole number")
-            return int(text)
-        if self.kind == BOOL:
-            if text.strip().lower() not in ("true", "false"):
-                raise SqlError(f"CALL {procedure}: {self.name} => {text} is not true or false")
-            return text.strip().lower() == "true"
-        return text
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a procedure runs on: the table its ``table`` argument names, with the settings a
-    write of it would run with (its properties, then the session's SETs)."""
-
-    spark: SparkSession
-    table: HudiTable
-    settings: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class Procedure:
-    name: str
-    parameters: tuple[Parameter, ...]
-    output: str  # the rows' Spark DDL schema
-    run: Callable[[Context, dict[str, object]], list[tuple]]
-
-    def bind(self, args: Mapping[str, str]) -> dict[str, object]:
-        """The arguments by name, parsed; defaults filled in."""
-        known = {p.name: p for p in self.parameters}
-        for name in args:
-            if name not in known:
-                raise SqlError(f"CALL {self.name} takes no argument '{name}'; its arguments are {', '.join(known)}")
-        bound: dict[str, object] = {}
-        for p in self.parameters:
-            if p.name in args:
-                bound[p.name] = p.parse(self.name, args[p.name])
-            elif p.default is _REQUIRED:
-                raise SqlError(f"CALL {self.name} needs {p.name} => ...")
-            elif p.default is not None:
-                bound[p.name] = p.default
-        return bound
 
 
 def _table_properties(ctx: Context, args: dict[str, object]) -> list[tuple]:
@@ -153,39 +88,30 @@ def _show_archived_commits(ctx: Context, args: dict[str, object]) -> list[tuple]
     return archive.show_archived_commits(ctx.table, int(args["limit"]), str(args["start_ts"]), str(args["end_ts"]))
 
 
-_TABLE = Parameter("table", default=_REQUIRED)
-
-PROCEDURES: dict[str, Procedure] = {p.name: p for p in (
-    Procedure("show_table_properties", (_TABLE,), "key string, value string", _table_properties),
-    Procedure("run_compaction", (Parameter("op", default="scheduleandexecute"), _TABLE),
+PROCEDURES: tuple[Procedure, ...] = (
+    Procedure("show_table_properties", (TABLE,), "key string, value string", _table_properties),
+    Procedure("run_compaction", (Parameter("op", default="scheduleandexecute"), TABLE),
               "timestamp string, operation_size int, state string", _run_compaction),
-    Procedure("show_compaction", (_TABLE,), "timestamp string, operation_size int, state string", _show_compaction),
+    Procedure("show_compaction", (TABLE,), "timestamp string, operation_size int, state string", _show_compaction),
     Procedure("run_clean", (
-        _TABLE, Parameter("skip_locking", BOOL, False), Parameter("schedule_in_line", BOOL, True),
+        TABLE, Parameter("skip_locking", BOOL, False), Parameter("schedule_in_line", BOOL, True),
         Parameter("clean_policy"), Parameter("retain_commits", INT), Parameter("hours_retained", INT),
         Parameter("file_versions_retained", INT), Parameter("trigger_strategy"), Parameter("trigger_max_commits", INT),
         Parameter("options"),
     ), "start_clean_time string, time_taken_in_millis long, total_files_deleted int, earliest_commit_to_retain string, "
        "bootstrap_part_metadata string, version int", _run_clean),
-    Procedure("show_cleans", (_TABLE, Parameter("limit", INT, 10), Parameter("showarchived", BOOL, False)),
+    Procedure("show_cleans", (TABLE, Parameter("limit", INT, 10), Parameter("showarchived", BOOL, False)),
               "clean_time string, state_transition_time string, action string, start_clean_time string, "
               "time_taken_in_millis long, total_files_deleted int, earliest_commit_to_retain string, "
               "last_completed_commit_timestamp string, version int", _show_cleans),
     # enable_metadata is Hudi's switch for its metadata table, which hudiql never writes: accepted either way.
     Procedure("archive_commits", (
-        _TABLE, Parameter("path"), Parameter("min_commits", INT, 20), Parameter("max_commits", INT, 30),
+        TABLE, Parameter("path"), Parameter("min_commits", INT, 20), Parameter("max_commits", INT, 30),
         Parameter("retain_commits", INT, 10), Parameter("enable_metadata", BOOL, True),
     ), "result int", _archive_commits),
     Procedure("show_archived_commits", (
-        _TABLE, Parameter("limit", INT, 10), Parameter("start_ts", STRING, ""), Parameter("end_ts", STRING, ""),
+        TABLE, Parameter("limit", INT, 10), Parameter("start_ts", STRING, ""), Parameter("end_ts", STRING, ""),
     ), "commit_time string, state_transition_time string, total_bytes_written long, total_files_added long, "
        "total_files_updated long, total_partitions_written long, total_records_written long, "
        "total_update_records_written long, total_errors long", _show_archived_commits),
-)}
-
-
-def procedure(name: str) -> Procedure:
-    found = PROCEDURES.get(name)
-    if found is None:
-        raise SqlError(f"unknown procedure '{name}'; available: {', '.join(PROCEDURES)}")
-    return found
+)
