@@ -240,9 +240,12 @@ def test_bad_values_are_one_clear_line(key, value, message):
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("hoodie.datasource.query.type", "incremental",
-         "hoodie.datasource.query.type=incremental is not supported: incremental queries are not supported yet; "
-         "use snapshot or read_optimized"),
+        ("hoodie.datasource.query.type", "cdc",
+         "hoodie.datasource.query.type=cdc is not supported: hudiql writes no change data capture logs; use "
+         "incremental (the latest state of the rows changed, with hoodie.datasource.read.include.deletes=true for "
+         "deleted ones)"),
+        ("hoodie.datasource.read.incr.fallback.fulltablescan.enable", "yes",
+         "hoodie.datasource.read.incr.fallback.fulltablescan.enable=yes is not valid; use true or false"),
         ("hoodie.merge.ordering.enforce", "maybe", "hoodie.merge.ordering.enforce=maybe is not valid; use true or false"),
         ("write.batch.size", "lots", "write.batch.size=lots is not valid; give a size in MB greater than 0 (e.g. 256)"),
     ],

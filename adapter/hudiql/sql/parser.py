@@ -439,8 +439,8 @@ def _parse_with_sqlglot(text: str) -> S.Statement:
         return S.Delete(table_name(tree.this), tree.this.alias or None, where.this if where else None)
     if isinstance(tree, exp.Describe):
         style = (tree.args.get("style") or "").upper()
-        if style == "HISTORY":
-            raise SqlError("DESCRIBE HISTORY is not supported yet; hudiql has no history queries (the timeline is in <table>/.hoodie)")
+        if style == "HISTORY":  # a Delta user's spelling of CALL show_commits
+            return S.Call("show_commits", {"table": str(table_name(tree.this))})
         if style not in ("", "EXTENDED", "FORMATTED"):
             raise SqlError(f"DESCRIBE {style} is not supported; use DESCRIBE [EXTENDED] t")
         kind = (tree.args.get("kind") or "TABLE").upper()

@@ -104,6 +104,19 @@ OVERWRITE_MODE = "hoodie.datasource.overwrite.mode"
 SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 WRITE_OPERATION = "hoodie.datasource.write.operation"
 QUERY_TYPE = "hoodie.datasource.query.type"
+AS_OF_INSTANT = "hoodie.datasource.read.as.of.instant"
+BEGIN_INSTANT = "hoodie.datasource.read.begin.instanttime"
+END_INSTANT = "hoodie.datasource.read.end.instanttime"
+INCREMENTAL_FALLBACK = "hoodie.datasource.read.incr.fallback.fulltablescan.enable"
+#: hudiql's own: an incremental read also returns the records deleted in its range (``_hoodie_is_deleted``).
+INCLUDE_DELETES = "hoodie.datasource.read.include.deletes"
+
+INLINE_CLUSTERING = "hoodie.clustering.inline"
+CLUSTERING_MAX_COMMITS = "hoodie.clustering.inline.max.commits"
+CLUSTERING_SMALL_FILE_LIMIT = "hoodie.clustering.plan.strategy.small.file.limit"
+CLUSTERING_TARGET_FILE_SIZE = "hoodie.clustering.plan.strategy.target.file.max.bytes"
+CLUSTERING_SORT_COLUMNS = "hoodie.clustering.plan.strategy.sort.columns"
+CLUSTERING_MAX_GROUPS = "hoodie.clustering.plan.strategy.max.num.groups"
 #: hudiql's own: ``false`` lets MERGE / UPDATE write a version older than the stored one (COW).
 ENFORCE_ORDERING = "hoodie.merge.ordering.enforce"
 #: hudiql's own: ``hudiql sql`` prints a header line above query rows.
@@ -310,6 +323,17 @@ _KEY_LIST: list[Key] = [
         doc="archiving starts when the active timeline holds more instants than this"),
     Key(ARCHIVAL_BATCH, BOTH, INT, "10", minimum=1, unit=" of instants", alterable=True,
         doc="archived instants per log block"),
+    # -- clustering (services.clustering) -------------------------------------------------------------
+    Key(INLINE_CLUSTERING, BOTH, BOOL, "false", alterable=True, doc="cluster after every few commits"),
+    Key(CLUSTERING_MAX_COMMITS, BOTH, INT, "4", minimum=1, unit=" of commits", alterable=True,
+        doc="commits since the last clustering before inline clustering runs"),
+    Key(CLUSTERING_SMALL_FILE_LIMIT, BOTH, INT, str(300 * 1024 * 1024), unit=" of bytes", alterable=True,
+        doc="base files below this size are clustered"),
+    Key(CLUSTERING_TARGET_FILE_SIZE, BOTH, INT, str(1024 * 1024 * 1024), minimum=1, unit=" of bytes", alterable=True,
+        doc="the size clustering writes files up to"),
+    Key(CLUSTERING_SORT_COLUMNS, BOTH, COLUMNS, alterable=True, doc="the columns clustered files are sorted by"),
+    Key(CLUSTERING_MAX_GROUPS, BOTH, INT, "30", minimum=1, unit=" of groups", alterable=True,
+        doc="clustering groups one plan holds"),
     # -- concurrent writers: optimistic concurrency control (write.transaction) ----------------------
     _enum(CONCURRENCY_MODE, BOTH, (OPTIMISTIC, SINGLE_WRITER), OPTIMISTIC, alterable=True,
           refused={"non_blocking_concurrency_control": "it needs table version 8; hudiql writes version 6 and "
@@ -342,8 +366,18 @@ _KEY_LIST: list[Key] = [
     _enum(OVERWRITE_MODE, BOTH, OVERWRITE_MODES, alterable=True,
           doc="INSERT OVERWRITE without PARTITION (...): STATIC replaces the whole table, DYNAMIC the partitions "
               f"the new rows land in; default: {SPARK_OVERWRITE_MODE}, else STATIC"),
-    _enum(QUERY_TYPE, SESSION, ("snapshot", "read_optimized"), "snapshot",
-          refused={"incremental": "incremental queries are not supported yet; use snapshot or read_optimized"}),
+    # -- what a query reads (read.query, read.incremental) ---------------------------------------------
+    _enum(QUERY_TYPE, SESSION, ("snapshot", "read_optimized", "incremental"), "snapshot",
+          refused={"cdc": "hudiql writes no change data capture logs; use incremental (the latest state of the "
+                          f"rows changed, with {INCLUDE_DELETES}=true for deleted ones)"},
+          doc=f"incremental: the rows the commits in ({BEGIN_INSTANT}, {END_INSTANT}] wrote, in their latest state"),
+    Key(AS_OF_INSTANT, SESSION, TEXT, doc="every query reads its tables as of this instant (time travel)"),
+    Key(BEGIN_INSTANT, SESSION, TEXT, doc="incremental queries: after this instant ('earliest': from the first commit)"),
+    Key(END_INSTANT, SESSION, TEXT, doc="incremental queries: up to this instant; the latest commit by default"),
+    Key(INCREMENTAL_FALLBACK, SESSION, BOOL, "false",
+        doc="an incremental range reaching cleaned or archived instants is read from a full scan, not refused"),
+    Key(INCLUDE_DELETES, SESSION, BOOL, "false",
+        doc="incremental queries also return the records deleted in the range, with _hoodie_is_deleted = true"),
     Key(ENFORCE_ORDERING, SESSION, BOOL, "true"),
     Key(PRINT_HEADER, SESSION, BOOL, "false"),
 ]
@@ -437,9 +471,12 @@ UNIMPLEMENTED: list[Unimplemented] = [
                   f"hudiql cleans with {CLEANER_POLICY}, {CLEANER_COMMITS_RETAINED}, {CLEANER_FILE_VERSIONS_RETAINED}, "
                   f"{CLEANER_HOURS_RETAINED} and {CLEAN_MAX_COMMITS}, and archives with {KEEP_MIN_COMMITS} and "
                   f"{KEEP_MAX_COMMITS}; remove the option"),
-    Unimplemented(("hoodie.clustering.inline", "hoodie.clustering.async.enabled", "hoodie.clustering.schedule.inline"),
-                  "hudiql does not cluster tables; remove the option", ("false",)),
-    Unimplemented(("hoodie.clustering.*", "hoodie.layout.optimize.*"), "hudiql does not cluster tables; remove the option"),
+    Unimplemented(("hoodie.clustering.async.enabled", "hoodie.clustering.schedule.inline"),
+                  f"hudiql clusters inline ({INLINE_CLUSTERING}) or by CALL run_clustering; remove the option or set "
+                  "it to false", ("false",)),
+    Unimplemented(("hoodie.clustering.*", "hoodie.layout.optimize.*"),
+                  f"hudiql plans clustering by {CLUSTERING_SMALL_FILE_LIMIT}, {CLUSTERING_TARGET_FILE_SIZE}, "
+                  f"{CLUSTERING_SORT_COLUMNS} and {CLUSTERING_MAX_GROUPS}; remove the option"),
     Unimplemented(("hoodie.bloom.*", "hoodie.index.bloom.*"), _NO_BLOOM + " as hoodie.index.type; remove the option"),
     Unimplemented(("hoodie.simple.index.parallelism", "hoodie.global.simple.index.parallelism"),
                   "Spark chooses the parallelism of hudiql's index lookup (spark.sql.shuffle.partitions)", warn=True),
@@ -485,7 +522,8 @@ UNIMPLEMENTED: list[Unimplemented] = [
                   "hudiql does not sync tables to a Hive metastore (its warehouse is the catalog); remove the option"),
     Unimplemented(("hoodie.bootstrap.*",), "hudiql does not bootstrap tables from existing files; remove the option"),
     Unimplemented(("hoodie.datasource.read.*", "hoodie.datasource.query.incremental.*", "hoodie.read.timeline.*"),
-                  "incremental and time travel reads are not supported yet; remove the option"),
+                  f"hudiql reads as of an instant ({AS_OF_INSTANT}) and incrementally ({BEGIN_INSTANT}, {END_INSTANT}, "
+                  f"{INCREMENTAL_FALLBACK}, {INCLUDE_DELETES}); remove the option"),
     Unimplemented(("hoodie.datasource.write.streaming.*",), "hudiql does not write streams; remove the option"),
     Unimplemented(("hoodie.compact.schedule.inline", "hoodie.compaction.reverse.log.read"),
                   "hudiql schedules and runs compaction together (hoodie.compact.inline, CALL run_compaction); "
