@@ -58,15 +58,13 @@ REFUSED = [
     ("SELECT * FROM\n t\n WHERE id = (1", SqlError, "statement 1 (line 3, column 14): syntax error near '1': expected )"),
     ("SELECT id, FROM t", SqlError, "statement 1 (line 1, column 10): a comma before 'FROM': remove the trailing comma"),
     ("SELECT 'abc", SqlError, "statement 1 (line 1, column 8): a quote or comment is never closed"),
-    # time travel and history: not built yet
-    ("SELECT * FROM t TIMESTAMP AS OF '2024-01-01'", SqlError,
-     "statement 1 (line 1, column 1): time travel ('t TIMESTAMP AS OF '2024-01-01'') is not supported yet; hudiql reads the latest snapshot only"),
-    ("SELECT * FROM t VERSION AS OF 0", SqlError,
-     "statement 1 (line 1, column 1): time travel ('t VERSION AS OF 0') is not supported yet; hudiql reads the latest snapshot only"),
-    ("SELECT * FROM t FOR SYSTEM_TIME AS OF '2024-01-01'", SqlError,
-     "statement 1 (line 1, column 1): time travel ('t TIMESTAMP AS OF '2024-01-01'') is not supported yet; hudiql reads the latest snapshot only"),
-    ("DESCRIBE HISTORY t", SqlError,
-     "statement 1 (line 1, column 1): DESCRIBE HISTORY is not supported yet; hudiql has no history queries (the timeline is in <table>/.hoodie)"),
+    # time travel: an instant, never a version number
+    ("SELECT * FROM t TIMESTAMP AS OF current_timestamp()", SqlError,
+     "statement 1 (line 1, column 1): 't TIMESTAMP AS OF CURRENT_TIMESTAMP()': TIMESTAMP AS OF takes a quoted instant "
+     "('yyyyMMddHHmmss[SSS]') or time ('yyyy-MM-dd[ HH:mm:ss[.SSS]]')"),
+    ("SELECT * FROM t VERSION AS OF 1", SqlError,
+     "statement 1 (line 1, column 1): 't VERSION AS OF 1': a Hudi table has no version numbers; read it as of an "
+     "instant: t TIMESTAMP AS OF '<instant>' (CALL show_commits(table => 't') lists them)"),
     # statements hudiql does not run
     ("DESCRIBE DATABASE default", SqlError,
      "statement 1 (line 1, column 1): DESCRIBE takes a table or view: DESCRIBE [EXTENDED] t (databases: SHOW DATABASES)"),
@@ -140,9 +138,9 @@ REFUSED = [
     ("SET hoodie.spark.sql.insert.into.operation=insert_overwrite_table", OptionError,
      "hoodie.spark.sql.insert.into.operation=insert_overwrite_table is not supported: "
      "write INSERT OVERWRITE to replace rows; INSERT INTO takes insert, upsert or bulk_insert"),
-    ("SET hoodie.datasource.query.type=incremental", OptionError,
-     "hoodie.datasource.query.type=incremental is not supported: incremental queries are not supported yet; "
-     "use snapshot or read_optimized"),
+    ("SET hoodie.datasource.query.type=cdc", OptionError,
+     "hoodie.datasource.query.type=cdc is not supported: hudiql writes no change data capture logs; use incremental "
+     "(the latest state of the rows changed, with hoodie.datasource.read.include.deletes=true for deleted ones)"),
     # DML input
     ("INSERT INTO t (id, v, ts) VALUES (1, 'b', 2)", ColumnError,
      "the INSERT column list (id, v, ts) leaves out partition column day: every row needs its partition value; "

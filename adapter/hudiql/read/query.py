@@ -27,8 +27,10 @@ from sqlglot import exp
 
 from hudiql.catalog import Catalog, View
 from hudiql.errors import SqlError, TableNotFoundError, spark_message
+from hudiql.read.incremental import LATEST_STATE, ChangeRange, change_range, changes
 from hudiql.read.snapshot import snapshot, table_columns
-from hudiql.sql.parser import DIALECT, table_name
+from hudiql.read.time_travel import table_as_of
+from hudiql.sql.parser import DIALECT, table_name, table_name_text
 from hudiql.sql.statements import TableName
 from hudiql.table import keys
 from hudiql.table.fsview import FileSystemView
@@ -100,6 +102,10 @@ class QueryPlanner:
         views: list[str] = []
         try:
             for node in table_references(query):
+                if is_table_changes(node):
+                    df, label = self._changes_dataframe(query, node)
+                    self._register_for(node, df, label, views)
+                    continue
                 name = table_name(node)
                 database, table_name_ = self.session.resolve(name)
                 view = self.session.view(name)
@@ -119,21 +125,70 @@ class QueryPlanner:
                             continue
                         raise TableNotFoundError(f"table {database}.{table_name_} does not exist; see SHOW TABLES")
                     table, read_optimized = resolved
-                    files = table.file_system_view()
-                    keep = _partition_filter(self.session.spark, table, files, node)
-                    columns = needed_columns(query, table_columns(table).fieldNames())
-                    df = snapshot(self.session.spark, table, files, keep, read_optimized, columns)
+                    df = self._table_dataframe(query, node, table, read_optimized)
                     label = f"{database}.{table_name_}"
-                registered = self.register(df)
-                self._view_tables[registered] = label
-                views.append(registered)
-                # The alias, column aliases included, stays the user's: x(a, b) names the columns.
-                alias = node.args.get("alias") or exp.TableAlias(this=exp.to_identifier(node.name))
-                node.replace(exp.Table(this=exp.to_identifier(registered), alias=alias))
+                self._register_for(node, df, label, views)
         except BaseException:
             self.drop(views)
             raise
         return query, views
+
+    def _register_for(self, node: exp.Table, df: DataFrame, label: str, views: list[str]) -> None:
+        """Register ``df`` and make ``node`` read it."""
+        registered = self.register(df)
+        self._view_tables[registered] = label
+        views.append(registered)
+        # The alias, column aliases included, stays the user's: x(a, b) names the columns.
+        alias = node.args.get("alias") or (exp.TableAlias(this=exp.to_identifier(node.name)) if node.name else None)
+        node.replace(exp.Table(this=exp.to_identifier(registered), alias=alias))
+
+    def _table_dataframe(self, query: exp.Expression, node: exp.Table, table: HudiTable, read_optimized: bool) -> DataFrame:
+        """What ``node`` reads of ``table``: its snapshot, as of an instant (``TIMESTAMP AS OF``,
+        else the session's ``hoodie.datasource.read.as.of.instant``), or its changes when the
+        session's query type is incremental."""
+        conf = self.session.conf
+        version = node.args.get("version")
+        as_of = version.expression.name if version is not None else keys.setting(conf, keys.AS_OF_INSTANT)
+        if not as_of and keys.setting(conf, keys.QUERY_TYPE).lower() == "incremental":
+            begin = keys.setting(conf, keys.BEGIN_INSTANT)
+            if not begin:
+                raise SqlError(f"SET {keys.BEGIN_INSTANT}=<instant> (or 'earliest') before an incremental query "
+                               f"of table {table.config.name}, or SET {keys.QUERY_TYPE}=snapshot")
+            span = change_range(table, begin, keys.setting(conf, keys.END_INSTANT) or None)
+            return self._changes(query, node, table, span)
+        if as_of:
+            table = table_as_of(table, as_of)
+        files = table.file_system_view()
+        keep = _partition_filter(self.session.spark, table, files, node)
+        columns = needed_columns(query, table_columns(table).fieldNames())
+        return snapshot(self.session.spark, table, files, keep, read_optimized, columns)
+
+    def _changes_dataframe(self, query: exp.Expression, node: exp.Table) -> tuple[DataFrame, str]:
+        """``hudi_table_changes('t' | 'path', 'latest_state', begin [, end])``, and its label."""
+        args = node.this.expressions
+        usage = ("hudi_table_changes takes ('<table or path>', 'latest_state', 'earliest' or '<begin instant>'"
+                 "[, '<end instant>']), each a quoted string")
+        if not 3 <= len(args) <= 4 or not all(isinstance(a, exp.Literal) and a.is_string for a in args):
+            raise SqlError(usage)
+        target, query_type, begin, *end = (a.name for a in args)
+        if query_type.lower() != LATEST_STATE:
+            raise SqlError(f"hudi_table_changes: query type '{query_type}' is not supported; use 'latest_state' "
+                           "(hudiql writes no change data capture logs, which 'cdc' reads)")
+        if "/" in target:
+            table = HudiTable.load(target)
+        else:
+            database, name = self.session.resolve(table_name_text(target))
+            resolved = self._resolve(database, name)
+            if resolved is None:
+                raise TableNotFoundError(f"hudi_table_changes: table {database}.{name} does not exist; see SHOW TABLES")
+            table = resolved[0]
+        span = change_range(table, begin, end[0] if end else None)
+        return self._changes(query, node, table, span), target
+
+    def _changes(self, query: exp.Expression, node: exp.Table, table: HudiTable, span: ChangeRange) -> DataFrame:
+        keep = _partition_filter(self.session.spark, table, table.file_system_view(), node)
+        columns = needed_columns(query, table_columns(table).fieldNames())
+        return changes(self.session.spark, table, span, self.session.conf, keep, columns)
 
     def _view_dataframe(self, view: View) -> DataFrame:
         """The view's query, planned in the view's database, at most ``MAX_VIEW_DEPTH`` deep."""
@@ -181,12 +236,20 @@ class QueryPlanner:
         return view
 
 
+def is_table_changes(node: exp.Table) -> bool:
+    """Is ``node`` the table-valued function ``hudi_table_changes(...)``?"""
+    return isinstance(node.this, exp.Anonymous) and node.this.name.lower() == "hudi_table_changes"
+
+
 def table_references(query: exp.Expression) -> list[exp.Table]:
-    """The tables and views ``query`` reads by name: not its CTEs, not files read directly
-    (``parquet.`/path```), not an INSERT or CREATE target."""
+    """The tables and views ``query`` reads by name, and its ``hudi_table_changes(...)``: not its
+    CTEs, not files read directly (``parquet.`/path```), not an INSERT or CREATE target."""
     ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     out = []
     for node in query.find_all(exp.Table):
+        if is_table_changes(node):
+            out.append(node)
+            continue
         if not node.name or node.catalog or (not node.db and node.name.lower() in ctes):
             continue
         if isinstance(node.parent, (exp.Insert, exp.Create)) or node.db.lower() in FILE_FORMATS:

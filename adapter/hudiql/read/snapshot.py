@@ -44,9 +44,11 @@ def snapshot(
     keep_partition: Callable[[str], bool] | None = None,
     read_optimized: bool = False,
     columns: list[str] | None = None,
+    file_groups: set[tuple[str, str]] | None = None,
 ) -> DataFrame:
     """The latest version of every record, as a DataFrame of the table's columns (meta columns
-    first), or of ``columns`` only (names as in the table, kept in table order).
+    first), or of ``columns`` only (names as in the table, kept in table order); of the
+    ``file_groups`` (partition path, file id) only, when given.
 
     Slices without log files (every slice of a copy-on-write table, and every slice of a
     read-optimized query) go through Spark's parquet reader; slices with logs are merged in
@@ -55,6 +57,8 @@ def snapshot(
     slices = (view or table.file_system_view()).read_slices()
     if keep_partition is not None:
         slices = [s for s in slices if keep_partition(s.partition_path)]
+    if file_groups is not None:
+        slices = [s for s in slices if (s.partition_path, s.file_id) in file_groups]
     schema = table_columns(table)
     if columns is not None:
         wanted = set(columns)

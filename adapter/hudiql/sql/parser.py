@@ -405,7 +405,7 @@ def _parse_with_sqlglot(text: str) -> S.Statement:
         raise _syntax_error(e) from None
     except TokenError:
         raise SqlError("a quote or comment is never closed") from None
-    _refuse_time_travel(tree)
+    _check_time_travel(tree)
     if isinstance(tree, exp.Create):
         return _create(tree, text)
     if isinstance(tree, exp.Alter):
@@ -455,14 +455,21 @@ def _parse_with_sqlglot(text: str) -> S.Statement:
     raise SqlError(f"{words} ... is not a statement hudiql runs; see the README's list of supported SQL")
 
 
-def _refuse_time_travel(tree: exp.Expression) -> None:
+def _check_time_travel(tree: exp.Expression) -> None:
+    """``TIMESTAMP AS OF`` takes an instant or a time, as a literal; ``VERSION AS OF`` is Delta's
+    and has no meaning on a Hudi timeline."""
     for node in tree.find_all(exp.Table):
         version = node.args.get("version")
-        if version is not None:
+        if version is None:
+            continue
+        if str(version.this).upper() != "TIMESTAMP":
             raise SqlError(
-                f"time travel ('{node.name} {version.sql(DIALECT)}') is not supported yet; "
-                "hudiql reads the latest snapshot only"
+                f"'{node.name} {version.sql(DIALECT)}': a Hudi table has no version numbers; read it as of an instant: "
+                f"{node.name} TIMESTAMP AS OF '<instant>' (CALL show_commits(table => '{node.name}') lists them)"
             )
+        if not isinstance(version.expression, exp.Literal):
+            raise SqlError(f"'{node.name} {version.sql(DIALECT)}': TIMESTAMP AS OF takes a quoted instant "
+                           "('yyyyMMddHHmmss[SSS]') or time ('yyyy-MM-dd[ HH:mm:ss[.SSS]]')")
 
 
 def table_name(node: exp.Expression) -> S.TableName:

@@ -11,7 +11,7 @@ Example:
 from __future__ import annotations
 
 import zlib
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 
 from hudiql.errors import FormatError, damaged_file
 from hudiql.io.storage import Storage
@@ -253,6 +253,13 @@ class TableConfig:
         """1: instants in ``.hoodie/`` (v6); 2: in ``.hoodie/<timeline path>/`` (v8), the default from v8 on."""
         explicit = self.props.get(TIMELINE_LAYOUT_VERSION)
         return int(explicit) if explicit else (2 if self.version >= 8 else 1)
+
+    @property
+    def timeline_zone(self) -> tzinfo:
+        """The time zone of the table's instant times: UTC, or (Hudi's default, LOCAL) the machine's."""
+        if self.props.get(TIMELINE_TIMEZONE, "LOCAL").upper() == "UTC":
+            return timezone.utc
+        return datetime.now().astimezone().tzinfo or timezone.utc
 
     @property
     def timeline_path(self) -> str:

@@ -371,9 +371,9 @@ _KEY_LIST: list[Key] = [
           refused={"cdc": "hudiql writes no change data capture logs; use incremental (the latest state of the "
                           f"rows changed, with {INCLUDE_DELETES}=true for deleted ones)"},
           doc=f"incremental: the rows the commits in ({BEGIN_INSTANT}, {END_INSTANT}] wrote, in their latest state"),
-    Key(AS_OF_INSTANT, SESSION, TEXT, doc="every query reads its tables as of this instant (time travel)"),
-    Key(BEGIN_INSTANT, SESSION, TEXT, doc="incremental queries: after this instant ('earliest': from the first commit)"),
-    Key(END_INSTANT, SESSION, TEXT, doc="incremental queries: up to this instant; the latest commit by default"),
+    Key(AS_OF_INSTANT, SESSION, TEXT, "", doc="every query reads its tables as of this instant (time travel)"),
+    Key(BEGIN_INSTANT, SESSION, TEXT, "", doc="incremental queries: after this instant ('earliest': from the first commit)"),
+    Key(END_INSTANT, SESSION, TEXT, "", doc="incremental queries: up to this instant; the latest commit by default"),
     Key(INCREMENTAL_FALLBACK, SESSION, BOOL, "false",
         doc="an incremental range reaching cleaned or archived instants is read from a full scan, not refused"),
     Key(INCLUDE_DELETES, SESSION, BOOL, "false",

@@ -75,6 +75,11 @@ class HudiTable:
         """This table with its timeline read now (the config as loaded)."""
         return HudiTable(self.storage, self.config, Timeline.load(self.storage))
 
+    def as_of(self, instant_time: str) -> HudiTable:
+        """This table as a reader as of ``instant_time`` sees it: the commits up to it, its
+        schema then, the file slices they wrote (``Timeline.as_of``)."""
+        return HudiTable(self.storage, self.config, self.timeline.as_of(instant_time))
+
     @cached_property
     def keygen(self) -> KeyGenerator:
         return KeyGenerator.from_config(self.config)

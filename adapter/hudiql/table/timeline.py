@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from enum import Enum
 
 from hudiql.errors import HudiqlError
@@ -82,6 +82,46 @@ def parse_instant_time(ts: str) -> datetime:
     return base + timedelta(milliseconds=int(ts[14:17] or 0))
 
 
+#: What a query may give as an instant: Hudi's three spellings (HoodieSqlCommonUtils.formatQueryInstant).
+_QUERY_INSTANT_FORMATS = (
+    (re.compile(r"^\d{17}$"), None),
+    (re.compile(r"^\d{14}$"), None),
+    (re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3}$"), "%Y-%m-%d %H:%M:%S.%f"),
+    (re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$"), "%Y-%m-%d %H:%M:%S"),
+    (re.compile(r"^\d{4}-\d{2}-\d{2}$"), "%Y-%m-%d"),
+)
+
+
+def parse_query_instant(text: str, zone: tzinfo = timezone.utc) -> str:
+    """The instant time a query names, as Hudi reads it: ``yyyyMMddHHmmss[SSS]`` as written (a
+    14-digit one stands for the last millisecond of its second, as Hudi's compatibility rule
+    has it), ``yyyy-MM-dd HH:mm:ss[.SSS]`` and ``yyyy-MM-dd`` (midnight) in the timeline's time
+    zone.
+
+    Example:
+        >>> parse_query_instant("20240101120000"), parse_query_instant("2024-01-01 12:00:00.250")
+        ('20240101120000999', '20240101120000250')
+        >>> parse_query_instant("2024-01-01")
+        '20240101000000000'
+        >>> parse_query_instant("yesterday")
+        Traceback (most recent call last):
+        ...
+        hudiql.errors.HudiqlError: 'yesterday' is not an instant; write 'yyyyMMddHHmmss[SSS]', 'yyyy-MM-dd HH:mm:ss[.SSS]' or 'yyyy-MM-dd'
+    """
+    value = text.strip()
+    for pattern, date_format in _QUERY_INSTANT_FORMATS:
+        if not pattern.match(value):
+            continue
+        try:
+            if date_format is None:
+                parse_instant_time(value)  # a real date and time
+                return value if len(value) == 17 else value + "999"
+            return format_instant_time(datetime.strptime(value, date_format).replace(tzinfo=zone))
+        except ValueError:
+            break
+    raise HudiqlError(f"'{text}' is not an instant; write 'yyyyMMddHHmmss[SSS]', 'yyyy-MM-dd HH:mm:ss[.SSS]' or 'yyyy-MM-dd'")
+
+
 def instant_file_name(action: str, state: State, ts: str) -> str:
     """File name of an instant in timeline layout 1."""
     if action == COMMIT:
@@ -124,6 +164,7 @@ class CommittedInstants:
     completed: frozenset[str]
     pending: frozenset[str]
     start: str | None  # the first completed write the active timeline holds
+    until: str | None = None  # a reader as of this instant: no later instant committed
 
     def __contains__(self, instant_time: object) -> bool:
         return instant_time in self.completed or self.archived(instant_time)
@@ -133,6 +174,7 @@ class CommittedInstants:
         return (
             isinstance(instant_time, str) and self.start is not None
             and instant_time < self.start and instant_time not in self.pending
+            and (self.until is None or instant_time <= self.until)
         )
 
 
@@ -144,6 +186,10 @@ class Timeline:
         self.instants = instants
         self.layout_version = layout_version
         self.folder = folder
+        #: Set on a reader's view as of an instant (``as_of``): the instant, and the active
+        #: timeline's first completed write (what was archived before it stays committed).
+        self.as_of_instant: str | None = None
+        self._active_start: str | None = None
 
     @classmethod
     def load(cls, storage: Storage) -> Timeline:
@@ -184,9 +230,29 @@ class Timeline:
     def committed(self) -> CommittedInstants:
         """The instants whose writes readers see, archived ones included."""
         completed = [i.timestamp for i in self.completed()]
-        savepoints = {i.timestamp for i in self.instants if i.action == SAVEPOINT}
-        start = next((t for t in completed if t not in savepoints), None)
-        return CommittedInstants(frozenset(completed), frozenset(i.timestamp for i in self.pending()), start)
+        if self.as_of_instant is not None:
+            start = self._active_start
+        else:
+            savepoints = {i.timestamp for i in self.instants if i.action == SAVEPOINT}
+            start = next((t for t in completed if t not in savepoints), None)
+        return CommittedInstants(frozenset(completed), frozenset(i.timestamp for i in self.pending()), start,
+                                 self.as_of_instant)
+
+    def as_of(self, instant_time: str) -> Timeline:
+        """The timeline a reader as of ``instant_time`` sees: the instants up to it (Hudi's time
+        travel compares instant times, not completion times). It cannot be written.
+
+        Example:
+            >>> timeline = Timeline(None, [Instant("001", COMMIT, State.COMPLETED), Instant("003", COMMIT, State.COMPLETED)], 1)
+            >>> past = timeline.as_of("002")
+            >>> [i.timestamp for i in past.instants], "003" in past.committed()
+            (['001'], False)
+        """
+        view = Timeline(self.storage, [i for i in self.instants if i.timestamp <= instant_time], self.layout_version,
+                        self.folder)
+        view._active_start = self.committed().start
+        view.as_of_instant = instant_time
+        return view
 
     def pending(self, actions: tuple[str, ...] | None = None) -> list[Instant]:
         return [i for i in self.instants if not i.is_completed and (actions is None or i.action in actions)]
@@ -216,6 +282,7 @@ class Timeline:
     # ---- transitions (layout 1) ------------------------------------------------------------
     def ensure_writable(self) -> None:
         """Refuse to write a timeline of another layout: layout 1 instants there are invisible to every reader."""
+        assert self.as_of_instant is None, "a timeline as of an instant is read, never written"
         if self.layout_version != 1:
             raise HudiqlError(
                 f"table {self.storage.base_uri} uses timeline layout {self.layout_version}; hudiql can read it "
