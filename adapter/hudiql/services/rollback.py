@@ -1,9 +1,25 @@
-"""Rollback of writes that did not complete: their files are removed, their instant is gone.
+"""Rollback: of writes that did not complete, of the latest completed commit, and restore of a
+savepoint (every commit after it rolled back).
 
-Writers mark every file they create under ``.hoodie/.temp/<instant>/`` before creating it, so a
-rollback finds them all, even after a crash. As Hudi's LAZY failed-writes policy does, a new write
-first rolls back the pending writes whose writer died (its heartbeat expired, ``write.heartbeat``);
-the instant of a writer still running is left alone.
+**Failed writes.** Writers mark every file they create under ``.hoodie/.temp/<instant>/`` before
+creating it, so a rollback finds them all, even after a crash. As Hudi's LAZY failed-writes policy
+does, a new write first rolls back the pending writes whose writer died (its heartbeat expired,
+``write.heartbeat``); the instant of a writer still running is left alone.
+
+**A completed commit** (``CALL rollback_to_instant``): only the latest completed commit,
+delta commit, replace commit or compaction, as Hudi allows, and not one a savepoint protects. Under
+the table lock, in Hudi's order: the ``<r>.rollback.requested`` plan (Avro ``HoodieRollbackPlan``,
+``table.rollback_plan``) names the files the commit wrote (its write stats); ``.rollback.inflight``;
+the commit's completed file is deleted first, so that readers stop reading it at once; then its
+files, then its requested and inflight files; ``<r>.rollback`` (``HoodieRollbackMetadata``) last.
+A replace commit's file groups are live again once it is gone; a compaction's slices go back to
+their logs. A rollback a crash cut short is pending on the timeline with its plan: the next
+rollback, restore or write (``finish_pending``) runs it again, and until then readers never read
+the half-deleted commit (it is no longer completed).
+
+**A savepoint** (``CALL rollback_to_savepoint``): a ``<r>.restore`` instant (``HoodieRestorePlan``,
+``HoodieRestoreMetadata``) whose plan lists the commits after the savepoint, newest first, each
+rolled back as above with a rollback instant of its own, as Hudi restores.
 
 Example: a writer died after starting its instant and writing a file.
     >>> from hudiql.table.config import TableConfig
@@ -17,19 +33,67 @@ Example: a writer died after starting its instant and writing a file.
     ['20240101000000000']
     >>> table.storage.exists(f"dt=1/{name}"), HudiTable.load(table.base_uri).timeline.instants
     (False, [])
+
+Example: the latest commit rolled back; its file is gone, a completed rollback instant stays.
+    >>> from hudiql.table.commit import CommitMetadata, WriteStat
+    >>> timeline = table.snapshot().timeline
+    >>> instant = timeline.start(COMMIT, "20240102000000000")
+    >>> table.storage.write("dt=1/f-1_0-1-0_20240102000000000.parquet", b"rows")
+    >>> meta = CommitMetadata(write_stats=[WriteStat("f-1", "dt=1", "dt=1/f-1_0-1-0_20240102000000000.parquet")])
+    >>> _ = timeline.complete(instant, meta.to_json())
+    >>> rolled = rollback_to_instant(table.snapshot(), {}, "20240102000000000")
+    >>> rolled.instant_time, [posixpath.basename(p) for p in rolled.deleted["dt=1"]]
+    ('20240102000000000', ['f-1_0-1-0_20240102000000000.parquet'])
+    >>> [(i.action, i.state.value) for i in table.snapshot().timeline.instants]
+    [('rollback', 'completed')]
+    >>> rollback_to_instant(table.snapshot(), {}, "20240102000000000")
+    Traceback (most recent call last):
+    hudiql.errors.SqlError: CALL rollback_to_instant: table orders has no instant 20240102000000000; CALL show_commits(table => 'orders') lists its commits
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
+import time
 from collections.abc import Mapping
 
-from hudiql.table.layout import marker_folder
+from hudiql.errors import SqlError
+from hudiql.table.fsview import read_commit_metadata
+from hudiql.table.layout import META_FOLDER, join_partition, marker_folder, parse_data_file_name
+from hudiql.table.rollback_plan import (
+    RestorePlan,
+    RollbackMetadata,
+    RollbackPlan,
+    RollbackRequest,
+    decode_metadata,
+    decode_plan,
+    decode_restore_plan,
+    encode_metadata,
+    encode_plan,
+    encode_restore_metadata,
+    encode_restore_plan,
+)
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, Instant
-from hudiql.write.heartbeat import heartbeat_path, is_expired
+from hudiql.table.timeline import (
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    RESTORE,
+    ROLLBACK,
+    SAVEPOINT,
+    Instant,
+    State,
+    instant_file_name,
+)
+from hudiql.write.heartbeat import Heartbeat, heartbeat_path, is_expired
+from hudiql.write.lock import commit_lock
 
 _MARKER_RE = re.compile(r"^(?P<file>.+)\.marker\.[A-Z]+$")
+
+#: The actions whose completed instants a rollback undoes (a completed compaction is a commit).
+ROLLBACK_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION)
 
 
 def files_from_markers(table: HudiTable, instant_time: str) -> list[str]:
@@ -54,7 +118,13 @@ def rollback(table: HudiTable, instant: Instant, keep_requested: bool = False) -
 
 def rollback_failed_writes(table: HudiTable, settings: Mapping[str, str]) -> list[str]:
     """Roll back the pending commits / deltacommits / replacecommits whose writer died; returns
-    their instant times."""
+    their instant times. A rollback or restore a crash left pending is finished first: the commit
+    it was undoing looks pending too, but only its plan knows its files."""
+    if table.timeline.pending((ROLLBACK, RESTORE)):
+        with commit_lock(table.storage, settings, "rollback"):
+            table = table.snapshot()
+            finish_pending(table, settings)
+            table = table.snapshot()
     failed = [
         i for i in table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
         if is_expired(table.storage, i.timestamp, settings)
@@ -63,3 +133,205 @@ def rollback_failed_writes(table: HudiTable, settings: Mapping[str, str]) -> lis
         rollback(table, instant)
         table.storage.delete(heartbeat_path(instant.timestamp))
     return [i.timestamp for i in failed]
+
+
+# ---- completed commits -------------------------------------------------------------------------
+
+def _refuse(procedure: str, message: str) -> SqlError:
+    return SqlError(f"CALL {procedure}: {message}")
+
+
+def plan_rollback(table: HudiTable, instant: Instant, procedure: str = "rollback_to_instant") -> RollbackPlan:
+    """What rolling back the completed ``instant`` deletes: the files its write stats name (a
+    compaction's new base files, not the logs it compacted)."""
+    meta = read_commit_metadata(table.timeline, instant)
+    requests = []
+    for stat in meta.write_stats:
+        names = [posixpath.basename(stat.path)] if stat.path else []
+        if instant.action != COMPACTION:
+            names += [n for n in stat.log_files if n not in names]
+        parsed = [parse_data_file_name(n) for n in names]
+        if any(p is not None and p.is_log for p in parsed) and stat.log_offset > 0:
+            # Hudi appends to a log file it did not create; deleting it would drop older blocks.
+            raise _refuse(procedure, f"{instant.action} {instant.timestamp} appended to log file {names[0]}, which "
+                                     "holds blocks of earlier commits; hudiql rolls back only log files a commit created")
+        files = [table.storage.uri(join_partition(stat.partition_path, n)) for n, p in zip(names, parsed) if p]
+        base = next((p.instant_time for p in parsed if p is not None), None)
+        requests.append(RollbackRequest(stat.partition_path, stat.file_id, base, files))
+    return RollbackPlan(instant.timestamp, instant.action, requests)
+
+
+def _is_log(path: str) -> bool:
+    parsed = parse_data_file_name(posixpath.basename(path))
+    return parsed is not None and parsed.is_log
+
+
+def _check_previous_slices(table: HudiTable, instant: Instant, procedure: str) -> None:
+    """Refuse a rollback that would leave a file group without rows: the slice a commit rewrote,
+    or a file group it replaced, was cleaned since."""
+    meta = read_commit_metadata(table.timeline, instant)
+    view = table.file_system_view()
+    needed = {(s.partition_path, s.file_id) for s in meta.write_stats
+              if s.prev_commit not in ("", "null") and not _is_log(s.path)}
+    needed |= {(p, f) for p, ids in meta.partition_to_replace_file_ids.items() for f in ids}
+    for partition, file_id in sorted(needed):
+        group = view.groups.get((partition, file_id))
+        if group is None or not any(t < instant.timestamp for t in group.slices):
+            raise _refuse(procedure, f"the files of file group {file_id} in partition '{partition}' before "
+                                     f"{instant.timestamp} were cleaned; rolling it back would lose their rows "
+                                     "(a savepoint keeps files from cleaning)")
+
+
+def _execute(table: HudiTable, rollback_instant: Instant, plan: RollbackPlan) -> RollbackMetadata:
+    """Run a rollback plan (again, after a crash): the commit stops being visible first, its
+    files go, its other instant files go, and the rollback completes."""
+    started = time.monotonic()
+    timeline, storage = table.timeline, table.storage
+    if rollback_instant.state is State.REQUESTED:
+        rollback_instant = timeline.transition_to_inflight(rollback_instant)
+    storage.delete(f"{META_FOLDER}/{instant_file_name(plan.action, State.COMPLETED, plan.instant_time)}")
+    deleted: dict[str, list[str]] = {}
+    for request in plan.requests:
+        for path in request.files:
+            storage.delete(join_partition(request.partition_path, posixpath.basename(path)))
+            deleted.setdefault(request.partition_path, []).append(path)
+    storage.delete_dir(marker_folder(plan.instant_time))
+    timeline.remove_pending(Instant(plan.instant_time, plan.action, State.INFLIGHT))
+    metadata = RollbackMetadata(rollback_instant.timestamp, int((time.monotonic() - started) * 1000),
+                                plan.instant_time, plan.action, deleted)
+    timeline.complete(rollback_instant, encode_metadata(metadata))
+    return metadata
+
+
+def _claim(table: HudiTable, settings: Mapping[str, str]) -> Heartbeat:
+    # write.transaction imports this module: its claim is imported when it runs.
+    from hudiql.write.transaction import claim_instant_time
+
+    return claim_instant_time(table, settings)
+
+
+def _roll_back_locked(table: HudiTable, settings: Mapping[str, str], instant: Instant) -> RollbackMetadata:
+    """Plan and run the rollback of a completed instant; the caller holds the table lock."""
+    plan = plan_rollback(table, instant)
+    heartbeat = _claim(table, settings)  # no writer takes the rollback's instant time
+    try:
+        requested = table.timeline.request(ROLLBACK, heartbeat.instant_time, encode_plan(plan))
+        return _execute(table, requested, plan)
+    finally:
+        heartbeat.stop()
+
+
+def finish_pending(table: HudiTable, settings: Mapping[str, str]) -> None:
+    """Run again the rollbacks and restores a crash left pending (oldest first); the caller holds
+    the table lock, so none of them is still running."""
+    for pending in table.timeline.pending((ROLLBACK,)):
+        _execute(table, pending, decode_plan(table.timeline.read_requested(pending), pending.file_name))
+    for pending in table.timeline.pending((RESTORE,)):
+        _restore(table.snapshot(), settings, pending)
+
+
+def _completed_writes(table: HudiTable) -> list[Instant]:
+    return table.timeline.completed(ROLLBACK_ACTIONS)
+
+
+def _pending_writes_after(table: HudiTable, instant_time: str) -> list[Instant]:
+    """Writes, compactions and clusterings pending after ``instant_time`` (they may have read it)."""
+    return [i for i in table.timeline.pending(ROLLBACK_ACTIONS) if i.timestamp > instant_time]
+
+
+def rollback_to_instant(table: HudiTable, settings: Mapping[str, str], instant_time: str) -> RollbackMetadata:
+    """``CALL rollback_to_instant``: roll back the latest completed commit, refusing anything
+    else by name (nothing is changed then)."""
+    proc, name = "rollback_to_instant", table.config.name
+    table.timeline.ensure_writable()
+    rollback_failed_writes(table, settings)
+    with commit_lock(table.storage, settings, f"rollback {instant_time}"):
+        table = table.snapshot()
+        finish_pending(table, settings)
+        table = table.snapshot()
+        found = [i for i in table.timeline.instants if i.timestamp == instant_time and i.action != SAVEPOINT]
+        if not found:
+            raise _refuse(proc, f"table {name} has no instant {instant_time}; CALL show_commits(table => '{name}') "
+                                "lists its commits")
+        instant = found[0]
+        if instant.action not in ROLLBACK_ACTIONS:
+            raise _refuse(proc, f"{instant_time} is a {instant.action}; only a commit, delta commit, replace commit "
+                                "or compaction is rolled back")
+        if not instant.is_completed:
+            raise _refuse(proc, f"{instant.action} {instant_time} has not completed; a failed write is rolled back "
+                                "by the next write, a running one must finish first")
+        later = [i for i in _completed_writes(table) if i.timestamp > instant_time]
+        if later:
+            raise _refuse(proc, f"{instant_time} is not the latest commit of table {name}: {later[-1].timestamp} "
+                                f"completed after it; roll back {later[-1].timestamp} first, or restore a savepoint "
+                                "with CALL rollback_to_savepoint")
+        protecting = [s for s in table.timeline.completed((SAVEPOINT,)) if s.timestamp >= instant_time]
+        if protecting:
+            raise _refuse(proc, f"savepoint {protecting[0].timestamp} protects {instant_time}; CALL "
+                                f"delete_savepoint(table => '{name}', instant_time => '{protecting[0].timestamp}') first")
+        running = _pending_writes_after(table, instant_time)
+        if running:
+            raise _refuse(proc, f"{running[0].action} {running[0].timestamp} is in flight after {instant_time}; "
+                                "wait until it finishes, then roll back the latest commit")
+        _check_previous_slices(table, instant, proc)
+        return _roll_back_locked(table, settings, instant)
+
+
+# ---- restore -------------------------------------------------------------------------------------
+
+def _restore(table: HudiTable, settings: Mapping[str, str], restore: Instant) -> list[RollbackMetadata]:
+    """Run a restore plan (again, after a crash): roll back each of its commits still on the
+    timeline, newest first, then complete the restore with what each rollback deleted."""
+    started = time.monotonic()
+    timeline = table.timeline
+    plan = decode_restore_plan(timeline.read_requested(restore), restore.file_name)
+    if restore.state is State.REQUESTED:
+        restore = timeline.transition_to_inflight(restore)
+    planned = {t for t, _ in plan.instants}
+    # Rollbacks a crashed run of this restore completed already.
+    done = {m.instant_time: m for m in (decode_metadata(timeline.read(i), i.file_name)
+                                        for i in timeline.completed((ROLLBACK,)) if i.timestamp > restore.timestamp)
+            if m.instant_time in planned}
+    for instant_time, _ in plan.instants:
+        current = table.snapshot()
+        instant = next((i for i in _completed_writes(current) if i.timestamp == instant_time), None)
+        if instant is not None:
+            done[instant_time] = _roll_back_locked(current, settings, instant)
+    rollbacks = [done[t] for t, _ in plan.instants if t in done]
+    timeline.complete(restore, encode_restore_metadata(restore.timestamp, int((time.monotonic() - started) * 1000),
+                                                       rollbacks))
+    return rollbacks
+
+
+def restore_to_savepoint(table: HudiTable, settings: Mapping[str, str], savepoint_time: str,
+                         savepointed: set[str]) -> list[RollbackMetadata]:
+    """``CALL rollback_to_savepoint``: roll back every commit after the completed savepoint
+    ``savepoint_time`` (whose files are ``savepointed``, paths relative to the table), as one
+    restore; refused while a write is pending or when a newer savepoint exists."""
+    proc, name = "rollback_to_savepoint", table.config.name
+    table.timeline.ensure_writable()
+    with commit_lock(table.storage, settings, f"restore {savepoint_time}"):
+        table = table.snapshot()
+        finish_pending(table, settings)
+        table = table.snapshot()
+        pending = table.timeline.pending(ROLLBACK_ACTIONS)
+        if pending:
+            raise _refuse(proc, f"{pending[0].action} {pending[0].timestamp} is pending; wait until it completes "
+                                "(a failed write is rolled back by the next write), then restore")
+        newer = [s.timestamp for s in table.timeline.completed((SAVEPOINT,)) if s.timestamp > savepoint_time]
+        if newer:
+            raise _refuse(proc, f"savepoint {newer[0]} is newer than {savepoint_time}; restore it, or CALL "
+                                f"delete_savepoint(table => '{name}', instant_time => '{newer[0]}') first")
+        missing = sorted(p for p in savepointed if not table.storage.exists(p))
+        if missing:
+            raise _refuse(proc, f"savepoint {savepoint_time} names {missing[0]}, which is missing; it cannot be restored")
+        later = [i for i in reversed(_completed_writes(table)) if i.timestamp > savepoint_time]
+        for instant in later:
+            plan_rollback(table, instant, proc)  # refuse before anything changes
+        heartbeat = _claim(table, settings)
+        try:
+            restore = table.timeline.request(RESTORE, heartbeat.instant_time, encode_restore_plan(
+                RestorePlan(savepoint_time, [(i.timestamp, i.action) for i in later])))
+            return _restore(table.snapshot(), settings, restore)
+        finally:
+            heartbeat.stop()
