@@ -3,8 +3,8 @@ base files a savepoint keeps, per partition. Cleaning never deletes them.
 
 Example:
     >>> data = encode_savepoint("admin", 1700000000, "before the backfill", {"dt=1": ["f-0_0-1-0_001.parquet"]})
-    >>> savepointed_files(data)
-    {'f-0_0-1-0_001.parquet'}
+    >>> savepointed_files(data), savepointed_paths(data)
+    ({'f-0_0-1-0_001.parquet'}, {'dt=1/f-0_0-1-0_001.parquet'})
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import io
 
 import fastavro
+
+from hudiql.table.layout import join_partition
 
 SAVEPOINT_SCHEMA = fastavro.parse_schema({
     "type": "record",
@@ -44,7 +46,16 @@ def encode_savepoint(by: str, at_seconds: int, comments: str, files: dict[str, l
     return buf.getvalue()
 
 
+def _partition_files(data: bytes) -> dict[str, list[str]]:
+    record = next(iter(fastavro.reader(io.BytesIO(data))))
+    return {p: meta["savepointDataFile"] for p, meta in (record.get("partitionMetadata") or {}).items()}
+
+
 def savepointed_files(data: bytes) -> set[str]:
     """The names of the data files a savepoint keeps."""
-    record = next(iter(fastavro.reader(io.BytesIO(data))))
-    return {name for meta in (record.get("partitionMetadata") or {}).values() for name in meta["savepointDataFile"]}
+    return {name for names in _partition_files(data).values() for name in names}
+
+
+def savepointed_paths(data: bytes) -> set[str]:
+    """The data files a savepoint keeps, as paths relative to the table."""
+    return {join_partition(p, name) for p, names in _partition_files(data).items() for name in names}
