@@ -453,7 +453,7 @@ class Session:
         if st.key.startswith("spark."):
             self.spark.conf.set(st.key, st.value)
         else:
-            _warn(keys.validate_session_option(st.key, st.value))
+            _warn(keys.validate_session_option(st.key, st.value, keys.setting(self.conf, keys.COMMIT_META_PREFIX)))
             self.conf[st.key] = st.value
         return Result(self.spark.createDataFrame([(st.key, st.value)], "key string, value string"), False)
 

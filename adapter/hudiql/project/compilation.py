@@ -24,7 +24,7 @@ from sqlglot.tokens import TokenType
 from hudiql.errors import HudiqlError
 from hudiql.project.adapter.impl import Adapter
 from hudiql.project.artifacts.manifest import Manifest
-from hudiql.project.artifacts.nodes import Node
+from hudiql.project.artifacts.nodes import Node, Relation
 from hudiql.project.artifacts.writer import write_compiled
 from hudiql.project.context.providers import Invocation, RuntimeProvider
 from hudiql.project.errors import CompilationError
@@ -54,8 +54,20 @@ class Compiler:
             "run_query": self.adapter.run_query,
             "is_incremental": _once(lambda: self.is_incremental(node)),
             "should_full_refresh": lambda: self.full_refresh(node),
+            "changes": lambda relation: self._changes(node, relation),
         }
         return self.invocation.context(node, lookup or RuntimeProvider(self.manifest), execute=True, extra={**base, **(extra or {})})
+
+    def _changes(self, node: Node, upstream: Relation) -> str:
+        """``{{ changes(ref('orders')) }}``: only what the upstream table changed since the model's
+        last run, in an incremental model that exists; else the whole upstream, with a line why."""
+        assert node.relation is not None
+        incremental = node.materialized == "incremental" and self.is_incremental(node)
+        planned = self.adapter.changes(upstream, node.relation, incremental)
+        if planned.full_because is not None:
+            self.invocation.log(f"{node.label}: changes({upstream}) reads the whole of {upstream} "
+                                f"as of {planned.consumed}: {planned.full_because}")
+        return planned.sql
 
     def compile(self, node: Node) -> str:
         sql, ctes = self._render(node)

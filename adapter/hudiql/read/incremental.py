@@ -84,7 +84,7 @@ def changes(
     columns (or of ``columns``, in table order), ``_hoodie_is_deleted`` last when deletes are asked for."""
     include_deletes = keys.setting(settings, keys.INCLUDE_DELETES).lower() == "true"
     wanted = None if columns is None else list(dict.fromkeys([*columns, COMMIT_TIME]))
-    problem = _unreadable(table, span, include_deletes)
+    problem = unreadable_reason(table, span, include_deletes)
     if problem is not None:
         if keys.setting(settings, keys.INCREMENTAL_FALLBACK).lower() != "true":
             raise SqlError(f"incremental read of table {table.config.name} after {span.begin or EARLIEST} up to "
@@ -104,7 +104,7 @@ def changes(
     return _with_deleted_flag(rows, columns, include_deletes, deleted)
 
 
-def _unreadable(table: HudiTable, span: ChangeRange, include_deletes: bool) -> str | None:
+def unreadable_reason(table: HudiTable, span: ChangeRange, include_deletes: bool) -> str | None:
     """Why the range cannot be read from the active timeline and the files left, if it cannot."""
     commits = table.timeline.completed(WRITE_ACTIONS)
     if span.begin and commits and span.begin < commits[0].timestamp and archive_files(table.storage):

@@ -111,6 +111,9 @@ INCREMENTAL_FALLBACK = "hoodie.datasource.read.incr.fallback.fulltablescan.enabl
 #: hudiql's own: an incremental read also returns the records deleted in its range (``_hoodie_is_deleted``).
 INCLUDE_DELETES = "hoodie.datasource.read.include.deletes"
 
+#: Settings whose key starts with this value are written into each commit's ``extraMetadata``, as in Hudi.
+COMMIT_META_PREFIX = "hoodie.datasource.write.commitmeta.key.prefix"
+
 INLINE_CLUSTERING = "hoodie.clustering.inline"
 CLUSTERING_MAX_COMMITS = "hoodie.clustering.inline.max.commits"
 CLUSTERING_SMALL_FILE_LIMIT = "hoodie.clustering.plan.strategy.small.file.limit"
@@ -366,6 +369,8 @@ _KEY_LIST: list[Key] = [
     _enum(OVERWRITE_MODE, BOTH, OVERWRITE_MODES, alterable=True,
           doc="INSERT OVERWRITE without PARTITION (...): STATIC replaces the whole table, DYNAMIC the partitions "
               f"the new rows land in; default: {SPARK_OVERWRITE_MODE}, else STATIC"),
+    Key(COMMIT_META_PREFIX, SESSION, TEXT, "_",
+        doc="SET <prefix>k=v writes k's value into the extraMetadata of the session's commits (key with the prefix)"),
     # -- what a query reads (read.query, read.incremental) ---------------------------------------------
     _enum(QUERY_TYPE, SESSION, ("snapshot", "read_optimized", "incremental"), "snapshot",
           refused={"cdc": "hudiql writes no change data capture logs; use incremental (the latest state of the "
@@ -415,6 +420,18 @@ def setting(settings: Mapping[str, str], name: str) -> str:
     if default is None:
         raise KeyError(f"{name} has no default")
     return default
+
+
+def commit_extra_metadata(settings: Mapping[str, str]) -> dict[str, str]:
+    """The settings a commit records in its ``extraMetadata``: those whose key starts with
+    ``hoodie.datasource.write.commitmeta.key.prefix`` (``_`` by default), as Hudi records them.
+
+    Example:
+        >>> commit_extra_metadata({"_job.run": "42", "hoodie.index.type": "SIMPLE"})
+        {'_job.run': '42'}
+    """
+    prefix = setting(settings, COMMIT_META_PREFIX)
+    return {k: v for k, v in settings.items() if prefix and k.startswith(prefix)}
 
 
 def is_alterable(key: str) -> bool:
@@ -664,14 +681,15 @@ def validate_table_options(options: dict[str, str]) -> list[str]:
     return warnings
 
 
-def validate_session_option(key: str, value: str) -> list[str]:
+def validate_session_option(key: str, value: str, commit_prefix: str = "_") -> list[str]:
     """Check ``SET key=value``; raise ``OptionError`` when it is bad, return warning lines.
 
-    ``spark.*`` keys are Spark's business; any other key must be a session option of the
-    registry (``hoodie.*``, ``write.batch.size``, ``hudiql.cli.print.header``): a typo is an
-    error naming the closest one, never a setting nothing reads.
+    ``spark.*`` keys are Spark's business, and a key with the session's commit-metadata prefix
+    (``commit_prefix``) is the commits' (``commit_extra_metadata``); any other key must be a
+    session option of the registry (``hoodie.*``, ``write.batch.size``, ``hudiql.cli.print.header``):
+    a typo is an error naming the closest one, never a setting nothing reads.
     """
-    if key.startswith("spark."):
+    if key.startswith("spark.") or (commit_prefix and key.startswith(commit_prefix)):
         return []
     if key.startswith("hoodie."):
         return _check_hoodie(key, value, SESSION)

@@ -139,6 +139,7 @@ class WriteTransaction:
             if lock is not None:
                 current = Timeline.load(self.table.storage)
                 conflict.check(self.spark, self.table.storage, self.table.timeline, current, self.instant, metadata, rule)
+            metadata.extra_metadata.update(keys.commit_extra_metadata(self.settings))
             completed = self.table.timeline.complete(self.instant, metadata.to_json())
         self._done = self.committed = True
         self.table.storage.delete_dir(marker_folder(self.instant_time))

@@ -25,6 +25,7 @@ from pyspark.sql import Row, SparkSession
 from hudiql.catalog import Catalog
 from hudiql.console import quiet as quiet_console
 from hudiql.errors import HudiqlError, SqlError
+from hudiql.project.adapter.changes import Changes, consumed_key, plan_changes
 from hudiql.project.adapter.relation import table_exists, table_location
 from hudiql.project.adapter.seed import read_seed
 from hudiql.project.artifacts.nodes import Column, Relation
@@ -33,6 +34,7 @@ from hudiql.project.errors import ProjectError
 from hudiql.session import Session, connect
 from hudiql.sql import statements as S
 from hudiql.sql.parser import parse_statement, split_statements
+from hudiql.table import keys
 from hudiql.table.table import HudiTable
 
 
@@ -235,6 +237,16 @@ class Adapter:
         """``--full-refresh``: the table goes, to be created again (readers see no table meanwhile)."""
         self._execute(f"DROP TABLE {relation}")
         return ""
+
+    def changes(self, upstream: Relation, model: Relation, incremental: bool) -> Changes:
+        """``changes(ref(...))``: what ``model`` reads of ``upstream`` this run (``adapter.changes``).
+        The node's session records the upstream instant in the model's next commit, and reads
+        deleted records (``project.adapter.changes``)."""
+        planned = plan_changes(self.catalog, upstream, model, incremental)
+        if planned.consumed is not None:
+            self._execute(f"SET {consumed_key(upstream)}={planned.consumed}")
+            self._execute(f"SET {keys.INCLUDE_DELETES}=true")
+        return planned
 
     # ---- seeds --------------------------------------------------------------------------------------
     def load_seed(self, model: dict[str, Any]) -> str:

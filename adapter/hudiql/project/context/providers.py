@@ -2,7 +2,7 @@
 providers behind ``ref``/``source``: ``ParseProvider`` records them while parsing, ``RuntimeProvider``
 resolves them to real relations when compiling.
 
-``ref``, ``source``, ``config``, ``var``, ``env_var``, ``is_incremental``, ``this``, ``target``,
+``ref``, ``source``, ``config``, ``var``, ``env_var``, ``is_incremental``, ``changes``, ``this``, ``target``,
 ``run_started_at``, ``invocation_id``, ``log``, ``return``, ``exceptions``, ``modules``, ``model``,
 ``execute``, ``tojson`` / ``fromjson``, and every macro. Parsing renders each model once with
 ``execute`` false to record its ``ref``/``source``/``config`` calls; compiling renders it again
@@ -151,6 +151,8 @@ class Invocation(RuntimeConfig):
             "var": self.var,
             "env_var": env_var,
             "is_incremental": lambda: False,
+            # Parsing: the upstream itself; a run reads its changes (Compiler._changes).
+            "changes": lambda relation: str(relation),
             "this": node.relation,
             "target": self.target.as_context(),
             "run_started_at": self.run_started_at,
