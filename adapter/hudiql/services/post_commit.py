@@ -1,5 +1,5 @@
 """Table services that run after a write committed, in Hudi's order: inline compaction of
-merge-on-read tables, cleaning, archiving.
+merge-on-read tables, inline clustering, cleaning, archiving.
 
 The write has succeeded once its instant completed, so a service that cannot run (another
 writer in flight, a failure) is skipped with a one-line warning and runs after a later write;
@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pyspark.sql import SparkSession
 
 from hudiql.errors import HudiqlError, from_spark_error, spark_message, warn
-from hudiql.services import archive, clean, compaction
+from hudiql.services import archive, clean, clustering, compaction
 from hudiql.table.table import HudiTable
 
 
@@ -22,6 +22,8 @@ def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> N
     if table.config.is_mor:
         _service(table, "inline compaction", "CALL run_compaction",
                  lambda: compaction.compact_inline(spark, table.snapshot(), settings))
+    _service(table, "inline clustering", "CALL run_clustering",
+             lambda: clustering.cluster_inline(spark, table, settings))
     _service(table, "cleaning", "CALL run_clean", lambda: clean.clean_inline(table.snapshot(), settings))
     _service(table, "archiving", "CALL archive_commits", lambda: archive.archive_inline(table.snapshot(), settings))
 

@@ -11,6 +11,12 @@ overlap check of Hudi's default conflict resolution strategy, with two checks mo
   Only this check reads data: the keys of the files both wrote in their shared partitions, in a
   Spark job that runs only when another write committed in such a partition meanwhile.
 A compaction planned before the snapshot is no conflict: the write went to the slice it opened.
+
+Clustering (Hudi's defaults): a write to a file group under a pending clustering plan is
+rejected, whenever the plan was made (Hudi's reject-update strategy; a compaction, which
+changes no row, is exempt); and a clustering run, planned at one instant and committed later,
+checks every write that completed since its plan (``ConflictRule.planned_at``), not only since
+its run began: it rewrites the slices as it read them.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from hudiql.table.commit import CommitMetadata, WriteStat
 from hudiql.table.compaction_plan import decode_plan
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.table.layout import bucket_of_file_id, parse_data_file_name
+from hudiql.table.replace_plan import pending_clusterings
 from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, from_avro, without_meta_columns
 from hudiql.table.timeline import COMPACTION, WRITE_ACTIONS, Instant, Timeline
 
@@ -43,6 +50,9 @@ class ConflictRule:
     actions: tuple[str, ...] = (*WRITE_ACTIONS, COMPACTION)
     bucket_index: bool = False
     unique_keys: bool = False  # an upsert: one record per key
+    #: A table service run from a plan made at this instant (clustering): the writes completed
+    #: since the plan count, even those its run's snapshot knew.
+    planned_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,9 +65,11 @@ class _Touched:
     schema: str | None = None
 
 
-def concurrent_instants(snapshot: Timeline, current: Timeline, own: str, actions: tuple[str, ...]) -> list[Instant]:
+def concurrent_instants(snapshot: Timeline, current: Timeline, own: str, actions: tuple[str, ...],
+                        planned_at: str | None = None) -> list[Instant]:
     """Instants of ``actions`` that completed since ``snapshot`` (it did not know them, or knew
-    them pending), and compactions planned since it."""
+    them pending) or after ``planned_at``, and compactions planned since the snapshot. (A plan
+    is made while no earlier write is in flight, so the writes after it are the later ones.)"""
     known = {i.timestamp: i for i in snapshot.instants}
     out = []
     for instant in current.instants:
@@ -66,7 +78,8 @@ def concurrent_instants(snapshot: Timeline, current: Timeline, own: str, actions
         before = known.get(instant.timestamp)
         if instant.is_completed:
             # A compaction pending in the snapshot completing is no news: the write went past it.
-            if before is None or (not before.is_completed and before.action != COMPACTION):
+            if (before is None or (not before.is_completed and before.action != COMPACTION)
+                    or (planned_at is not None and instant.timestamp > planned_at)):
                 out.append(instant)
         elif instant.action == COMPACTION and before is None:
             out.append(instant)
@@ -84,8 +97,10 @@ def check(
 ) -> None:
     """Raise ``WriteConflictError`` naming the other instant when this write may not commit."""
     mine = _touched_by_stats(ours.write_stats, ours.partition_to_replace_file_ids)
+    if own.action != COMPACTION:
+        _check_pending_clustering(current, own, mine.groups)
     inserted_by: dict[str, Instant] = {}
-    for other in concurrent_instants(snapshot, current, own.timestamp, rule.actions):
+    for other in concurrent_instants(snapshot, current, own.timestamp, rule.actions, rule.planned_at):
         theirs = _touched(current, other)
         if ours.schema and theirs.schema and _columns(ours.schema) != _columns(theirs.schema):
             # A commit's schema becomes the table's: the later one would undo the other's.
@@ -102,6 +117,18 @@ def check(
         inserted_by.update((path, other) for path in theirs.inserted)
     if rule.unique_keys and mine.inserted and inserted_by:
         _check_keys(spark, storage, own, mine.inserted, inserted_by)
+
+
+def _check_pending_clustering(current: Timeline, own: Instant, groups: frozenset[tuple[str, str]]) -> None:
+    for instant, plan in pending_clusterings(current):
+        both = groups & plan.file_groups() if instant.timestamp != own.timestamp else set()
+        if both:
+            partition, file_id = sorted(both)[0]
+            raise WriteConflictError(
+                f"{own.action} {own.timestamp} writes file group {file_id} in partition '{partition}', which clustering "
+                f"{instant.timestamp} is rewriting (its plan is pending); {RETRY} once the clustering completed "
+                "(CALL run_clustering(table => ..., op => 'execute') runs it)"
+            )
 
 
 def _columns(avro_schema: str) -> list[tuple[str, str]]:
