@@ -106,8 +106,8 @@ def test_inline_clustering_mor_unpartitioned(session, warehouse):
 
 
 def test_refused_with_nothing_changed(session, warehouse):
-    """Bad arguments, a clustering planned while one is pending, and a predicate on a table
-    without partitions: one line each, and the timeline and files stay as they were."""
+    """Bad arguments, a clustering planned while one is pending, a predicate on a table without
+    partitions, a bucket-index table: one line each, and the timeline and files stay as they were."""
     session.sql(f"CREATE TABLE t (id INT, v INT, dt STRING) USING hudi TBLPROPERTIES (primaryKey = 'id', {NEW_GROUPS})")
     table = warehouse / "t"
     session.sql("INSERT INTO t VALUES (1, 1, 'x')")
@@ -132,6 +132,10 @@ def test_refused_with_nothing_changed(session, warehouse):
             session.sql(sql)
         assert "\n" not in str(info.value), sql
         assert (timeline(table), sorted(p.name for p in table.rglob("*.parquet"))) == state, sql
+    session.sql("CREATE TABLE b (id INT, v INT) USING hudi TBLPROPERTIES (primaryKey = 'id', 'hoodie.index.type' = 'BUCKET')")
+    with pytest.raises(HudiqlError, match="table b uses the bucket index"):
+        session.sql("CALL run_clustering(table => 'b')")
+    assert timeline(warehouse / "b") == []
     [done] = session.sql("CALL run_clustering(table => 't', op => 'execute')").collect()
     assert tuple(done) == (row["timestamp"], 1, "COMPLETED", "*")
     with pytest.raises(ColumnError, match="'nope' is not a column of table t"):

@@ -6,8 +6,9 @@
   ``hoodie.clustering.plan.strategy.small.file.limit`` (not those a pending compaction opened),
   largest first, in groups of up to 2 GB (Hudi's default bytes per group), each to be written
   into ceil(size / ``target.file.max.bytes``) file groups; at most ``max.num.groups`` groups, as
-  Hudi's size-based plan strategy makes them. Refused while another clustering is pending, or
-  while a write earlier than ``t`` is in flight (as a compaction plan is).
+  Hudi's size-based plan strategy makes them. Refused while another clustering is pending,
+  while a write earlier than ``t`` is in flight (as a compaction plan is), and on tables with
+  the bucket index (a bucket is a file group).
 - execute: a write transaction of the planned instant (``WriteTransaction.resume``, as a
   compaction runs): Spark tasks read each group's slices (merge-on-read: base and logs merged),
   sort them by the plan's sort columns and write new base files of about the target size. Each
@@ -58,6 +59,7 @@ from hudiql.table.schema import FILE_NAME, conform, to_arrow, to_avro_json, with
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant
 from hudiql.write.conflict import ConflictRule
+from hudiql.write.index import IndexConfig
 from hudiql.write.lock import commit_lock
 from hudiql.write.transaction import WriteTransaction, claim_instant_time
 
@@ -111,6 +113,9 @@ def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str
     plan in its conflict check, and a write that completed before is in the plan.
     """
     check_settings(settings)
+    if IndexConfig.from_settings(dict(settings), table.config.record_key_fields).is_bucket:
+        raise HudiqlError(f"table {table.config.name} uses the bucket index, whose file groups are its buckets; "
+                          "clustering would put a bucket's keys in other file groups, so hudiql does not cluster it")
     columns = sort_columns(table, configured_sort_columns(settings) if order is None else order)
     table.timeline.ensure_writable()
     _refuse_pending(table)
@@ -200,6 +205,8 @@ class ClusteringTask:
         stats: list[dict] = []
         out: _OutputFile | None = None
         for batch in batches:
+            if batch.num_rows == 0:
+                continue
             groups = batch.column(_GROUP).to_numpy()
             starts = [0, *(np.flatnonzero(np.diff(groups)) + 1), len(groups)]
             for begin, end in zip(starts, starts[1:]):
