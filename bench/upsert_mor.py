@@ -18,6 +18,10 @@ What it measures, per table size (all on one local[2] SparkSession, same data fo
   the Delta table (``DeltaTable.merge``, as in the COW benchmark). The tables accumulate the rounds.
   After each round the MOR snapshot read ``SELECT count(*), sum(value)`` (a full scan that merges
   the log files) is timed, and the same query on the COW table for reference.
+* after the last round (before compaction), the rows that round wrote, every column read
+  (``count(*), sum(value), sum(xxhash64(*))``): by an incremental read
+  (``hudi_table_changes(..., '<instant before the round>')``) and by the full snapshot filtered on
+  ``_hoodie_commit_time``, each ``--read-repeats`` times (medians); both must return the same rows.
 * then compaction of the MOR table (``CALL run_compaction(op => 'scheduleandexecute')``), and the
   same snapshot read on the compacted table. The final pre-compaction and the post-compaction
   reads are each run ``--read-repeats`` times (median reported).
@@ -57,7 +61,7 @@ from common import (
 
 hudiql: Any = None  # imported by main() from a snapshot of the package (see common.snapshot_hudiql)
 
-GOALS = {"mor_vs_delta": 0.5, "mor_vs_cow": 0.5, "growth": 1.5, "read_ratio": 2.0}
+GOALS = {"mor_vs_delta": 0.5, "mor_vs_cow": 0.5, "growth": 1.5, "read_ratio": 2.0, "incremental_ratio": 0.2}
 
 
 def index_props(index: str, buckets: int) -> list[str]:
@@ -158,6 +162,29 @@ def hudi_upsert(spark, wh: str, table: str, view: str) -> None:
 def hudi_read(spark, wh: str, table: str) -> tuple[int, float]:
     row = session(spark, wh).sql(f"SELECT count(*) AS n, sum(value) AS s FROM {table}").first()
     return row["n"], row["s"]
+
+
+#: What a downstream job reads of the changed rows: every column (``xxhash64(*)`` names them all).
+CHANGED_ROWS = "SELECT count(*) AS n, sum(value) AS s, sum(xxhash64(*)) AS h FROM {source}"
+
+
+def hudi_changes(spark, wh: str, table: str, begin: str) -> tuple[int, float, int]:
+    """The rows written after ``begin``: an incremental read (``hudi_table_changes``)."""
+    row = session(spark, wh).sql(CHANGED_ROWS.format(source=f"hudi_table_changes('{table}', 'latest_state', '{begin}')")).first()
+    return row["n"], row["s"], row["h"]
+
+
+def hudi_filtered_snapshot(spark, wh: str, table: str, begin: str) -> tuple[int, float, int]:
+    """The same rows from the full snapshot, filtered on the commit time."""
+    row = session(spark, wh).sql(CHANGED_ROWS.format(
+        source=f"(SELECT * FROM {table} WHERE _hoodie_commit_time > '{begin}')")).first()
+    return row["n"], row["s"], row["h"]
+
+
+def latest_instant(table_dir: str) -> str:
+    from hudiql.table.table import HudiTable
+
+    return HudiTable.load(table_dir).timeline.completed()[-1].timestamp
 
 
 def hudi_compact(spark, wh: str, table: str):
@@ -349,7 +376,10 @@ def run_size(spark, args, rows: int, rounds: int, w: str, profile: Profile | Non
     say(f"\n  {'round':>5} {'load':>5} {'MOR write':>10} {'MOR read':>9} {'COW write':>10} {'COW read':>9} "
         f"{'delta-rs':>9} {'MOR/delta':>9} {'MOR/COW':>8} {'groups':>6} {'logs':>5} {'log MiB':>7}")
     batch = None
+    before_last_round = None
     for r in range(rounds):
+        if r == rounds - 1:
+            before_last_round = latest_instant(mor_dir)
         batch = RoundBatch(rows, parts, r)
         batch_df = batch.dataframe(spark).cache()
         assert batch_df.count() == batch.n_upd + batch.n_new
@@ -388,6 +418,23 @@ def run_size(spark, args, rows: int, rounds: int, w: str, profile: Profile | Non
     say(f"  verified: row counts and sum(value) equal delta-rs every round; after round {rounds} sampled "
         f"ids and count(DISTINCT id) on {'' if args.quick_verify else 'MOR and '}{'' if args.no_cow else 'COW'}"
         f"{' (MOR: after compaction)' if args.quick_verify else ''}")
+
+    # ---- the last round's rows: incremental read / filtered snapshot read ---------------------
+    incremental, filtered = [], []
+    for i in range(max(1, args.read_repeats)):
+        t_inc, got_inc = timed(lambda: prof(f"{rows}:incremental read #{i + 1}",
+                                            lambda: hudi_changes(spark, wh, "bench_mor", before_last_round)))
+        t_snap, got_snap = timed(lambda: prof(f"{rows}:filtered snapshot read #{i + 1}",
+                                              lambda: hudi_filtered_snapshot(spark, wh, "bench_mor", before_last_round)))
+        if got_inc != got_snap or got_inc[0] != batch.n_upd + batch.n_new:
+            raise AssertionError(f"incremental read {got_inc} != filtered snapshot {got_snap} "
+                                 f"(expected {batch.n_upd + batch.n_new} rows)")
+        incremental.append(t_inc)
+        filtered.append(t_snap)
+    out.update(incremental_read=incremental, filtered_snapshot_read=filtered)
+    say(f"\n  the last round's {batch.n_upd + batch.n_new:,} rows, every column: incremental read "
+        f"{' '.join(f'{x:.2f}' for x in incremental)} s; filtered snapshot read {' '.join(f'{x:.2f}' for x in filtered)} s; "
+        f"ratio (median) {ratio(statistics.median(incremental), statistics.median(filtered))}; same rows (verified)")
 
     # ---- reads before / after compaction -------------------------------------------------------
     expected_sum = delta_read(delta_dir)[1] if deltalake is not None else None
@@ -442,6 +489,7 @@ def summarize(args, results: dict) -> None:
             "mor_vs_delta": med["mor_write"] / med["delta_rs"] if med["delta_rs"] else None,
             "mor_vs_cow": med["mor_write"] / med["cow_write"] if med["cow_write"] else None,
             "read_ratio": pre / post,
+            "incremental_ratio": statistics.median(out["incremental_read"]) / statistics.median(out["filtered_snapshot_read"]),
         }
     sizes = sorted(results["runs"], key=int)
     big = sizes[-1]
@@ -455,6 +503,7 @@ def summarize(args, results: dict) -> None:
     line("MOR upsert round / delta-rs merge (median)", v["mor_vs_delta"], GOALS["mor_vs_delta"])
     line("MOR upsert round / COW upsert round (median)", v["mor_vs_cow"], GOALS["mor_vs_cow"])
     line("MOR snapshot read before / after compaction", v["read_ratio"], GOALS["read_ratio"])
+    line("incremental read of the last round / filtered snapshot", v["incremental_ratio"], GOALS["incremental_ratio"])
     growth = None
     if len(sizes) > 1:
         growth = results["runs"][big]["median"]["mor_write"] / results["runs"][sizes[0]]["median"]["mor_write"]

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from hudiql.errors import damaged_file
 from hudiql.file_group.log_file.scanner import LogScanner
 from hudiql.io.storage import Storage
-from hudiql.table.layout import join_partition
+from hudiql.table.layout import join_partition, parse_data_file_name
 from hudiql.table.merge import MergeRule, natural_order
 from hudiql.table.schema import RECORD_KEY, conform, select_fields
 from hudiql.table.timeline import CommittedInstants
@@ -50,25 +50,38 @@ class SliceReader:
     merge_rule: MergeRule
     committed: CommittedInstants
 
-    def udf(self, columns: list[str]):
+    def udf(self, columns: list[str], changed_after: str | None = None):
         """The function ``mapInArrow`` calls for snapshot queries: slice descriptors in
-        (partition_path, base_file, log_files), the slices' merged rows out, as ``columns``."""
+        (partition_path, base_file, log_files), the slices' merged rows out, as ``columns``;
+        with ``changed_after``, only rows that may have been written after that instant."""
 
         def merge_slices(batches):
             for batch in batches:
                 for d in batch.to_pylist():
-                    yield from self.snapshot_batches(d["partition_path"], d["base_file"], list(d["log_files"] or []), columns)
+                    yield from self.snapshot_batches(d["partition_path"], d["base_file"], list(d["log_files"] or []),
+                                                     columns, changed_after)
 
         return merge_slices
 
     def snapshot_batches(
-        self, partition_path: str, base_file: str | None, log_files: list[str], columns: list[str]
+        self, partition_path: str, base_file: str | None, log_files: list[str], columns: list[str],
+        changed_after: str | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """The merged rows of a slice, only ``columns``: the base rows no log record supersedes,
-        read a row group at a time, then the log records that win."""
+        read a row group at a time, then the log records that win. With ``changed_after`` (an
+        incremental read), a base file written at or before that instant holds no row written
+        after it (its rows' commit times are at most its own): only its merge columns are read,
+        for the fold, and only the winning log records come out."""
+        if changed_after is not None and base_file:
+            parsed = parse_data_file_name(base_file)
+            if parsed is not None and parsed.instant_time <= changed_after:
+                with self._open_base(partition_path, base_file) as parquet:
+                    stored = self._read(parquet, self._merge_columns())
+                outcome = self.outcome(partition_path, stored, log_files, set(columns) | set(self._merge_columns()))
+                yield from conform(outcome.records, self._schema(columns)).to_batches()
+                return
         schema = self._schema(columns)
-        ordering = self.merge_rule.ordering_field
-        merge_columns = [RECORD_KEY] + ([ordering] if ordering else [])
+        merge_columns = self._merge_columns()
         with self._open_base(partition_path, base_file) as parquet:
             stored = self._read(parquet, merge_columns)
             outcome = self.outcome(partition_path, stored, log_files, set(columns) | set(merge_columns))
@@ -81,6 +94,11 @@ class SliceReader:
                     yield from rows.filter(keep[start:start + rows.num_rows]).to_batches()
                     start += rows.num_rows
         yield from conform(outcome.records, schema).to_batches()
+
+    def _merge_columns(self) -> list[str]:
+        """The base file's columns the fold with the logs needs: the key, and the ordering field."""
+        ordering = self.merge_rule.ordering_field
+        return [RECORD_KEY] + ([ordering] if ordering else [])
 
     def read_base(self, partition_path: str, base_file: str | None, columns: list[str] | None = None) -> pa.Table:
         """The base file's rows in the reader's schema (only ``columns`` of it, when given)."""

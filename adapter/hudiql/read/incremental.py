@@ -5,7 +5,9 @@ and ``hoodie.datasource.read.end.instanttime``.
 
 How: the table as of end (``read.time_travel``), only the file groups the commits of the range
 wrote (their write stats; the new file groups of a replacecommit), rows whose
-``_hoodie_commit_time`` is in the range. A compaction (and a clustering, which keeps commit times)
+``_hoodie_commit_time`` is in the range. A merge-on-read slice whose base file is older than begin
+contributes only its winning log records: its base file is read for the merge's key and ordering
+columns alone (``snapshot``'s ``changed_after``). A compaction (and a clustering, which keeps commit times)
 adds no row: it rewrites records under their old commit times. With
 ``hoodie.datasource.read.include.deletes=true`` the records deleted in the range come too: each
 as it was at begin, with ``_hoodie_is_deleted = true`` and end as its commit time (every row
@@ -97,7 +99,8 @@ def changes(
     end_table = table.as_of(span.end)
     written, replaced = _file_groups_written(table, span)
     groups = None if not span.begin else written
-    rows = _in_range(snapshot(spark, end_table, None, keep_partition, columns=wanted, file_groups=groups), span)
+    rows = _in_range(snapshot(spark, end_table, None, keep_partition, columns=wanted, file_groups=groups,
+                              changed_after=span.begin or None), span)
     deleted = []
     if include_deletes and span.begin:
         deleted = [_deleted(spark, table, end_table, span, written | replaced, keep_partition, columns)]

@@ -45,10 +45,13 @@ def snapshot(
     read_optimized: bool = False,
     columns: list[str] | None = None,
     file_groups: set[tuple[str, str]] | None = None,
+    changed_after: str | None = None,
 ) -> DataFrame:
     """The latest version of every record, as a DataFrame of the table's columns (meta columns
     first), or of ``columns`` only (names as in the table, kept in table order); of the
-    ``file_groups`` (partition path, file id) only, when given.
+    ``file_groups`` (partition path, file id) only, when given. ``changed_after`` (an incremental
+    read, which keeps only rows written after that instant) leaves out what cannot hold such rows:
+    base files written at or before it, except as the logs' merge needs them.
 
     Slices without log files (every slice of a copy-on-write table, and every slice of a
     read-optimized query) go through Spark's parquet reader; slices with logs are merged in
@@ -63,6 +66,8 @@ def snapshot(
     if columns is not None:
         wanted = set(columns)
         schema = T.StructType([f for f in schema.fields if f.name in wanted])
+    if changed_after is not None:
+        slices = [s for s in slices if s.log_files or s.base_instant > changed_after]
     plain = [s for s in slices if s.base_file and (read_optimized or not s.log_files)]
     merged = [] if read_optimized else [s for s in slices if s.log_files]
     parts = []
@@ -72,13 +77,14 @@ def snapshot(
         files = [table.storage.uri(s.base_path) for s in plain]
         parts.append(spark.read.schema(table_columns(table)).parquet(*files).select(*[f"`{c}`" for c in schema.fieldNames()]))
     if merged:
-        parts.append(_merge_slices(spark, table, merged, schema))
+        parts.append(_merge_slices(spark, table, merged, schema, changed_after))
     if not parts:
         return spark.createDataFrame([], schema)
     return reduce(DataFrame.unionByName, parts)
 
 
-def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice], schema: T.StructType) -> DataFrame:
+def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice], schema: T.StructType,
+                  changed_after: str | None) -> DataFrame:
     """Slices with logs, merged in Python tasks (one slice at a time, a task per few slices).
 
     Only ``schema``'s columns leave the tasks: the base rows cross into Spark once, without the
@@ -97,7 +103,7 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
         [(s.partition_path, s.base_file, s.log_files) for s in ordered], parallelism
     )
     frame = spark.createDataFrame(descriptors, "partition_path string, base_file string, log_files array<string>")
-    merged = frame.mapInArrow(reader.udf(out.fieldNames()), out)
+    merged = frame.mapInArrow(reader.udf(out.fieldNames(), changed_after), out)
     return merged if schema.fields else merged.select()
 
 
