@@ -19,7 +19,7 @@ What it measures, per table size (all on one local[2] SparkSession, same data fo
   After each round the MOR snapshot read ``SELECT count(*), sum(value)`` (a full scan that merges
   the log files) is timed, and the same query on the COW table for reference.
 * after the last round (before compaction), the rows that round wrote, every column read
-  (``count(*), sum(value), sum(xxhash64(*))``): by an incremental read
+  (``count(*), sum(value), bit_xor(xxhash64(*))``): by an incremental read
   (``hudi_table_changes(..., '<instant before the round>')``) and by the full snapshot filtered on
   ``_hoodie_commit_time``, each ``--read-repeats`` times (medians); both must return the same rows.
 * then compaction of the MOR table (``CALL run_compaction(op => 'scheduleandexecute')``), and the
@@ -165,7 +165,7 @@ def hudi_read(spark, wh: str, table: str) -> tuple[int, float]:
 
 
 #: What a downstream job reads of the changed rows: every column (``xxhash64(*)`` names them all).
-CHANGED_ROWS = "SELECT count(*) AS n, sum(value) AS s, sum(xxhash64(*)) AS h FROM {source}"
+CHANGED_ROWS = "SELECT count(*) AS n, sum(value) AS s, bit_xor(xxhash64(*)) AS h FROM {source}"
 
 
 def hudi_changes(spark, wh: str, table: str, begin: str) -> tuple[int, float, int]:

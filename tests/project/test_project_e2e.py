@@ -84,17 +84,17 @@ def test_first_build_console(first_build):
     assert first_build.code == 0, first_build.stdout + first_build.stderr[-3000:]
     lines = first_build.lines
     assert lines[0] == "Running with hudiql=0.1.0"
-    assert lines[1].startswith("Found 4 models, 3 seeds, 11 data tests, 0 sources,")
+    assert lines[1].startswith("Found 5 models, 3 seeds, 11 data tests, 0 sources,")
     assert "Concurrency: 1 threads (target='dev')" in lines
     start = next(line for line in lines if "START sql incremental model default.fct_orders" in line)
-    assert re.fullmatch(r"\d+ of 18 START sql incremental model default\.fct_orders \.+ \[RUN\]", start)
+    assert re.fullmatch(r"\d+ of 19 START sql incremental model default\.fct_orders \.+ \[RUN\]", start)
     assert len(start) == len(start.split(" [")[0]) + len(" [RUN]") and len(start.split(" [")[0]) == 80
-    assert any(re.fullmatch(r"\d+ of 18 OK created sql incremental model default\.fct_orders \.+ \[OK in \d+\.\d\ds\]", line) for line in lines)
-    assert any(re.fullmatch(r"\d+ of 18 OK loaded seed file default\.order_updates \.+ \[INSERT 8 in \d+\.\d\ds\]", line) for line in lines)
-    assert any(re.fullmatch(r"\d+ of 18 PASS unique_fct_orders_order_id \.+ \[PASS in \d+\.\d\ds\]", line) for line in lines)
+    assert any(re.fullmatch(r"\d+ of 19 OK created sql incremental model default\.fct_orders \.+ \[OK in \d+\.\d\ds\]", line) for line in lines)
+    assert any(re.fullmatch(r"\d+ of 19 OK loaded seed file default\.order_updates \.+ \[INSERT 8 in \d+\.\d\ds\]", line) for line in lines)
+    assert any(re.fullmatch(r"\d+ of 19 PASS unique_fct_orders_order_id \.+ \[PASS in \d+\.\d\ds\]", line) for line in lines)
     assert re.fullmatch(r"Finished running 3 seeds, 2 view models, .* in 0 hours \d+ minutes and \d+\.\d\d seconds \(\d+\.\d\ds\)\.",
                         next(line for line in lines if line.startswith("Finished running")))
-    assert lines[-3:] == ["Completed successfully", "", "Done. PASS=18 WARN=0 ERROR=0 SKIP=0 TOTAL=18"]
+    assert lines[-3:] == ["Completed successfully", "", "Done. PASS=19 WARN=0 ERROR=0 SKIP=0 TOTAL=19"]
 
 
 def test_first_build_tables(first_build, project, spark):
@@ -124,7 +124,7 @@ def test_artifacts(first_build, project):
 
 def test_second_build_merges(second_build, project, spark):
     assert second_build.code == 0, second_build.stdout + second_build.stderr[-3000:]
-    assert "Done. PASS=18 WARN=0 ERROR=0 SKIP=0 TOTAL=18" in second_build.stdout
+    assert "Done. PASS=19 WARN=0 ERROR=0 SKIP=0 TOTAL=19" in second_build.stdout
     merge = (project / "target/run/hudiql_example/models/marts/fct_orders.sql").read_text()
     assert merge.startswith("MERGE INTO default.fct_orders AS DBT_INTERNAL_DEST")
     assert "INTERVAL 3 DAYS FROM default.fct_orders" in merge
@@ -132,16 +132,21 @@ def test_second_build_merges(second_build, project, spark):
     assert response["num_updated_rows"] > 0 and response["num_inserted_rows"] == 0
     assert len(list((project / "warehouse/fct_orders/.hoodie").glob("*.deltacommit"))) == 2
     assert table_rows(spark, project, "SELECT order_id, status FROM fct_orders")[1] == (1002, "cancelled")
+    # orders_enriched read only what the second fct_orders merge changed, and agrees with it.
+    assert "hudi_table_changes('default.fct_orders', 'latest_state'" in \
+        (project / "target/run/hudiql_example/models/marts/orders_enriched.sql").read_text()
+    assert table_rows(spark, project, "SELECT order_id, status FROM orders_enriched") == \
+        table_rows(spark, project, "SELECT order_id, status FROM fct_orders")
 
 
 def test_full_refresh_and_a_failing_model(failing_refresh, project, spark):
     assert failing_refresh.code == 1
     lines = failing_refresh.lines
-    assert any(re.fullmatch(r"\d of 4 OK created sql incremental model default\.fct_orders \.+ \[OK in .*\]", line) for line in lines)
-    assert any(re.fullmatch(r"\d of 4 ERROR creating sql table model default\.broken \.+ \[ERROR in .*\]", line) for line in lines)
-    assert any(re.fullmatch(r"\d of 4 SKIP relation default\.after_broken \.+ \[SKIP\]", line) for line in lines)
+    assert any(re.fullmatch(r"\d of 5 OK created sql incremental model default\.fct_orders \.+ \[OK in .*\]", line) for line in lines)
+    assert any(re.fullmatch(r"\d of 5 ERROR creating sql table model default\.broken \.+ \[ERROR in .*\]", line) for line in lines)
+    assert any(re.fullmatch(r"\d of 5 SKIP relation default\.after_broken \.+ \[SKIP\]", line) for line in lines)
     assert "Runtime Error in model broken (models/marts/broken.sql)" in lines
-    assert lines[-1] == "Done. PASS=2 WARN=0 ERROR=1 SKIP=1 TOTAL=4"
+    assert lines[-1] == "Done. PASS=3 WARN=0 ERROR=1 SKIP=1 TOTAL=5"
     rebuilt = (project / "target/run/hudiql_example/models/marts/fct_orders.sql").read_text()
     assert "INSERT OVERWRITE TABLE default.fct_orders" in rebuilt  # same columns and keys: rebuilt in place
     assert results(project)["model.hudiql_example.after_broken"]["status"] == "skipped"
