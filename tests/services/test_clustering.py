@@ -167,8 +167,6 @@ def test_write_to_a_file_group_being_clustered_is_rejected(session, warehouse):
     assert hudiql_rows(session, "SELECT id, v FROM t") == [(1, 10), (2, 2), (3, 3)]
 
 
-@pytest.mark.xfail(strict=True, reason="services/rollback.py rolls back a pending clustering plan as a failed write "
-                                       "(no heartbeat); Hudi's lazy rollback leaves clustering plans alone")
 def test_write_to_a_planned_file_group_is_rejected(session, warehouse):
     """A clustering plan on storage that nobody runs yet: a write to its file groups is refused."""
     session.sql(f"CREATE TABLE t (id INT, v INT, dt STRING) USING hudi TBLPROPERTIES (primaryKey = 'id', {NEW_GROUPS})")

@@ -55,10 +55,8 @@ def test_history_procedures_describe_the_commits_and_slices(session, warehouse):
     assert [r.partition for r in session.sql("CALL show_fsview_all(table => 't', path_regex => 'dt=b')").collect()] == ["dt=b"]
 
 
-# After the restore every completed commit left is savepointed, and Timeline.committed() then has no
-# start: the archived first commit's files go unread (the official reader reads them). Passes with
-# the start rule proposed to the lead (the first completed write when all of them are savepointed).
-@pytest.mark.xfail(strict=True, reason="Timeline.committed(): no start when every completed write is savepointed")
+# After the restore every completed commit left is savepointed: the archived first commit's files
+# are still read (Timeline.committed() starts at the first completed write).
 @pytest.mark.parametrize("kind", ["cow", "mor"])
 def test_savepoint_is_kept_by_cleaning_and_archiving_and_restored(session, warehouse, kind):
     session.sql(f"CREATE TABLE t (id INT, v INT, dt STRING) USING hudi PARTITIONED BY (dt) "

@@ -101,5 +101,16 @@ class Procedure:
         return bound
 
 
+def options(procedure: str, text: str) -> dict[str, str]:
+    """Hudi's ``options => 'k1=v1,k2=v2'``."""
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise SqlError(f"CALL {procedure}: options => '{text}' is not a list of key=value separated by commas")
+        out[key.strip()] = value.strip()
+    return out
+
+
 #: The ``table`` argument most procedures start with.
 TABLE = Parameter("table", default=REQUIRED)

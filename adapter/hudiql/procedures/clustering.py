@@ -23,8 +23,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from hudiql.errors import SqlError
-from hudiql.procedures.base import BOOL, INT, TABLE, Context, Parameter, Procedure
-from hudiql.procedures.table_services import _options
+from hudiql.procedures.base import BOOL, INT, TABLE, Context, Parameter, Procedure, options
 from hudiql.read.query import partition_filter
 from hudiql.services import clustering
 from hudiql.sql.parser import DIALECT
@@ -111,7 +110,7 @@ def _run_clustering(ctx: Context, args: dict[str, object]) -> list[tuple]:
     op = _operation(args)
     _check_arguments(op, args)
     table = ctx.table
-    overrides = _options("run_clustering", str(args.get("options", "")))
+    overrides = options("run_clustering", str(args.get("options", "")))
     for key, value in overrides.items():
         keys.validate_session_option(key, value)
     settings = {**ctx.settings, **overrides}

@@ -71,7 +71,7 @@ def _show_commits(ctx: Context, args: dict[str, object]) -> list[tuple]:
     for instant in newest_first[:_limit("show_commits", args)]:
         content = json.loads(read_commit_metadata(table.timeline, instant).to_json())
         # The totals of show_archived_commits, computed once (services/archive.py).
-        row = archive._commit_row(ArchivedInstant(instant.timestamp, _file_action(instant), State.COMPLETED, content,
+        row = archive.commit_row(ArchivedInstant(instant.timestamp, _file_action(instant), State.COMPLETED, content,
                                                   _transition_time(table, instant)))
         rows.append(row[:2] + (_file_action(instant),) + row[2:])
     return rows

@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 from hudiql.errors import SqlError
-from hudiql.procedures.base import BOOL, INT, STRING, TABLE, Context, Parameter, Procedure
+from hudiql.procedures.base import BOOL, INT, STRING, TABLE, Context, Parameter, Procedure, options
 from hudiql.services import archive, clean, compaction
 from hudiql.table import keys
 
@@ -44,22 +44,11 @@ _CLEAN_OPTIONS = {
 }
 
 
-def _options(procedure: str, text: str) -> dict[str, str]:
-    """Hudi's ``options => 'k1=v1,k2=v2'``."""
-    out = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = part.partition("=")
-        if not sep or not key.strip():
-            raise SqlError(f"CALL {procedure}: options => '{text}' is not a list of key=value separated by commas")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def _run_clean(ctx: Context, args: dict[str, object]) -> list[tuple]:
     if args["skip_locking"]:
         raise SqlError("CALL run_clean: skip_locking => true is not supported; hudiql plans every clean under the "
                        "table lock, so that no concurrent write loses a file it needs")
-    overrides = _options("run_clean", str(args.get("options", "")))
+    overrides = options("run_clean", str(args.get("options", "")))
     overrides.update({key: str(args[arg]) for arg, key in _CLEAN_OPTIONS.items() if arg in args})
     for key, value in overrides.items():
         keys.validate_session_option(key, value)

@@ -202,7 +202,8 @@ def _days_ago(days: int) -> str:
     return format_instant_time(datetime.now(timezone.utc) - timedelta(days=days))
 
 
-def _commit_row(archived: ArchivedInstant) -> tuple:
+def commit_row(archived: ArchivedInstant) -> tuple:
+    """A commit's row of ``show_commits`` / ``show_archived_commits``: its totals from its write stats."""
     meta = archived.metadata or {}
     stats = [s for partition in (meta.get("partitionToWriteStats") or {}).values() for s in partition or []]
 
@@ -224,7 +225,7 @@ def show_archived_commits(table: HudiTable, limit: int, start_ts: str = "", end_
         raise HudiqlError(f"CALL show_archived_commits: limit => {limit} must be at least 0")
     start, end = start_ts or _days_ago(10), end_ts or _days_ago(1)
     rows = [
-        _commit_row(a) for a in reversed(read_archived(table.storage))
+        commit_row(a) for a in reversed(read_archived(table.storage))
         if a.state is State.COMPLETED and a.action in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
         and start < a.timestamp <= end
     ]

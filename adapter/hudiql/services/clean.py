@@ -54,8 +54,8 @@ from hudiql.table.timeline import (
     Timeline,
     format_instant_time,
 )
+from hudiql.write.heartbeat import claim_instant_time
 from hudiql.write.lock import commit_lock
-from hudiql.write.transaction import claim_instant_time
 
 #: The instants whose count the retention policies measure, pending ones included.
 _COMMIT_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION)

@@ -59,9 +59,10 @@ from hudiql.table.schema import FILE_NAME, conform, to_arrow, to_avro_json, with
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant
 from hudiql.write.conflict import ConflictRule
+from hudiql.write.heartbeat import claim_instant_time
 from hudiql.write.index import IndexConfig
 from hudiql.write.lock import commit_lock
-from hudiql.write.transaction import WriteTransaction, claim_instant_time
+from hudiql.write.transaction import WriteTransaction
 
 INLINE = K.INLINE_CLUSTERING
 _NUMBER_KEYS = (K.CLUSTERING_MAX_COMMITS, K.CLUSTERING_SMALL_FILE_LIMIT, K.CLUSTERING_TARGET_FILE_SIZE,

@@ -42,8 +42,9 @@ from hudiql.table.timeline import (
     parse_instant_time,
 )
 from hudiql.write.conflict import ConflictRule
+from hudiql.write.heartbeat import claim_instant_time
 from hudiql.write.lock import commit_lock
-from hudiql.write.transaction import WriteTransaction, claim_instant_time
+from hudiql.write.transaction import WriteTransaction
 
 INLINE = K.INLINE_COMPACT
 TRIGGER_STRATEGY = K.TRIGGER_STRATEGY

@@ -61,6 +61,7 @@ from collections.abc import Mapping
 from hudiql.errors import SqlError
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.table.layout import META_FOLDER, join_partition, marker_folder, parse_data_file_name
+from hudiql.table.replace_plan import clustering_plan
 from hudiql.table.rollback_plan import (
     RestorePlan,
     RollbackMetadata,
@@ -87,7 +88,7 @@ from hudiql.table.timeline import (
     State,
     instant_file_name,
 )
-from hudiql.write.heartbeat import Heartbeat, heartbeat_path, is_expired
+from hudiql.write.heartbeat import claim_instant_time, heartbeat_path, is_expired
 from hudiql.write.lock import commit_lock
 
 _MARKER_RE = re.compile(r"^(?P<file>.+)\.marker\.[A-Z]+$")
@@ -117,7 +118,7 @@ def rollback(table: HudiTable, instant: Instant, keep_requested: bool = False) -
 
 
 def rollback_failed_writes(table: HudiTable, settings: Mapping[str, str]) -> list[str]:
-    """Roll back the pending commits / deltacommits / replacecommits whose writer died; returns
+    """Roll back the pending commits / deltacommits / replacecommits (not clusterings) whose writer died; returns
     their instant times. A rollback or restore a crash left pending is finished first: the commit
     it was undoing looks pending too, but only its plan knows its files."""
     if table.timeline.pending((ROLLBACK, RESTORE)):
@@ -125,9 +126,10 @@ def rollback_failed_writes(table: HudiTable, settings: Mapping[str, str]) -> lis
             table = table.snapshot()
             finish_pending(table, settings)
             table = table.snapshot()
+    # A clustering's plan waits to be run (its run rolls a crashed attempt back to the plan), as in Hudi.
     failed = [
         i for i in table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
-        if is_expired(table.storage, i.timestamp, settings)
+        if clustering_plan(table.timeline, i) is None and is_expired(table.storage, i.timestamp, settings)
     ]
     for instant in failed:
         rollback(table, instant)
@@ -203,17 +205,10 @@ def _execute(table: HudiTable, rollback_instant: Instant, plan: RollbackPlan) ->
     return metadata
 
 
-def _claim(table: HudiTable, settings: Mapping[str, str]) -> Heartbeat:
-    # write.transaction imports this module: its claim is imported when it runs.
-    from hudiql.write.transaction import claim_instant_time
-
-    return claim_instant_time(table, settings)
-
-
 def _roll_back_locked(table: HudiTable, settings: Mapping[str, str], instant: Instant) -> RollbackMetadata:
     """Plan and run the rollback of a completed instant; the caller holds the table lock."""
     plan = plan_rollback(table, instant)
-    heartbeat = _claim(table, settings)  # no writer takes the rollback's instant time
+    heartbeat = claim_instant_time(table, settings)  # no writer takes the rollback's instant time
     try:
         requested = table.timeline.request(ROLLBACK, heartbeat.instant_time, encode_plan(plan))
         return _execute(table, requested, plan)
@@ -328,7 +323,7 @@ def restore_to_savepoint(table: HudiTable, settings: Mapping[str, str], savepoin
         later = [i for i in reversed(_completed_writes(table)) if i.timestamp > savepoint_time]
         for instant in later:
             plan_rollback(table, instant, proc)  # refuse before anything changes
-        heartbeat = _claim(table, settings)
+        heartbeat = claim_instant_time(table, settings)
         try:
             restore = table.timeline.request(RESTORE, heartbeat.instant_time, encode_restore_plan(
                 RestorePlan(savepoint_time, [(i.timestamp, i.action) for i in later])))

@@ -234,7 +234,8 @@ class Timeline:
             start = self._active_start
         else:
             savepoints = {i.timestamp for i in self.instants if i.action == SAVEPOINT}
-            start = next((t for t in completed if t not in savepoints), None)
+            # When every completed write is savepointed (after a restore), the first of them starts it.
+            start = next((t for t in completed if t not in savepoints), completed[0] if completed else None)
         return CommittedInstants(frozenset(completed), frozenset(i.timestamp for i in self.pending()), start,
                                  self.as_of_instant)
 

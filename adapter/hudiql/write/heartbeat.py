@@ -26,10 +26,12 @@ import threading
 import time
 from collections.abc import Mapping
 
-from hudiql.errors import HudiqlError
+from hudiql.errors import HudiqlError, WriteConflictError
 from hudiql.io.storage import Storage
 from hudiql.table import keys
 from hudiql.table.layout import HEARTBEAT_FOLDER
+from hudiql.table.table import HudiTable
+from hudiql.table.timeline import Timeline
 
 
 def heartbeat_path(instant_time: str) -> str:
@@ -94,3 +96,19 @@ def is_expired(storage: Storage, instant_time: str, settings: Mapping[str, str])
         interval_ms = int(keys.setting(settings, keys.HEARTBEAT_INTERVAL_MS))
     allowed_ms = interval_ms * int(keys.setting(settings, keys.HEARTBEAT_MISSES))
     return (time.time() - beaten) * 1000 > allowed_ms
+
+
+#: How many instant times a writer tries when other writers claim the same millisecond.
+_CLAIM_ATTEMPTS = 100
+
+
+def claim_instant_time(table: HudiTable, settings: Mapping[str, str]) -> Heartbeat:
+    """A beating heartbeat for a new instant time, later than every instant of the snapshot and
+    claimed by no other writer (two processes may pick the same millisecond)."""
+    instant_time = table.timeline.new_instant_time()
+    for _ in range(_CLAIM_ATTEMPTS):
+        heartbeat = Heartbeat.for_settings(table.storage, instant_time, settings)
+        if heartbeat.start():
+            return heartbeat
+        instant_time = Timeline.next_instant_time(instant_time)
+    raise WriteConflictError(f"table {table.base_uri}: no free instant time after {instant_time}; run the statement again")

@@ -48,11 +48,8 @@ from hudiql.table.table import HudiTable
 from hudiql.table.timeline import Instant, State, Timeline
 from hudiql.write import conflict
 from hudiql.write.conflict import ConflictRule
-from hudiql.write.heartbeat import Heartbeat, heartbeat_path, is_expired
+from hudiql.write.heartbeat import Heartbeat, claim_instant_time, heartbeat_path, is_expired
 from hudiql.write.lock import commit_lock
-
-#: How many instant times a writer tries when other writers claim the same millisecond.
-_CLAIM_ATTEMPTS = 100
 
 
 class WriteTransaction:
@@ -153,15 +150,3 @@ class WriteTransaction:
             rollback(self.table, self.instant, keep_requested=self._resumed)
         finally:
             self._heartbeat.stop()
-
-
-def claim_instant_time(table: HudiTable, settings: Mapping[str, str]) -> Heartbeat:
-    """A beating heartbeat for a new instant time, later than every instant of the snapshot and
-    claimed by no other writer (two processes may pick the same millisecond)."""
-    instant_time = table.timeline.new_instant_time()
-    for _ in range(_CLAIM_ATTEMPTS):
-        heartbeat = Heartbeat.for_settings(table.storage, instant_time, settings)
-        if heartbeat.start():
-            return heartbeat
-        instant_time = Timeline.next_instant_time(instant_time)
-    raise WriteConflictError(f"table {table.base_uri}: no free instant time after {instant_time}; run the statement again")
