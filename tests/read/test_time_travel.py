@@ -129,10 +129,13 @@ def test_time_travel_and_incremental_reads_follow_every_commit(session, warehous
     session.sql("SET hoodie.datasource.query.type=snapshot")
 
 
-def test_time_travel_and_incremental_reads_respect_cleaning_and_archiving(session, warehouse, capsys):
-    """The cleaner keeps 2 commits and the archiver 3 to 4 instants: older instants are refused,
-    naming the earliest readable one; the full-scan fallback answers with a line saying so."""
-    session.sql("CREATE TABLE c (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id', "
+@pytest.mark.parametrize("table_type", ["cow", "mor"])
+def test_time_travel_and_incremental_reads_respect_cleaning_and_archiving(session, warehouse, capsys, table_type):
+    """The cleaner keeps 2 commits and the archiver 3 to 4 instants (merge-on-read: with an inline
+    compaction after 3 delta commits): older instants are refused, naming the earliest readable
+    one; the full-scan fallback answers with a line saying so."""
+    session.sql(f"CREATE TABLE c (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id', type = '{table_type}', "
+                "'hoodie.compact.inline.max.delta.commits' = '3', "
                 "'hoodie.cleaner.commits.retained' = '2', 'hoodie.keep.min.commits' = '3', 'hoodie.keep.max.commits' = '4')")
     h = History(session, warehouse, "c")
     commits = [h.write(f"INSERT INTO c VALUES ({i % 3}, 'v{i}')", upsert([(i % 3, f"v{i}")])) for i in range(8)]
@@ -142,7 +145,8 @@ def test_time_travel_and_incremental_reads_respect_cleaning_and_archiving(sessio
     assert first_active > commits[0]
     cleans = table.timeline.completed(("clean",))
     earliest = decode_metadata(table.timeline.read(cleans[-1])).earliest_commit_to_retain
-    assert earliest == commits[-2]
+    assert commits[2] < earliest <= commits[-2]
+    cleaned = max(c for c in commits if c < earliest)  # the commit before what the cleaner kept
 
     with pytest.raises(SqlError) as info:
         session.sql(f"SELECT * FROM c TIMESTAMP AS OF '{commits[2]}'")
@@ -155,19 +159,20 @@ def test_time_travel_and_incremental_reads_respect_cleaning_and_archiving(sessio
         bounds = f"'{begin}'" + (f", '{end}'" if end else "")
         return hudiql_rows(session, f"SELECT id, v, _hoodie_commit_time FROM hudi_table_changes('c', 'latest_state', {bounds})")
 
-    assert changes(commits[-3]) == h.changes(commits[-3], commits[-1])  # begin cleaned, end kept: exact
+    begin = max(cleaned, first_active)  # older than what the cleaner kept, not archived: exact
+    assert changes(begin) == h.changes(begin, commits[-1])
     assert changes("earliest") == expected(h.as_of(commits[-1]))
     with pytest.raises(SqlError) as info:
-        changes(commits[1])
+        changes(commits[0])
     assert str(info.value) == (
-        f"incremental read of table c after {commits[1]} up to {commits[-1]}: the commits after {commits[1]} reach "
+        f"incremental read of table c after {commits[0]} up to {commits[-1]}: the commits after {commits[0]} reach "
         f"instants archived out of the active timeline (its first commit is {first_active}); begin later, or SET "
         "hoodie.datasource.read.incr.fallback.fulltablescan.enable=true to compute it from a full scan")
     with pytest.raises(SqlError, match="the cleaner removed the files of its end"):
-        changes("earliest", commits[-3])
+        changes("earliest", cleaned)
     capsys.readouterr()
     session.sql("SET hoodie.datasource.read.incr.fallback.fulltablescan.enable=true")
-    assert changes(commits[1]) == h.changes(commits[1], commits[-1])
+    assert changes(commits[0]) == h.changes(commits[0], commits[-1])
     assert "computed from a full scan of the latest snapshot" in capsys.readouterr().err
 
 
