@@ -507,8 +507,13 @@ def test_call_show_table_properties_matches_disk(session, warehouse):
 
 def test_call_errors(session):
     session.sql("CREATE TABLE t (id INT) USING hudi")
-    with pytest.raises(SqlError, match="show_table_properties"):
-        session.sql("CALL show_commits(table => 't')")
+    with pytest.raises(SqlError, match="unknown procedure 'show_tables'; available: .*show_table_properties"):
+        session.sql("CALL show_tables(table => 't')")
+    with pytest.raises(SqlError, match="CALL show_table_properties takes at most 1 argument: table"):
+        session.sql("CALL show_table_properties('t', 'u')")
+    with pytest.raises(SqlError, match="CALL show_table_properties: table is given twice"):
+        session.sql("CALL show_table_properties('t', table => 't')")
+    assert ("hoodie.table.name", "t") in [tuple(r) for r in session.sql("CALL system.show_table_properties('t')").collect()]
     with pytest.raises(SqlError, match="CALL show_table_properties takes no argument 'path'; its arguments are table"):
         session.sql("CALL show_table_properties(path => 't')")
     with pytest.raises(SqlError, match="CALL show_table_properties needs table => ..."):

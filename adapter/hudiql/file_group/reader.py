@@ -68,24 +68,18 @@ class SliceReader:
         changed_after: str | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """The merged rows of a slice, only ``columns``: the base rows no log record supersedes,
-        read a row group at a time, then the log records that win. With ``changed_after`` (an
-        incremental read), a base file written at or before that instant holds no row written
-        after it (its rows' commit times are at most its own): only its merge columns are read,
-        for the fold, and only the winning log records come out."""
-        if changed_after is not None and base_file:
-            parsed = parse_data_file_name(base_file)
-            if parsed is not None and parsed.instant_time <= changed_after:
-                with self._open_base(partition_path, base_file) as parquet:
-                    stored = self._read(parquet, self._merge_columns())
-                outcome = self.outcome(partition_path, stored, log_files, set(columns) | set(self._merge_columns()))
-                yield from conform(outcome.records, self._schema(columns)).to_batches()
-                return
-        schema = self._schema(columns)
+        read a row group at a time, then the log records that win.
+
+        With ``changed_after`` (an incremental read, which keeps rows written after that instant),
+        what cannot hold such rows is read for the merge only (key and ordering columns): a base
+        file written at or before that instant (its rows' commit times are at most its own) and
+        the log blocks of instants up to it."""
         merge_columns = self._merge_columns()
+        old_base = changed_after is not None and base_file is not None and _written_by(base_file) <= changed_after
         with self._open_base(partition_path, base_file) as parquet:
             stored = self._read(parquet, merge_columns)
-            outcome = self.outcome(partition_path, stored, log_files, set(columns) | set(merge_columns))
-            if parquet is not None:
+            outcome = self.outcome(partition_path, stored, log_files, set(columns) | set(merge_columns), changed_after)
+            if parquet is not None and not old_base:
                 keep = np.ones(stored.num_rows, bool)
                 keep[outcome.replaced.to_numpy()] = False
                 start = 0
@@ -93,7 +87,7 @@ class SliceReader:
                     rows = self._read(parquet, columns, group)
                     yield from rows.filter(keep[start:start + rows.num_rows]).to_batches()
                     start += rows.num_rows
-        yield from conform(outcome.records, schema).to_batches()
+        yield from conform(outcome.records, self._schema(columns)).to_batches()
 
     def _merge_columns(self) -> list[str]:
         """The base file's columns the fold with the logs needs: the key, and the ordering field."""
@@ -145,16 +139,19 @@ class SliceReader:
         return pa.concat_tables([base.filter(pa.array(keep)), outcome.records])
 
     def outcome(
-        self, partition_path: str, base: pa.Table, log_files: list[str], columns: Collection[str] | None = None
+        self, partition_path: str, base: pa.Table, log_files: list[str], columns: Collection[str] | None = None,
+        merge_only_until: str | None = None,
     ) -> SliceOutcome:
         """Fold the slice's log items onto ``base`` (which needs only its key and ordering columns);
         the winning records carry ``columns`` (all by default; they must name the key and
-        ordering fields).
+        ordering fields). A winner from a block of an instant up to ``merge_only_until`` is
+        left out of the records (an incremental read's rows are newer).
 
         Keys without deletes take the closed form of the fold (``_fold_records``); keys with a
         delete are folded one item at a time (``_fold_sequence``).
         """
-        tables, items, deletes = self.scanner.scan(partition_path, log_files, columns)
+        content = self.scanner.scan(partition_path, log_files, columns, merge_only_until)
+        tables, items, deletes = content.tables, content.items, content.deletes
         if not items.num_rows and not deletes:
             return SliceOutcome(pa.array([], pa.int64()), self._schema(columns).empty_table())
         delete_keys = pa.array(sorted({key for key, _, _ in deletes}), pa.string())
@@ -169,7 +166,7 @@ class SliceReader:
         pieces = []
         for index, table in enumerate(tables):
             rows = winners.filter(pc.equal(winners.column("src"), index)).column("row").to_numpy()
-            if len(rows):
+            if len(rows) and index not in content.merge_only:
                 pieces.append(table.take(pa.array(np.sort(rows))))
         records = pa.concat_tables(pieces) if pieces else self._schema(columns).empty_table()
         return SliceOutcome(replaced, records)
@@ -229,6 +226,13 @@ class SliceReader:
         kept = pa.array([row for origin, row in live if origin == "base"], pa.int64())
         logged = [(origin, row) for origin, row in live if origin != "base"]
         return kept, pa.table({"src": pa.array([o for o, _ in logged], pa.int64()), "row": pa.array([r for _, r in logged], pa.int64())})
+
+
+def _written_by(file_name: str) -> str:
+    """The instant that wrote a data file, from its name."""
+    parsed = parse_data_file_name(file_name)
+    assert parsed is not None, file_name
+    return parsed.instant_time
 
 
 class _StoredKeys:

@@ -82,7 +82,8 @@ class Procedure:
         defaults filled in."""
         known = {p.name: p for p in self.parameters}
         if len(positional) > len(self.parameters):
-            raise SqlError(f"CALL {self.name} takes at most {len(self.parameters)} arguments: {', '.join(known)}")
+            count = len(self.parameters)
+            raise SqlError(f"CALL {self.name} takes at most {count} argument{'' if count == 1 else 's'}: {', '.join(known)}")
         given = {p.name: value for p, value in zip(self.parameters, positional)}
         for name, value in args.items():
             if name not in known:

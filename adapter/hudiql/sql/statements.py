@@ -8,7 +8,7 @@ Example:
     >>> parse("SET hoodie.merge.ordering.enforce = false")[0]
     SetConf(key='hoodie.merge.ordering.enforce', value='false')
     >>> parse("CALL run_compaction(op => 'schedule', table => 'orders')")[0]
-    Call(procedure='run_compaction', args={'op': 'schedule', 'table': 'orders'})
+    Call(procedure='run_compaction', args={'op': 'schedule', 'table': 'orders'}, positional=[])
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ Example: a log with a block of a committed write and one of a write that never c
     ...                                                       + block("003", [{"_hoodie_record_key": "k1", "v": 2}]))
     >>> committed = CommittedInstants(completed=frozenset({"001", "002"}), pending=frozenset({"003"}), start="001")
     >>> arrow_schema = pa.schema([("_hoodie_record_key", pa.string()), ("v", pa.int64())])
-    >>> tables, items, deletes = LogScanner(warehouse, arrow_schema, None, committed).scan("dt=1", [".f-0_001.log.1_0-2-0"])
-    >>> [t.to_pylist() for t in tables], items.column("key").to_pylist()
+    >>> content = LogScanner(warehouse, arrow_schema, None, committed).scan("dt=1", [".f-0_001.log.1_0-2-0"])
+    >>> [t.to_pylist() for t in content.tables], content.items.column("key").to_pylist()
     ([[{'_hoodie_record_key': 'k1', 'v': 1}]], ['k1'])
 """
 
@@ -42,6 +42,18 @@ from hudiql.table.timeline import CommittedInstants
 
 
 @dataclass(frozen=True)
+class LogContent:
+    """A slice's valid log content, in log order (``seq``): the data blocks' tables, their records
+    as items (key, ordering, seq, table index, row), the deletes (key, ordering, seq), and the
+    indexes of the tables decoded with the merge's key and ordering columns only."""
+
+    tables: list[pa.Table]
+    items: pa.Table
+    deletes: list[tuple]
+    merge_only: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
 class LogScanner:
     base_uri: str
     arrow_schema: pa.Schema  # meta + data columns
@@ -49,12 +61,16 @@ class LogScanner:
     committed: CommittedInstants
 
     def scan(
-        self, partition_path: str, log_files: list[str], columns: Collection[str] | None = None
-    ) -> tuple[list[pa.Table], pa.Table, list[tuple]]:
-        """The slice's valid log content, in log order (``seq``): the data blocks' tables (only
-        ``columns``, which name the key and ordering fields, when given), their records as items
-        (key, ordering, seq, table index, row), and the deletes (key, ordering, seq)."""
+        self, partition_path: str, log_files: list[str], columns: Collection[str] | None = None,
+        merge_only_until: str | None = None,
+    ) -> LogContent:
+        """The slice's valid log content: the data blocks' tables (only ``columns``, which name the
+        key and ordering fields, when given). Blocks of instants up to ``merge_only_until`` are
+        decoded with the key and ordering columns only: an incremental read needs them for the
+        merge, never as rows."""
         schema = select_fields(self.arrow_schema, columns)
+        merge_columns = [RECORD_KEY] + ([self.ordering_field] if self.ordering_field else [])
+        narrow = select_fields(self.arrow_schema, merge_columns)
         storage = Storage(self.base_uri)
         blocks: list[tuple[str, L.LogBlock]] = []
         cuts: list[tuple[str, L.TruncatedLogError]] = []
@@ -79,33 +95,44 @@ class LogScanner:
         tables: list[pa.Table] = []
         items: list[pa.Table] = []
         deletes: list[tuple] = []
-        avro: dict[str, list[tuple[int, int, L.LogBlock, str]]] = {}  # writer schema -> (seq, count, block, path)
+        merge_only: set[int] = set()
+        # (writer schema, merge columns only) -> (seq, count, block, path)
+        avro: dict[tuple[str, bool], list[tuple[int, int, L.LogBlock, str]]] = {}
         seq = 0
         for path, block in blocks:
             instant = block.instant_time
             if block.block_type == L.COMMAND or instant not in self.committed or instant in rolled_back:
                 continue
+            only_merge = merge_only_until is not None and instant is not None and instant <= merge_only_until
             if block.block_type == L.DELETE:
                 for d in L.read_deletes(block, path):
                     deletes.append((d.record_key, d.ordering_value, seq))
                     seq += 1
             elif block.block_type == L.AVRO_DATA:
                 count = L.avro_record_count(block, path)
-                avro.setdefault(block.header[L.SCHEMA], []).append((seq, count, block, path))
+                avro.setdefault((block.header[L.SCHEMA], only_merge), []).append((seq, count, block, path))
                 seq += count
             else:
+                wanted = narrow if only_merge else schema
                 try:
                     parquet = pq.ParquetFile(io.BytesIO(block.content))
-                    table = parquet.read(columns=[c for c in schema.names if c in parquet.schema_arrow.names])
+                    table = parquet.read(columns=[c for c in wanted.names if c in parquet.schema_arrow.names])
                 except pa.ArrowException as exc:
                     raise damaged_file(path, f"has a corrupt parquet block ({exc})") from None
-                self._add_items(tables, items, conform(table, schema), np.arange(seq, seq + table.num_rows, dtype=np.int64))
+                if only_merge:
+                    merge_only.add(len(tables))
+                self._add_items(tables, items, conform(table, wanted), np.arange(seq, seq + table.num_rows, dtype=np.int64))
                 seq += table.num_rows
-        for group in avro.values():  # blocks of one writer schema are decoded together
-            table = L.read_avro_blocks([(block, path) for _, _, block, path in group], self.arrow_schema, columns)
+        for (_, only_merge), group in avro.items():  # blocks of one writer schema are decoded together
+            wanted = narrow if only_merge else schema
+            table = L.read_avro_blocks([(block, path) for _, _, block, path in group], self.arrow_schema,
+                                       merge_columns if only_merge else columns)
             seqs = np.concatenate([np.arange(first, first + count, dtype=np.int64) for first, count, _, _ in group])
-            self._add_items(tables, items, conform(table, schema), seqs)
-        return tables, pa.concat_tables(items) if items else self.items_schema().empty_table(), deletes
+            if only_merge:
+                merge_only.add(len(tables))
+            self._add_items(tables, items, conform(table, wanted), seqs)
+        return LogContent(tables, pa.concat_tables(items) if items else self.items_schema().empty_table(), deletes,
+                          frozenset(merge_only))
 
     def _failed_write(self, path: str, instant_time: str | None, rolled_back: set[str | None]) -> bool:
         """Whether the block cut short at the end of log file ``path`` is a failed write's partial
