@@ -1,17 +1,30 @@
 """The manifest: every enabled and disabled node and source of a project, and ``target/manifest.json``
-in the shape of dbt's manifest artifact (the parser builds it, the graph links it).
+as dbt's manifest artifact (schema v12; the parser builds the manifest, the graph links it).
+
+What dbt's schema asks for and hudiql has no notion of gets the schema's empty form: no ``database``
+level in relation names (``null``), no docs blocks, exposures, metrics, groups, selectors, semantic
+models, saved queries or unit tests (``{}``). Checksums are dbt's: sha256 of the file's stripped text,
+``none`` for generic tests, which have no file of their own.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from jinja2 import nodes as jnodes
+
 from hudiql.project.artifacts.nodes import Node, Source
-from hudiql.project.artifacts.writer import write_json
+from hudiql.project.artifacts.writer import timestamp, write_json
 from hudiql.project.config.runtime import RuntimeConfig
+from hudiql.project.context.macros import _MACRO_BLOCK, BUILTIN_MACROS, BUILTIN_PACKAGE, MacroLibrary
 
 MANIFEST_SCHEMA = "https://schemas.getdbt.com/dbt/manifest/v12.json"
+# The kinds of resource dbt's manifest has and hudiql does not: always empty.
+ABSENT = ("docs", "exposures", "metrics", "groups", "selectors", "group_map", "saved_queries", "semantic_models",
+          "unit_tests", "functions")
 
 
 @dataclass
@@ -27,52 +40,129 @@ class Manifest:
 
 
 def write_manifest(config: RuntimeConfig, manifest: Manifest, parent_map: dict[str, set[str]],
-                   child_map: dict[str, set[str]]) -> None:
-    """``target/manifest.json``; ``parent_map`` / ``child_map`` are the DAG's edges."""
-    package = config.project.name
+                   child_map: dict[str, set[str]], library: MacroLibrary) -> None:
+    """``target/manifest.json``; ``parent_map`` / ``child_map`` are the DAG's edges, ``library`` the
+    macros the nodes call."""
+    writer = _ManifestWriter(config, manifest, library)
     write_json(config, "manifest.json", MANIFEST_SCHEMA, {
-        "nodes": {uid: _node(n, package) for uid, n in sorted(manifest.nodes.items())},
-        "sources": {uid: _source(s) for uid, s in sorted(manifest.sources.items())},
-        "macros": manifest.macros,
-        "disabled": {uid: [_node(n, package)] for uid, n in sorted(manifest.disabled.items())},
+        "nodes": {uid: writer.node(n) for uid, n in sorted(manifest.nodes.items())},
+        "sources": {uid: writer.source(s) for uid, s in sorted(manifest.sources.items())},
+        "macros": {uid: writer.macro(uid, m) for uid, m in sorted(manifest.macros.items())},
+        "disabled": {uid: [writer.node(n)] for uid, n in sorted(manifest.disabled.items())},
         "parent_map": {uid: sorted(ps) for uid, ps in sorted(parent_map.items())},
         "child_map": {uid: sorted(cs) for uid, cs in sorted(child_map.items())},
+        **{key: {} for key in ABSENT},
+    }, {
+        "project_name": config.project.name,
+        "adapter_type": "hudiql",
+        "send_anonymous_usage_stats": False,  # hudiql sends none
+        "run_started_at": timestamp(config.run_started_at),
     })
 
 
-def _node(node: Node, package: str) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "unique_id": node.unique_id,
-        "resource_type": node.resource_type,
-        "package_name": package,
-        "name": node.name,
-        "path": node.original_file_path,
-        "original_file_path": node.original_file_path,
-        "fqn": node.fqn,
-        "alias": node.relation.identifier if node.relation else node.name,
-        "schema": node.relation.schema if node.relation else None,
-        "relation_name": str(node.relation) if node.relation and node.relation.kind != "cte" else None,
-        "config": node.config,
-        "tags": node.config.get("tags", []),
-        "description": node.description,
-        "columns": node.columns,
-        "raw_code": node.raw_code,
-        "language": "sql",
-        "refs": [{"name": r, "package": None, "version": None} for r in node.refs],
-        "sources": [list(s) for s in node.sources],
-        "depends_on": {"nodes": node.depends_on, "macros": []},
-    }
-    if node.test_metadata is not None:
-        data["test_metadata"] = {"name": node.test_metadata.name, "kwargs": node.test_metadata.kwargs, "namespace": None}
-        data["attached_node"] = node.test_metadata.attached_node
-        data["column_name"] = node.test_metadata.kwargs.get("column_name")
-    return data
+def checksum(text: str | None) -> dict[str, str]:
+    """dbt's ``FileHash`` of a file's text (``none`` when there is no file).
+
+    >>> checksum(" select 1\\n")["checksum"] == hashlib.sha256(b"select 1").hexdigest(), checksum(None)
+    (True, {'name': 'none', 'checksum': ''})
+    """
+    if text is None:
+        return {"name": "none", "checksum": ""}
+    return {"name": "sha256", "checksum": hashlib.sha256(text.strip().encode("utf-8")).hexdigest()}
 
 
-def _source(source: Source) -> dict[str, Any]:
-    return {
-        "unique_id": source.unique_id, "resource_type": "source", "source_name": source.source_name,
-        "name": source.name, "identifier": source.relation.identifier, "schema": source.relation.schema,
-        "relation_name": str(source.relation), "fqn": source.fqn, "original_file_path": source.original_file_path,
-        "description": source.description, "columns": source.columns,
-    }
+class _ManifestWriter:
+    """The JSON of each node, source and macro, in the shape of dbt's resource of the same type."""
+
+    def __init__(self, config: RuntimeConfig, manifest: Manifest, library: MacroLibrary) -> None:
+        self.config = config
+        self.library = library
+        self.package = config.project.name
+        self.macro_ids = {m["name"]: uid for uid, m in manifest.macros.items()}
+        self._macro_files: dict[Path, dict[str, str]] = {}
+
+    def node(self, node: Node) -> dict[str, Any]:
+        relation = node.relation if node.relation and node.relation.kind != "cte" else None
+        tags = node.config.get("tags") or []
+        macros = self._called_macros(node.raw_code)
+        data: dict[str, Any] = {
+            "database": None,
+            # tests and ephemeral models have no relation: they run in the target's database
+            "schema": relation.schema if relation and relation.schema else self.config.target.database,
+            "name": node.name,
+            "resource_type": node.resource_type,
+            "package_name": self.package,
+            "path": self._path(node),
+            "original_file_path": node.original_file_path,
+            "unique_id": node.unique_id,
+            "fqn": node.fqn,
+            "alias": node.relation.identifier if node.relation else node.name,
+            "checksum": checksum(None if node.test_metadata else self._file_text(node)),
+            "config": node.config,
+            "tags": tags if isinstance(tags, list) else [tags],
+            "meta": node.config.get("meta") or {},
+            "description": node.description,
+            "columns": node.columns,
+            "relation_name": str(relation) if relation else None,
+            "raw_code": node.raw_code,
+        }
+        if node.resource_type == "seed":  # a seed reads no other node
+            data["depends_on"] = {"macros": macros}
+            return data
+        data.update({
+            "language": "sql",
+            "refs": [{"name": r, "package": None, "version": None} for r in node.refs],
+            "sources": [list(s) for s in node.sources],
+            "depends_on": {"nodes": node.depends_on, "macros": macros},
+        })
+        if node.test_metadata is not None:
+            data["test_metadata"] = {"name": node.test_metadata.name, "kwargs": node.test_metadata.kwargs, "namespace": None}
+            data["attached_node"] = node.test_metadata.attached_node
+            data["column_name"] = node.test_metadata.kwargs.get("column_name")
+        return data
+
+    def source(self, source: Source) -> dict[str, Any]:
+        return {
+            "database": None, "schema": source.relation.schema, "name": source.name, "resource_type": "source",
+            "package_name": self.package, "path": source.original_file_path,
+            "original_file_path": source.original_file_path, "unique_id": source.unique_id, "fqn": source.fqn,
+            "source_name": source.source_name, "source_description": source.source_description,
+            "loader": "",  # who loads the table: a dbt property hudiql does not read
+            "identifier": source.relation.identifier, "relation_name": str(source.relation),
+            "description": source.description, "columns": source.columns,
+        }
+
+    def macro(self, unique_id: str, macro: dict[str, str]) -> dict[str, Any]:
+        return {
+            "name": macro["name"], "resource_type": "macro", "package_name": macro["package_name"],
+            "path": macro["path"], "original_file_path": macro["path"], "unique_id": unique_id,
+            "macro_sql": self._macro_sql(macro),
+        }
+
+    def _path(self, node: Node) -> str:
+        """dbt's ``path``: below the node's resource folder; a generic test's is its compiled file."""
+        if node.test_metadata is not None:
+            return f"{node.name}.sql"
+        return "/".join([*node.fqn[1:-1], Path(node.original_file_path).name])
+
+    def _file_text(self, node: Node) -> str:
+        if node.resource_type == "seed":  # a seed's code is its CSV, which the node does not hold
+            return (self.config.project.root / node.original_file_path).read_text(encoding="utf-8")
+        return node.raw_code
+
+    def _called_macros(self, code: str) -> list[str]:
+        """The project's and hudiql's macros that ``code`` calls by name, as dbt lists them."""
+        if not code:
+            return []
+        called = {c.node.name for c in self.library.env.parse(code).find_all(jnodes.Call) if isinstance(c.node, jnodes.Name)}
+        return sorted(self.macro_ids[name] for name in called if name in self.macro_ids)
+
+    def _macro_sql(self, macro: dict[str, str]) -> str:
+        """The ``{% macro %}`` block of ``macro`` in its file (each file is read once)."""
+        folder = BUILTIN_MACROS.parent if macro["package_name"] == BUILTIN_PACKAGE else self.config.project.root
+        path = folder / macro["path"]
+        if path not in self._macro_files:
+            source = path.read_text(encoding="utf-8")
+            blocks = [block.group(0) for block in _MACRO_BLOCK.finditer(source)]
+            self._macro_files[path] = {next(self.library.env.parse(b).find_all(jnodes.Macro)).name: b for b in blocks}
+        return self._macro_files[path][macro["name"]]

@@ -52,6 +52,7 @@ class Source:
     description: str = ""
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)
     tests: list[Any] = field(default_factory=list)  # table-level tests from the .yml
+    source_description: str = ""  # the description of the whole source (``sources: - description:``)
 
     @property
     def fqn(self) -> list[str]:

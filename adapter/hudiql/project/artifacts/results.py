@@ -9,11 +9,12 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hudiql.project.artifacts.nodes import Node
 from hudiql.project.artifacts.writer import write_json
+from hudiql.project.cli.flags import Flags
 from hudiql.project.config.runtime import RuntimeConfig
 
 RUN_RESULTS_SCHEMA = "https://schemas.getdbt.com/dbt/run-results/v6.json"
@@ -23,7 +24,7 @@ FAILED = ("error", "fail")
 @dataclass
 class NodeResult:
     node: Node
-    status: str  # success, error, skipped (models, seeds); pass, fail, warn, error, skipped (tests)
+    status: str  # success, error, skipped (models, seeds); pass, fail, warn, error, skipped (tests): dbt's words
     message: str = ""
     execution_time: float = 0.0
     adapter_response: dict[str, Any] = field(default_factory=dict)
@@ -37,7 +38,8 @@ class NodeResult:
         return self.status in FAILED
 
 
-def write_run_results(config: RuntimeConfig, results: list[NodeResult], elapsed: float, args: dict[str, Any]) -> None:
+def write_run_results(config: RuntimeConfig, results: list[NodeResult], elapsed: float, flags: Flags) -> None:
+    """``target/run_results.json``; ``args`` are the command's flags, ``which`` its name, as in dbt."""
     write_json(config, "run_results.json", RUN_RESULTS_SCHEMA, {
         "results": [
             {
@@ -56,5 +58,5 @@ def write_run_results(config: RuntimeConfig, results: list[NodeResult], elapsed:
             for r in results
         ],
         "elapsed_time": round(elapsed, 3),
-        "args": args,
+        "args": {**asdict(flags), "which": flags.command},
     })

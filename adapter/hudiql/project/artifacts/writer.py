@@ -1,6 +1,10 @@
 """Every file of a project's ``target/`` folder is written here: the JSON artifacts (atomically)
 and the compiled and run SQL of each node, in dbt's layout.
 
+The JSON artifacts follow dbt's published schemas (https://schemas.getdbt.com/, the version each
+names in ``metadata.dbt_schema_version``). ``dbt_version`` is the dbt-core release whose schemas
+they follow, with hudiql's version as its build metadata: ``1.11.6+hudiql.0.1.0``.
+
 Example:
     >>> from hudiql.project.artifacts.nodes import Node
     >>> compiled_path(Node("model.shop.orders", "model", "orders", "models/orders.sql", ["shop", "orders"], "select 1"))
@@ -17,6 +21,8 @@ from typing import Any
 import hudiql
 from hudiql.project.artifacts.nodes import Node
 from hudiql.project.config.runtime import RuntimeConfig
+
+DBT_VERSION = "1.11.6"  # the dbt-core release that generated the schema files the artifacts follow
 
 
 def compiled_path(node: Node) -> str:
@@ -38,13 +44,25 @@ def write_run(config: RuntimeConfig, node: Node, statements: list[str]) -> None:
         _write_text(path, ";\n\n".join(statements) + ";\n")
 
 
-def write_json(config: RuntimeConfig, name: str, schema: str, data: dict[str, Any]) -> None:
-    """``target/<name>`` with dbt's ``metadata`` block first; a reader never sees half a file."""
+def write_json(config: RuntimeConfig, name: str, schema: str, data: dict[str, Any],
+               metadata: dict[str, Any] | None = None) -> None:
+    """``target/<name>`` with dbt's ``metadata`` block first (``metadata``: what this artifact's schema
+    adds to the common one); a reader never sees half a file."""
     path = config.project.target_dir / name
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"metadata": _metadata(config, schema), **data}, indent=2, default=str), encoding="utf-8")
+    head = {**_metadata(config, schema), **(metadata or {})}
+    tmp.write_text(json.dumps({"metadata": head, **data}, indent=2, default=str), encoding="utf-8")
     tmp.replace(path)
+
+
+def timestamp(moment: datetime | None = None) -> str:
+    """dbt's form of a time in artifacts: UTC with microseconds (now, without ``moment``).
+
+    >>> timestamp(datetime(2024, 5, 1, 10, 0, tzinfo=timezone.utc))
+    '2024-05-01T10:00:00.000000Z'
+    """
+    return (moment or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -55,10 +73,8 @@ def _write_text(path: Path, text: str) -> None:
 def _metadata(config: RuntimeConfig, schema: str) -> dict[str, Any]:
     return {
         "dbt_schema_version": schema,
-        "hudiql_version": hudiql.__version__,
-        "generated_at": datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"),
+        "dbt_version": f"{DBT_VERSION}+hudiql.{hudiql.__version__}",
+        "generated_at": timestamp(),
         "invocation_id": config.invocation_id,
-        "project_name": config.project.name,
-        "adapter_type": "hudiql",
-        "target_name": config.target.name,
+        "invocation_started_at": timestamp(config.run_started_at),
     }

@@ -13,7 +13,6 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -24,7 +23,7 @@ from hudiql.project.adapter.impl import Adapter, NodeScope, describe_error
 from hudiql.project.artifacts.manifest import Manifest, write_manifest
 from hudiql.project.artifacts.nodes import Node
 from hudiql.project.artifacts.results import NodeResult
-from hudiql.project.artifacts.writer import write_run
+from hudiql.project.artifacts.writer import timestamp, write_run
 from hudiql.project.cli.flags import EXIT_ERROR, Flags
 from hudiql.project.compilation import Compiler
 from hudiql.project.config.profile import load_target
@@ -55,7 +54,7 @@ def load(flags: Flags, console: Console, spark: SparkSession | None, quiet: bool
     invocation = Invocation(project, target, full_refresh=flags.full_refresh, library=library, log=console.line)
     manifest = parse_project(invocation)
     graph = Graph.build(manifest)
-    write_manifest(invocation, manifest, graph.parents, graph.children)
+    write_manifest(invocation, manifest, graph.parents, graph.children, library)
     return Loaded(invocation, manifest, graph, Adapter(target, project.root, spark, quiet=quiet))
 
 
@@ -106,7 +105,7 @@ class BaseRunner(ABC):
         self.adapter = adapter
 
     def execute(self, node: Node) -> NodeResult:
-        started, clock = _now(), time.monotonic()
+        started, clock = timestamp(), time.monotonic()
         result = NodeResult(node, "success", thread_id=threading.current_thread().name)
         try:
             with self.adapter.node_scope() as scope:
@@ -116,13 +115,9 @@ class BaseRunner(ABC):
         except Exception as e:  # the node fails, the run goes on; the message says why
             result.status, result.message = "error", describe_error(e)
         result.execution_time = time.monotonic() - clock
-        result.timing = [{"name": "execute", "started_at": started, "completed_at": _now()}]
+        result.timing = [{"name": "execute", "started_at": started, "completed_at": timestamp()}]
         return result
 
     @abstractmethod
     def run_node(self, node: Node, result: NodeResult, scope: NodeScope) -> None:
         """Run ``node``, filling ``result``'s status, message and compiled code; raise on error."""
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")

@@ -28,7 +28,7 @@ class CompileTask(GraphRunnableTask):
                 self.console.line("Encountered an error:")
                 self.console.line(str(e))
                 return EXIT_FAILED
-        write_run_results(loaded.invocation, results, 0.0, {"command": "compile"})
+        write_run_results(loaded.invocation, results, 0.0, self.flags)
         models = [r for r in results if r.node.resource_type == "model"]
         if len(models) == 1:
             self.console.line(f"Compiled node '{models[0].node.name}' is:")

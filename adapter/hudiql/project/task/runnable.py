@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict
 
 from hudiql.project.artifacts.nodes import Node
 from hudiql.project.artifacts.results import NodeResult, write_run_results
@@ -45,7 +44,7 @@ class GraphRunnableTask(ConfiguredTask):
         started = time.monotonic()
         if not nodes:
             self.console.line("Nothing to do. Try checking your model configs and model specification args")
-            write_run_results(invocation, [], 0.0, asdict(self.flags))
+            write_run_results(invocation, [], 0.0, self.flags)
             return EXIT_OK
         threads = invocation.target.threads
         self.console.line("")
@@ -57,7 +56,7 @@ class GraphRunnableTask(ConfiguredTask):
         queue = GraphQueue(nodes, waits_for(nodes, loaded.graph, self.waits_for_tests))
         results = self._run_queue(queue, nodes, lambda node: runners[node.resource_type].execute(node), threads)
         elapsed = time.monotonic() - started
-        write_run_results(invocation, results, elapsed, asdict(self.flags))
+        write_run_results(invocation, results, elapsed, self.flags)
         print_run_end(results, elapsed, self.console)
         return EXIT_FAILED if any(r.failed for r in results) else EXIT_OK
 
