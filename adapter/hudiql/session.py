@@ -35,7 +35,7 @@ from hudiql.errors import (
     raise_user_error,
     warn,
 )
-from hudiql.io.storage import Storage
+from hudiql.io.storage import Storage, configure, resolve_options
 from hudiql.read.query import QueryPlanner
 from hudiql.read.snapshot import table_columns
 from hudiql.sql import ddl
@@ -47,7 +47,12 @@ from hudiql.table.config import TABLE_NAME, TableConfig
 from hudiql.table.schema import evolve, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
-from hudiql.write.replace import matching_partitions, overwrite_mode, overwrite_replacement, partition_paths
+from hudiql.write.replace import (
+    matching_partitions,
+    overwrite_mode,
+    overwrite_replacement,
+    partition_paths,
+)
 from hudiql.write.writer import (
     InsertRows,
     Operation,
@@ -105,8 +110,12 @@ def _local_spark(conf: dict[str, str] | None) -> SparkSession:
 class Session:
     """Runs hudiql SQL against one warehouse."""
 
-    def __init__(self, warehouse: str, spark: SparkSession, conf: dict[str, str] | None = None) -> None:
+    def __init__(self, warehouse: str, spark: SparkSession, conf: dict[str, str] | None = None,
+                 storage_options: dict[str, str] | None = None) -> None:
         self.spark = spark
+        #: How this session reaches object storage (``io.storage``): given options over the AWS defaults.
+        self.storage_options = resolve_options(storage_options)
+        self._use_storage_options()
         # hudiql hands Spark's parquet reader exact file lists from its own listing; above 32
         # paths Spark would spend a job re-listing them, on every query and every write.
         spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(PARALLEL_LISTING_PATHS))
@@ -139,10 +148,16 @@ class Session:
 
     def run(self, statement: S.Statement) -> Result:
         handler = getattr(self, f"_run_{type(statement).__name__}")
+        self._use_storage_options()
         try:
             return handler(statement)
         except Exception as exc:
             raise_user_error(exc)
+
+    def _use_storage_options(self) -> None:
+        # Storage options are a process's and a SparkContext's (Spark tasks open storage by URI):
+        # the session running a statement sets its own.
+        configure(self.storage_options, self.spark.sparkContext.environment)
 
     # ---- names ------------------------------------------------------------------------------
     def resolve(self, name: S.TableName) -> tuple[str, str]:
@@ -576,6 +591,11 @@ def _warn(lines: list[str]) -> None:
         warn(line)
 
 
-def connect(warehouse: str = "warehouse", spark: SparkSession | None = None, conf: dict[str, str] | None = None) -> Session:
-    """A session on ``warehouse``; builds a local SparkSession unless one is given."""
-    return Session(warehouse, spark or _local_spark(conf), conf)
+def connect(warehouse: str = "warehouse", spark: SparkSession | None = None, conf: dict[str, str] | None = None,
+            storage_options: dict[str, str] | None = None) -> Session:
+    """A session on ``warehouse``; builds a local SparkSession unless one is given.
+
+    ``storage_options`` (``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token``,
+    ``aws_region``, ``aws_endpoint_url``) override the standard AWS variables and config file
+    for tables on S3 (``hudiql.io.storage``)."""
+    return Session(warehouse, spark or _local_spark(conf), conf, storage_options)

@@ -3,6 +3,15 @@
 A ``Storage`` is built from a table's base URI and addresses files by paths relative to it.
 It is cheap and picklable (it holds only the URI), so Spark tasks build their own.
 
+S3 (``s3://bucket/path``) is reached with the options of the process (``configure``): the
+standard AWS variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``,
+``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL``, ``AWS_REGION`` / ``AWS_DEFAULT_REGION``) and the
+``region`` / ``endpoint_url`` of the profile in ``~/.aws/config`` (``AWS_PROFILE``,
+``AWS_CONFIG_FILE``), under the storage options a session gives (the same names in lower case,
+as delta-rs and the official Hudi reader name them). The resolved options travel to Spark's
+Python workers in one environment variable (``OPTIONS_VARIABLE``); credentials a worker's own
+machine provides (``~/.aws/credentials``, an instance role) are found there by the AWS SDK.
+
 Example:
     >>> storage = Storage(warehouse + "/orders")
     >>> storage.write_atomic("dt=1/notes.txt", b"hello")       # folders are created as needed
@@ -19,15 +28,129 @@ Example:
 
 from __future__ import annotations
 
+import configparser
+import functools
+import json
 import os
 import posixpath
+import re
 import uuid
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
+from typing import TypeVar
+from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from hudiql.errors import FormatError
+from hudiql.errors import FormatError, HudiqlError, OptionError
+
+
+class StorageError(HudiqlError):
+    """Storage cannot be reached, or refuses access (credentials, endpoint)."""
+
+
+#: The environment variable carrying the resolved storage options (JSON) to Spark's Python workers.
+OPTIONS_VARIABLE = "HUDIQL_STORAGE_OPTIONS"
+
+#: The storage options: each is the AWS environment variable of its name in upper case, and
+#: becomes this ``pyarrow.fs.S3FileSystem`` argument.
+S3_OPTIONS = {
+    "aws_access_key_id": "access_key",
+    "aws_secret_access_key": "secret_key",
+    "aws_session_token": "session_token",
+    "aws_region": "region",
+    "aws_endpoint_url": "endpoint_override",
+}
+ENDPOINT = "aws_endpoint_url"
+REGION = "aws_region"
+
+#: Environment variables read besides ``<OPTION>`` itself, before it (the service-specific
+#: endpoint wins, as in the AWS SDKs) or after it.
+_ENV_BEFORE = {ENDPOINT: ["AWS_ENDPOINT_URL_S3"]}
+_ENV_AFTER = {REGION: ["AWS_DEFAULT_REGION"]}
+#: What ``~/.aws/config`` may give (pyarrow's AWS SDK reads its credentials, not these).
+_CONFIG_FILE_KEYS = {ENDPOINT: "endpoint_url", REGION: "region"}
+
+#: Schemes Spark's own parquet reader opens in this installation (no hadoop-aws, no cloud
+#: connectors): every other storage is read through pyarrow.fs in Spark tasks.
+SPARK_SCHEMES = ("file", "hdfs")
+
+
+def resolve_options(given: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The storage options of a session: ``given`` over the AWS variables and config file.
+
+    Example:
+        >>> resolve_options({"aws_endpoint_url": "http://127.0.0.1:9000"})[ENDPOINT]
+        'http://127.0.0.1:9000'
+        >>> resolve_options({"aws_acces_key_id": "k"})
+        Traceback (most recent call last):
+        hudiql.errors.OptionError: unknown storage option 'aws_acces_key_id'; did you mean 'aws_access_key_id'?
+    """
+    from hudiql.table.keys import (
+        closest,  # table.keys -> table.config -> io.storage: imported late
+    )
+
+    resolved = {**_config_file_options(), **_environment_options()}
+    for key, value in (given or {}).items():
+        name = str(key).lower()
+        if name not in S3_OPTIONS:
+            guess = closest(name, list(S3_OPTIONS))
+            raise OptionError(f"unknown storage option '{key}'" + (f"; did you mean '{guess}'?" if guess
+                                                                    else f"; valid: {', '.join(S3_OPTIONS)}"))
+        if value is not None:
+            resolved[name] = str(value)
+    return resolved
+
+
+def _environment_options() -> dict[str, str]:
+    out = {}
+    for name in S3_OPTIONS:
+        for variable in [*_ENV_BEFORE.get(name, []), name.upper(), *_ENV_AFTER.get(name, [])]:
+            if os.environ.get(variable):
+                out[name] = os.environ[variable]
+                break
+    return out
+
+
+def _config_file_options() -> dict[str, str]:
+    path = Path(os.environ.get("AWS_CONFIG_FILE") or Path.home() / ".aws" / "config")
+    if not path.is_file():
+        return {}
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(path)
+    profile = os.environ.get("AWS_PROFILE") or "default"
+    section = profile if profile == "default" else f"profile {profile}"
+    if not parser.has_section(section):
+        return {}
+    return {name: parser.get(section, key) for name, key in _CONFIG_FILE_KEYS.items() if parser.has_option(section, key)}
+
+
+def configure(options: Mapping[str, str], task_environment: MutableMapping[str, str]) -> None:
+    """Use ``options`` (``resolve_options``) for storage in this process and in the Spark tasks
+    that get ``task_environment`` (a SparkContext's ``environment``). The last call wins."""
+    shipped = json.dumps(dict(sorted(options.items())))
+    os.environ[OPTIONS_VARIABLE] = shipped
+    if task_environment.get(OPTIONS_VARIABLE) != shipped:  # a change starts new Python workers
+        task_environment[OPTIONS_VARIABLE] = shipped
+
+
+def _current_options() -> dict[str, str]:
+    """The options ``configure`` set for this process (shipped to Spark workers), else the
+    AWS variables and config file."""
+    shipped = os.environ.get(OPTIONS_VARIABLE)
+    return json.loads(shipped) if shipped else resolve_options()
+
+
+@functools.lru_cache(maxsize=16)
+def _s3_filesystem(options: tuple[tuple[str, str], ...], bucket: str) -> pafs.S3FileSystem:
+    """One S3 client per options and bucket in a process: building one sets up an AWS SDK client."""
+    given = dict(options)
+    arguments = {S3_OPTIONS[k]: v for k, v in given.items()}
+    if REGION not in given and ENDPOINT not in given:
+        arguments["region"] = pafs.resolve_s3_region(bucket)  # as FileSystem.from_uri does for AWS
+    return pafs.S3FileSystem(**arguments)
 
 
 @dataclass(frozen=True)
@@ -45,8 +168,35 @@ class FileInfo:
 
 def _normalize_uri(uri: str) -> str:
     if "://" in uri:
+        if "?" in uri:
+            raise OptionError(
+                f"'{uri}': give S3 settings as storage options (connect(storage_options=...), storage_options "
+                "in profiles.yml) or AWS_* variables, not in the URI; write the location without '?...'"
+            )
         return uri.rstrip("/")
     return posixpath.abspath(uri)
+
+
+_Result = TypeVar("_Result")
+
+
+def _reaching(method: Callable[..., _Result]) -> Callable[..., _Result]:
+    """``method`` with a failure to reach remote storage (credentials, endpoint, network) raised
+    as one ``StorageError`` naming the path and the endpoint; a missing file stays a
+    ``FileNotFoundError``, and local file systems keep their own errors."""
+
+    @functools.wraps(method)
+    def reach(self: Storage, *args, **kwargs) -> _Result:
+        try:
+            return method(self, *args, **kwargs)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            if self.fs.type_name == "local":
+                raise
+            raise self._unreachable(args[0] if args and isinstance(args[0], str) else "", exc) from None
+
+    return reach
 
 
 class Storage:
@@ -60,7 +210,31 @@ class Storage:
 
     @cached_property
     def _fs_and_root(self) -> tuple[pafs.FileSystem, str]:
-        return pafs.FileSystem.from_uri(self.base_uri)
+        parts = urlsplit(self.base_uri)
+        if parts.scheme != "s3":
+            return pafs.FileSystem.from_uri(self.base_uri)
+        options = tuple(sorted(_current_options().items()))
+        try:
+            return _s3_filesystem(options, parts.netloc), parts.netloc + parts.path
+        except OSError as exc:  # resolving the bucket's region reaches AWS
+            raise self._unreachable("", exc, dict(options)) from None
+
+    @property
+    def spark_can_read(self) -> bool:
+        """Whether Spark's own parquet reader opens files here (else they are read in tasks through pyarrow.fs)."""
+        return "://" not in self.base_uri or urlsplit(self.base_uri).scheme in SPARK_SCHEMES
+
+    def _unreachable(self, rel: str, exc: OSError, options: Mapping[str, str] | None = None) -> StorageError:
+        if urlsplit(self.base_uri).scheme != "s3":
+            return StorageError(f"cannot reach {self.uri(rel)} ({str(exc).splitlines()[0]})")
+        endpoint = (options if options is not None else _current_options()).get(ENDPOINT, "the AWS default endpoint")
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        aws = re.search(r"AWS Error (\w+) during (\w+) operation(?:.*?Details: ([^;]+))?", detail)
+        reason = f"{aws[1]} on {aws[2]}" + (f": {aws[3].strip()}" if aws[3] else "") if aws else detail
+        return StorageError(
+            f"cannot reach {self.uri(rel)} at S3 endpoint {endpoint} ({reason}); check the credentials and the "
+            "endpoint (AWS_* variables, ~/.aws/config, or storage_options)"
+        )
 
     @property
     def fs(self) -> pafs.FileSystem:
@@ -78,15 +252,19 @@ class Storage:
         path = self.full_path(rel)
         return "file://" + path
 
+    @_reaching
     def exists(self, rel: str = "") -> bool:
         return self.fs.get_file_info(self.full_path(rel)).type != pafs.FileType.NotFound
 
+    @_reaching
     def is_dir(self, rel: str = "") -> bool:
         return self.fs.get_file_info(self.full_path(rel)).type == pafs.FileType.Directory
 
+    @_reaching
     def size(self, rel: str) -> int:
         return self.fs.get_file_info(self.full_path(rel)).size
 
+    @_reaching
     def list(self, rel: str = "", recursive: bool = False) -> list[FileInfo]:
         """Entries below ``rel``; an absent directory lists as empty."""
         selector = pafs.FileSelector(self.full_path(rel), allow_not_found=True, recursive=recursive)
@@ -102,6 +280,7 @@ class Storage:
             )
         return out
 
+    @_reaching
     def read(self, rel: str) -> bytes:
         try:
             with self.fs.open_input_stream(self.full_path(rel)) as f:
@@ -109,18 +288,23 @@ class Storage:
         except FileNotFoundError as e:
             raise FormatError(f"missing file {self.uri(rel)}") from e
 
+    @_reaching
     def open_input_file(self, rel: str):
         """A random-access file, for parquet readers."""
         return self.fs.open_input_file(self.full_path(rel))
 
+    @_reaching
     def open_output_stream(self, rel: str):
-        self.makedirs(posixpath.dirname(rel))
+        if self.fs.type_name == "local":  # an object store has no folders to create
+            self.makedirs(posixpath.dirname(rel))
         return self.fs.open_output_stream(self.full_path(rel))
 
+    @_reaching
     def write(self, rel: str, data: bytes) -> None:
         with self.open_output_stream(rel) as f:
             f.write(data)
 
+    @_reaching
     def write_atomic(self, rel: str, data: bytes) -> None:
         """Write so that readers see either no file or the whole file.
 
@@ -159,6 +343,7 @@ class Storage:
         finally:
             os.unlink(self.full_path(tmp))
 
+    @_reaching
     def modified_time(self, rel: str) -> float | None:
         """When ``rel`` was last written, in seconds since the epoch; ``None`` if it does not exist."""
         info = self.fs.get_file_info(self.full_path(rel))
@@ -166,12 +351,14 @@ class Storage:
             return None
         return info.mtime.timestamp()
 
+    @_reaching
     def makedirs(self, rel: str) -> None:
         if rel not in ("", "."):
             self.fs.create_dir(self.full_path(rel), recursive=True)
         else:
             self.fs.create_dir(self.full_path(), recursive=True)
 
+    @_reaching
     def delete(self, rel: str) -> None:
         """Delete a file if it exists."""
         try:
@@ -179,6 +366,7 @@ class Storage:
         except FileNotFoundError:
             pass
 
+    @_reaching
     def delete_dir(self, rel: str = "") -> None:
         """Delete a directory and everything below it, if it exists."""
         try:

@@ -1,7 +1,8 @@
 """Snapshot and read-optimized queries as Spark DataFrames.
 
 The snapshot is the latest slice of every live file group: base files alone go through Spark's
-own parquet reader, slices with log files are merged in Spark tasks (``read.merged``); a
+own parquet reader where it opens them (local, HDFS) and through pyarrow.fs in Spark tasks
+elsewhere (S3: ``read_base_files``), slices with log files are merged in Spark tasks; a
 read-optimized query reads base files only. A partition filter prunes file groups before any
 file is opened, and a merged read carries only the columns the query needs.
 
@@ -18,17 +19,21 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import reduce
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudiql.errors import FormatError
+from hudiql.errors import FormatError, damaged_file
 from hudiql.file_group import FileSlice
 from hudiql.file_group.reader import SliceReader
+from hudiql.io.storage import Storage
 from hudiql.table.fsview import FileSystemView
-from hudiql.table.schema import RECORD_KEY, to_arrow, with_meta_columns
+from hudiql.table.schema import RECORD_KEY, conform, to_arrow, with_meta_columns
 from hudiql.table.table import HudiTable
 
 
@@ -54,8 +59,8 @@ def snapshot(
     base files written at or before it, except as the logs' merge needs them.
 
     Slices without log files (every slice of a copy-on-write table, and every slice of a
-    read-optimized query) go through Spark's parquet reader; slices with logs are merged in
-    Spark tasks.
+    read-optimized query) are read as plain parquet (``read_base_files``); slices with logs are
+    merged in Spark tasks.
     """
     slices = (view or table.file_system_view()).read_slices()
     if keep_partition is not None:
@@ -72,15 +77,66 @@ def snapshot(
     merged = [] if read_optimized else [s for s in slices if s.log_files]
     parts = []
     if plain:
-        # Read by the table's schema, not by one file's footer: a column missing from a file
-        # (written before the column was added, or no meta fields) reads as null in its rows.
-        files = [table.storage.uri(s.base_path) for s in plain]
-        parts.append(spark.read.schema(table_columns(table)).parquet(*files).select(*[f"`{c}`" for c in schema.fieldNames()]))
+        paths = [s.base_path for s in plain]
+        parts.append(read_base_files(spark, table.storage, paths, table_columns(table), schema.fieldNames()))
     if merged:
         parts.append(_merge_slices(spark, table, merged, schema, changed_after))
     if not parts:
         return spark.createDataFrame([], schema)
     return reduce(DataFrame.unionByName, parts)
+
+
+#: The column ``read_base_files`` adds when asked: the name of the file a row comes from.
+FILE_NAME = "__hudiql_file_name"
+
+
+def read_base_files(spark: SparkSession, storage: Storage, paths: list[str], schema: T.StructType,
+                    columns: list[str] | None = None, with_file_name: bool = False) -> DataFrame:
+    """The rows of parquet files (``paths`` relative to ``storage``) read as ``schema``, its
+    ``columns`` only (all by default, in schema order), plus ``FILE_NAME`` when
+    ``with_file_name``. Read by the table's schema, not by one file's footer: a column missing
+    from a file (written before the column was added, or no meta fields) reads as null.
+
+    Spark's parquet reader reads where it can open the files (``Storage.spark_can_read``: it
+    prunes columns and splits files); elsewhere Spark tasks read them through pyarrow.fs, a
+    row group at a time, with the storage options of the session (``io.storage``).
+    """
+    selected = T.StructType([f for f in schema.fields if columns is None or f.name in columns])
+    if storage.spark_can_read:
+        frame = spark.read.schema(schema).parquet(*[storage.uri(p) for p in paths])
+        return frame.select(*[F.col(f"`{c}`") for c in selected.fieldNames()],
+                            *([F.col("_metadata.file_name").alias(FILE_NAME)] if with_file_name else []))
+    # A query that reads no column (count(*)) still needs a column to carry its rows: the file name.
+    named = with_file_name or not selected.fields
+    arrow_schema = to_arrow(selected)
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path in batch.column(0).to_pylist():
+                yield from _parquet_batches(storage, path, arrow_schema, named)
+
+    parallelism = max(1, min(len(paths), spark.sparkContext.defaultParallelism * 4))
+    files = spark.createDataFrame(spark.sparkContext.parallelize([(p,) for p in paths], parallelism), "path string")
+    out = T.StructType([*selected.fields, *([T.StructField(FILE_NAME, T.StringType())] if named else [])])
+    rows = files.mapInArrow(read, out)
+    return rows if with_file_name or not named else rows.select()
+
+
+def _parquet_batches(storage: Storage, path: str, schema: pa.Schema, with_file_name: bool) -> Iterator[pa.RecordBatch]:
+    """One base file's rows as ``schema`` (and its name), a row group at a time, in a Spark task."""
+    name = path.rsplit("/", 1)[-1]
+    try:
+        with storage.open_input_file(path) as f:
+            parquet = pq.ParquetFile(f)
+            stored = [c for c in schema.names if c in parquet.schema_arrow.names]
+            for group in range(parquet.num_row_groups):
+                rows = conform(parquet.read_row_group(group, columns=stored), schema)
+                if with_file_name:
+                    names = pa.array([name] * parquet.metadata.row_group(group).num_rows, pa.string())
+                    rows = rows.append_column(FILE_NAME, names) if rows.num_columns else pa.table({FILE_NAME: names})
+                yield from rows.to_batches()
+    except (pa.ArrowException, OSError) as exc:  # as Spark's reader reports a file it cannot read
+        raise damaged_file(storage.uri(path), f"cannot be read ({str(exc).splitlines()[0][:200]})") from None
 
 
 def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice], schema: T.StructType,

@@ -26,17 +26,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudiql.errors import WriteConflictError
 from hudiql.io.storage import Storage
+from hudiql.read.snapshot import FILE_NAME, read_base_files
 from hudiql.table.commit import CommitMetadata, WriteStat
 from hudiql.table.compaction_plan import decode_plan
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.table.layout import bucket_of_file_id, parse_data_file_name
 from hudiql.table.replace_plan import pending_clusterings
-from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, from_avro, without_meta_columns
+from hudiql.table.schema import (
+    PARTITION_PATH,
+    RECORD_KEY,
+    from_avro,
+    without_meta_columns,
+)
 from hudiql.table.timeline import COMPACTION, WRITE_ACTIONS, Instant, Timeline
 
 RETRY = "nothing of this write was committed: run the statement again"
@@ -180,11 +185,9 @@ def _check_keys(spark: SparkSession, storage: Storage, own: Instant, mine: tuple
     if not theirs:
         return
     keys = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
-    ours_df = spark.read.schema(keys).parquet(*[storage.uri(p) for p in mine if posixpath.dirname(p) in shared])
-    theirs_df = spark.read.schema(keys).parquet(*[storage.uri(p) for p in theirs]).select(
-        RECORD_KEY, PARTITION_PATH, F.col("_metadata.file_name").alias("file_name")
-    )
+    ours_df = read_base_files(spark, storage, [p for p in mine if posixpath.dirname(p) in shared], keys)
+    theirs_df = read_base_files(spark, storage, theirs, keys, with_file_name=True)
     hit = ours_df.join(theirs_df, [RECORD_KEY, PARTITION_PATH]).limit(1).collect()
     if hit:
         by_name = {posixpath.basename(p): instant for p, instant in inserted_by.items()}
-        raise _conflict(own, by_name[hit[0]["file_name"]], f"new record key '{hit[0][RECORD_KEY]}'")
+        raise _conflict(own, by_name[hit[0][FILE_NAME]], f"new record key '{hit[0][RECORD_KEY]}'")

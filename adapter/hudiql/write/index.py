@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudiql.errors import HudiqlError, OptionError
+from hudiql.read.snapshot import FILE_NAME, read_base_files
 from hudiql.table import keys as K
 from hudiql.table.fsview import FileSystemView
 from hudiql.table.keygen import EMPTY_KEY, NULL_KEY
@@ -116,10 +117,8 @@ def tag(
     if not (lookup and table.has_record_key and slices):
         return incoming.withColumn(FILE_ID, F.lit(None).cast("string")), None
     meta = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
-    existing = (
-        spark.read.schema(meta)
-        .parquet(*[table.storage.uri(s.base_path) for s in slices])
-        .select(RECORD_KEY, PARTITION_PATH, F.regexp_extract(F.col("_metadata.file_name"), r"^([^_]+)_", 1).alias(FILE_ID))
+    existing = read_base_files(spark, table.storage, [s.base_path for s in slices], meta, with_file_name=True).select(
+        RECORD_KEY, PARTITION_PATH, F.regexp_extract(F.col(FILE_NAME), r"^([^_]+)_", 1).alias(FILE_ID)
     )
     # Inner join first: Spark may broadcast the (small) batch keys instead of shuffling every
     # stored key; the left join of the batch with the matches is then small on both sides.
