@@ -1,0 +1,162 @@
+"""The ``hudi`` Python data source: what Spark calls, and where.
+
+Spark runs ``schema()``, ``reader()`` and ``partitions()`` in a Python worker on the driver:
+there ``ReadPlan`` reads metadata only (the timeline, the file listing) and describes each
+input partition by its file slices. ``read()`` runs in the executors: a slice's rows come from
+``SliceReader.snapshot_batches`` (its base file merged with its logs by the table's merge rule,
+the same code as the merged reads of SQL queries) as Arrow batches. Which slices, which log
+blocks and which commit times a read covers is decided by the read layer
+(``read.time_travel``, ``read.incremental``); this module only maps it onto Spark's interface.
+
+Writes are refused: Spark runs a data source's writer in Python workers with no SparkSession,
+and a Hudi upsert needs one (see ``HudiDataSource.writer``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import types as T
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter, InputPartition
+
+from hudiql.datasource.options import INCREMENTAL, READ_OPTIMIZED, ReadOptions, read_options
+from hudiql.errors import FormatError, SqlError, warn
+from hudiql.file_group import FileSlice
+from hudiql.file_group.reader import SliceReader
+from hudiql.read.incremental import ChangeRange, _file_groups_written, change_range, unreadable_reason
+from hudiql.read.snapshot import table_columns
+from hudiql.read.time_travel import table_as_of
+from hudiql.table import keys
+from hudiql.table.schema import COMMIT_TIME, to_arrow
+from hudiql.table.table import HudiTable
+
+NAME = "hudi"
+#: Slices are grouped into input partitions of about this many bytes (base file plus logs).
+PARTITION_BYTES = 128 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """What one read covers: the table version whose columns it returns, its slices, and for an
+    incremental read the commit-time range of the rows it keeps."""
+
+    table: HudiTable
+    slices: list[FileSlice]
+    read_optimized: bool = False
+    span: ChangeRange | None = None
+    #: Set for an incremental read whose unchanged base files are read for the merge only.
+    changed_after: str | None = None
+
+    @classmethod
+    def of(cls, options: ReadOptions) -> ReadPlan:
+        table = HudiTable.load(options.path)
+        if options.query_type == INCREMENTAL:
+            return cls._changes(table, options)
+        if options.as_of:
+            table = table_as_of(table, options.as_of)
+        return cls(table, table.file_system_view().read_slices(), options.query_type == READ_OPTIMIZED)
+
+    @classmethod
+    def _changes(cls, table: HudiTable, options: ReadOptions) -> ReadPlan:
+        """The slices an incremental read needs, as ``read.incremental.changes`` chooses them."""
+        span = change_range(table, options.begin, options.end or None)
+        problem = unreadable_reason(table, span, False)
+        if problem is not None:
+            if not options.fallback:
+                raise SqlError(f"incremental read of table {table.config.name} after {span.begin or 'earliest'} up to "
+                               f"{span.end}: {problem}; begin later, or .option('{keys.INCREMENTAL_FALLBACK}', 'true') "
+                               "to compute it from a full scan")
+            warn(f"incremental read of table {table.config.name}: {problem}; computed from a full scan of the latest snapshot")
+            return cls(table, table.file_system_view().read_slices(), span=span)
+        end_table = table.as_of(span.end)
+        slices = end_table.file_system_view().read_slices()
+        if span.begin:
+            written, _ = _file_groups_written(table, span)
+            slices = [s for s in slices if (s.partition_path, s.file_id) in written
+                      and (s.log_files or s.base_instant > span.begin)]
+        return cls(end_table, slices, span=span, changed_after=span.begin or None)
+
+    @property
+    def schema(self) -> T.StructType:
+        return table_columns(self.table)
+
+    def partitions(self) -> list[InputPartition]:
+        """The slices as (partition path, base file, log files), in input partitions of about
+        ``PARTITION_BYTES``, largest slices first."""
+        parts: list[list[tuple]] = []
+        size = PARTITION_BYTES
+        for s in sorted(self.slices, key=lambda s: -(s.base_file_size + s.log_size)):
+            if self.read_optimized and not s.base_file:
+                continue  # a slice a pending compaction opened, with logs only
+            logs = [] if self.read_optimized else list(s.log_files)
+            if logs and not self.table.config.populate_meta_fields:
+                raise FormatError(f"table {self.table.base_uri} has log files but no meta fields; hudiql cannot merge them")
+            weight = s.base_file_size + (0 if self.read_optimized else s.log_size)
+            if size + weight > PARTITION_BYTES:
+                parts.append([])
+                size = 0
+            parts[-1].append((s.partition_path, s.base_file, logs))
+            size += weight
+        return [InputPartition(p) for p in parts]
+
+
+class HudiDataSource(DataSource):
+    """``spark.read.format("hudi").load(path)``: a Hudi table's snapshot (or read-optimized,
+    incremental, time-travel read, by option)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> T.StructType:
+        return ReadPlan.of(read_options(self.options)).schema
+
+    def reader(self, schema: T.StructType) -> DataSourceReader:
+        return HudiReader(ReadPlan.of(read_options(self.options)))
+
+    def writer(self, schema: T.StructType, overwrite: bool) -> DataSourceWriter:
+        # Spark calls this, write() and commit() in Python workers without a SparkSession. A Hudi
+        # upsert needs Spark between them: the index lookup joins the rows with the stored keys,
+        # and one shuffle by file group makes each file group's new slice the work of one task.
+        # Tasks that write their rows where they stand would write one file group twice, or
+        # (each a commit of its own) break the write's single atomic instant.
+        raise SqlError(
+            'df.write.format("hudi") cannot upsert: Spark runs a Python data source\'s writer without a SparkSession, '
+            "which a Hudi write needs; write through hudiql on the same Spark session: "
+            'df.createOrReplaceTempView("v"); s = hudiql.connect(spark=spark); '
+            's.sql("CREATE TABLE t USING hudi LOCATION \'<path>\'"); s.sql("INSERT INTO t SELECT * FROM v") '
+            "(or INSERT OVERWRITE)"
+        )
+
+
+class HudiReader(DataSourceReader):
+    """Plans on the driver (``partitions``), reads in the executors (``read``)."""
+
+    def __init__(self, plan: ReadPlan) -> None:
+        table = plan.table
+        self.plan = plan
+        self.columns = plan.schema.fieldNames()
+        self.slice_reader = SliceReader(table.base_uri, to_arrow(plan.schema), table.merge_rule, table.timeline.committed())
+        self.span = plan.span
+        self.changed_after = plan.changed_after
+
+    def partitions(self) -> list[InputPartition]:
+        return self.plan.partitions()
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        for partition_path, base_file, log_files in partition.value or ():
+            batches = self.slice_reader.snapshot_batches(partition_path, base_file, log_files, self.columns, self.changed_after)
+            for batch in batches:
+                if self.span is not None:
+                    commit_time = batch.column(COMMIT_TIME)
+                    batch = batch.filter(pc.and_(pc.greater(commit_time, self.span.begin),
+                                                 pc.less_equal(commit_time, self.span.end)))
+                if batch.num_rows:
+                    yield batch
+
+    def __getstate__(self) -> dict:
+        # The executors need the slice reader and the range, not the plan's table and listing.
+        return {**self.__dict__, "plan": None}
