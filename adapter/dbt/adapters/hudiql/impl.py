@@ -174,6 +174,14 @@ class HudiqlAdapter(SQLAdapter):
         kinds += [(name, RelationType.View) for name in catalog.views(schema)]
         return [self.Relation.create(schema=schema, identifier=name, type=kind) for name, kind in kinds]
 
+    # Relations have no database part (HudiqlRelation.create); dbt passes '' for it from a model's context.
+    def list_relations(self, database: Optional[str], schema: str) -> List[HudiqlRelation]:
+        return super().list_relations(None, schema)
+
+    @available.parse_none
+    def get_relation(self, database: Optional[str], schema: str, identifier: str) -> Optional[HudiqlRelation]:
+        return super().get_relation(None, schema, identifier)
+
     @available.parse_list
     def get_columns_in_relation(self, relation: HudiqlRelation) -> List[HudiqlColumn]:
         """The data columns of a table (without Hudi's meta columns), or of a view; none when it does not exist."""
@@ -273,7 +281,8 @@ class HudiqlAdapter(SQLAdapter):
                  "column_name", "column_index", "column_type", "column_comment"]
         types = [agate.Text(), agate.Text(), agate.Text(), agate.Text(), agate.Text(), agate.Text(),
                  agate.Text(), agate.Number(), agate.Text(), agate.Text()]
-        return self._catalog_filter_table(agate.Table(rows, names, types), used_schemas)
+        # Not dbt's filter on (database, schema): hudiql relations have no database part.
+        return agate.Table(rows, names, types)
 
 
 def _seed_text(value: Any) -> str:

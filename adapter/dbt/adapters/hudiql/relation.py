@@ -4,8 +4,10 @@ never a database (catalog) part, quoted with backticks only when asked to."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dbt.adapters.base.relation import BaseRelation, Policy
+from dbt.adapters.contracts.relation import RelationType
 
 from hudiql.project.artifacts.nodes import Relation
 
@@ -29,6 +31,13 @@ class HudiqlRelation(BaseRelation):
     quote_policy: Policy = field(default_factory=HudiqlQuotePolicy)
     include_policy: Policy = field(default_factory=HudiqlIncludePolicy)
     quote_character: str = "`"
+
+    @classmethod
+    def create(cls, database: str | None = None, schema: str | None = None, identifier: str | None = None,
+               type: RelationType | None = None, **kwargs: Any) -> HudiqlRelation:
+        # dbt gives nodes an empty database ('') where the profile has none; the relation cache keys
+        # on it, so every relation has None there, whatever dbt passes.
+        return super().create(None, schema, identifier, type, **kwargs)
 
     def as_hudiql(self) -> Relation:
         """The relation as hudiql's own project layer names it (its rules take these)."""
