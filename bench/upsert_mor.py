@@ -4,7 +4,7 @@
 Usage:
     python bench/upsert_mor.py [--sizes 2000000,20000000 | --rows N] [--rounds 10] [--partitions 20]
                                [--workdir DIR] [--warmup 1] [--read-repeats 2] [--hudiql-ref HEAD]
-                               [--profile] [--json FILE]
+                               [--profile] [--json FILE] [--storage local | s3]
 
 What it measures, per table size (all on one local[2] SparkSession, same data for every system):
 
@@ -32,7 +32,11 @@ workers, delta-rs) precede the timed rounds. Verification (untimed, not part of 
 every round, the MOR and COW read results (count and sum of ``value``) must equal the expected
 row count and the Delta table's sum; after the last round and after compaction also sampled
 updated / new ids carry the round's values and ``count(DISTINCT id)`` equals the row count.
-hudiql is imported from a snapshot of the package taken at start. ``--profile`` records a Spark
+``--storage s3`` then runs the MOR part again (load, rounds of write and read, compaction, read)
+with the warehouse on S3: a moto server (``moto[server]``) the script starts on a free
+127.0.0.1 port, in its own process, reached through hudiql's storage options (one writer:
+``hoodie.write.concurrency.mode=SINGLE_WRITER``, as S3 has no table lock); the summary gives the
+S3 / local ratio of each figure. hudiql is imported from a snapshot of the package taken at start. ``--profile`` records a Spark
 event log and prints, for the MOR writes, the MOR reads and the compaction, the driver's collect()
 calls and the Spark jobs / stages. The shared helpers (data, Spark session, snapshot, timing,
 profile) are in ``bench/common.py``.
@@ -46,9 +50,12 @@ import json
 import os
 import platform
 import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -144,8 +151,38 @@ def arrow_base(rows: int, partitions: int):
 # ---------------------------------------------------------------------------------------------
 # systems
 # ---------------------------------------------------------------------------------------------
+#: ``connect()`` arguments of the warehouses on the local S3 server (``--storage s3``).
+S3_SESSION: dict = {}
+S3_BUCKET = "bench"
+
+
 def session(spark, wh: str):
-    return hudiql.connect(warehouse=wh, spark=spark)
+    return hudiql.connect(warehouse=wh, spark=spark, **(S3_SESSION if wh.startswith("s3://") else {}))
+
+
+def start_s3_server() -> subprocess.Popen:
+    """moto's S3 server on a free 127.0.0.1 port, in its own process (not competing with the
+    driver for the GIL), with the bucket; sets ``S3_SESSION``."""
+    import pyarrow.fs as pafs
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    options = {"aws_access_key_id": "bench", "aws_secret_access_key": "bench", "aws_endpoint_url": endpoint,
+               "aws_region": "us-east-1"}
+    fs = pafs.S3FileSystem(access_key="bench", secret_key="bench", endpoint_override=endpoint, region="us-east-1",
+                           allow_bucket_creation=True)
+    for _ in range(100):
+        try:
+            fs.create_dir(S3_BUCKET)
+            break
+        except OSError:
+            time.sleep(0.1)  # the server is still starting
+    S3_SESSION.update(storage_options=options, conf={"hoodie.write.concurrency.mode": "SINGLE_WRITER"})
+    return server
 
 
 def hudi_load(spark, wh: str, table: str, mor: bool, view: str, extra: list[str]) -> None:
@@ -283,6 +320,8 @@ def parse_args(argv=None):
                    help="benchmark hudiql as of this git ref (default: a snapshot of the working tree)")
     p.add_argument("--profile", action="store_true", help="Spark event log + driver timings of the MOR writes/reads")
     p.add_argument("--json", default=None, help="also write the figures as JSON to this file")
+    p.add_argument("--storage", choices=["local", "s3"], default="local",
+                   help="s3: also run the MOR part on a local S3 server (moto) and report S3 / local")
     args = p.parse_args(argv)
     if args.rows is not None:
         args.sizes = [args.rows]
@@ -316,6 +355,7 @@ def main(argv=None) -> int:
           f"{f' ({args.buckets} buckets)' if args.index == 'bucket' else ''}, workdir {args.workdir}")
     print(f"hudiql: {source}; spark {spark.version}; deltalake {results['deltalake'] or 'not installed (skipped)'}; "
           f"cores {os.cpu_count()}")
+    server = start_s3_server() if args.storage == "s3" else None
     try:
         if args.warmup:
             warm_rows = min(100_000, min(args.sizes))
@@ -324,9 +364,16 @@ def main(argv=None) -> int:
         for rows in args.sizes:
             results["runs"][str(rows)] = run_size(spark, args, rows, args.rounds,
                                                   os.path.join(args.workdir, f"n{rows}"), profile)
+        if server is not None:
+            if args.warmup:
+                run_on_s3(spark, args, min(100_000, min(args.sizes)), args.warmup, "warmup", quiet=True)
+            results["s3"] = {str(rows): run_on_s3(spark, args, rows, args.rounds, f"n{rows}") for rows in args.sizes}
         summarize(args, results)
     finally:
         spark.stop()
+        if server is not None:
+            server.terminate()
+            server.wait()
         if profile:
             report_profile(events, profile, results)
         if own_workdir:
@@ -464,6 +511,41 @@ def run_size(spark, args, rows: int, rounds: int, w: str, profile: Profile | Non
     return out
 
 
+def run_on_s3(spark, args, rows: int, rounds: int, name: str, quiet: bool = False) -> dict:
+    """The MOR part of ``run_size`` with the warehouse on the local S3 server: the load, each
+    round's write and snapshot read, compaction and the read after it (checked as there)."""
+    wh = f"s3://{S3_BUCKET}/{name}"
+    parts = args.partitions
+    say = (lambda *a, **k: None) if quiet else print
+    base_rows(spark, rows, parts).createOrReplaceTempView("base_rows")
+    out: dict = {"rows": rows, "rounds": []}
+    out["load"], _ = timed(lambda: hudi_load(spark, wh, "bench_mor", True, "base_rows", index_props(args.index, args.buckets)))
+    check("S3 MOR base", hudi_read(spark, wh, "bench_mor"), rows, None)
+    say(f"\n=== on S3 (local moto server), {rows:,} rows: MOR bulk_insert {fmt(out['load'])} ===")
+    say(f"  {'round':>5} {'MOR write':>10} {'MOR read':>9}")
+    batch = None
+    for r in range(rounds):
+        batch = RoundBatch(rows, parts, r)
+        batch_df = batch.dataframe(spark).cache()
+        assert batch_df.count() == batch.n_upd + batch.n_new
+        batch_df.createOrReplaceTempView("batch")
+        rec = {"round": r + 1}
+        rec["mor_write"], _ = timed(lambda: hudi_upsert(spark, wh, "bench_mor", "batch"))
+        rec["mor_read"], got = timed(lambda: hudi_read(spark, wh, "bench_mor"))
+        check(f"S3 MOR round {r + 1}", got, batch.expected_rows, None)
+        batch_df.unpersist()
+        out["rounds"].append(rec)
+        say(f"  {r + 1:5d} {fmt(rec['mor_write']):>10} {fmt(rec['mor_read']):>9}")
+    if quiet:
+        return out
+    out["compaction"], _ = timed(lambda: hudi_compact(spark, wh, "bench_mor"))
+    out["read_after"], got = timed(lambda: hudi_read(spark, wh, "bench_mor"))
+    check("S3 MOR read after compaction", got, batch.expected_rows, None)
+    hudi_verify_full(spark, wh, "bench_mor", batch, "S3 MOR after compaction")
+    say(f"  compaction {fmt(out['compaction'])}; read after compaction {fmt(out['read_after'])}; verified")
+    return out
+
+
 def fmt_x(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}x"
 
@@ -491,6 +573,21 @@ def summarize(args, results: dict) -> None:
             "read_ratio": pre / post,
             "incremental_ratio": statistics.median(out["incremental_read"]) / statistics.median(out["filtered_snapshot_read"]),
         }
+    for size, s3 in results.get("s3", {}).items():
+        local = results["runs"][size]
+        figures = {
+            "MOR bulk_insert": (s3["load"], local["load"]["hudiql_mor_bulk_insert"]),
+            "MOR upsert round (median)": (statistics.median(r["mor_write"] for r in s3["rounds"]),
+                                          local["median"]["mor_write"]),
+            "MOR snapshot read (median)": (statistics.median(r["mor_read"] for r in s3["rounds"]),
+                                           local["median"]["mor_read"]),
+            "compaction": (s3["compaction"], local["compaction"]),
+            "read after compaction": (s3["read_after"], statistics.median(local["read_after"])),
+        }
+        s3["vs_local"] = {name: a / b for name, (a, b) in figures.items()}
+        print(f"\n  S3 (local moto server) / local disk, {int(size):,} rows:")
+        for name, (a, b) in figures.items():
+            print(f"    {name:28s} {fmt(a):>9} / {fmt(b):>9} = {ratio(a, b)}")
     sizes = sorted(results["runs"], key=int)
     big = sizes[-1]
     v = verdicts[big]

@@ -12,7 +12,7 @@ import pytest
 
 import hudiql
 from hudiql.errors import OptionError
-from hudiql.io.storage import StorageError
+from hudiql.io.storage import StorageError, resolve_options
 from tests.conftest import hudiql_rows
 from tests.s3.conftest import BUCKET, REGION
 
@@ -51,7 +51,7 @@ def commits(session: hudiql.Session, table: str) -> list[str]:
 
 
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
-def test_every_statement_on_s3(s3, spark, table_type):
+def test_every_statement_on_s3(s3, spark, table_type, monkeypatch):
     """Managed tables on an s3:// warehouse and an external one at LOCATION 's3://...': create,
     insert, upsert, MERGE, UPDATE, DELETE, SELECT, time travel, compaction (MOR), clean."""
     warehouse = f"s3://{BUCKET}/{table_type}/warehouse"
@@ -73,7 +73,7 @@ def test_every_statement_on_s3(s3, spark, table_type):
         (1, 1.0, "d1"), (2, 2.0, "d1"), (3, 3.0, "d2")]
     table_uri = f"{warehouse}/orders"
     if table_type == "mor":
-        assert any(".log." in f for f in files(s3, f"{table_type}/warehouse/orders/d1"))
+        assert any(".log." in f for f in files(s3, f"{table_type}/warehouse/orders/day=d1"))
         assert hudiql_rows(session, "SELECT id, price, day FROM orders_ro") != expected           # logs not read
         session.sql("CALL run_compaction(op => 'scheduleandexecute', table => 'orders')")
         assert hudiql_rows(session, "SELECT id, price, day FROM orders_ro") == expected
@@ -81,12 +81,43 @@ def test_every_statement_on_s3(s3, spark, table_type):
     session.sql("CALL run_clean(table => 'orders', retain_commits => 1, trigger_max_commits => 1)")
     assert hudiql_rows(session, "SELECT id, price, day FROM orders") == expected
 
-    # An external table, in a new session that knows the table only by its warehouse on S3.
-    again = connect(s3, spark, warehouse)
+    # An external table, in a new session that knows the table only by its warehouse on S3 and
+    # reaches S3 through the standard AWS variables alone.
+    for option, value in s3.options.items():
+        monkeypatch.setenv(option.upper(), value)
+    again = hudiql.connect(warehouse=warehouse, spark=spark, conf=SINGLE_WRITER)
     again.sql(f"CREATE TABLE ext USING hudi LOCATION '{table_uri}'")                                # adopts it
     again.sql("INSERT INTO ext VALUES (6, 6.0, 'd3')")
     assert hudiql_rows(again, "SELECT id FROM ext WHERE day = 'd3'") == [(6,)]
     assert hudiql_rows(session, "SELECT count(*) FROM orders") == [(5,)]
+
+
+def test_options_from_variables_config_file_and_profile(s3, tmp_path, monkeypatch):
+    """Given options over the AWS variables over ~/.aws/config (its profile's region and
+    endpoint_url); the service-specific endpoint variable first; profiles.yml's storage_options."""
+    config = tmp_path / "config"
+    config.write_text("[default]\nregion = eu-west-1\n[profile lake]\nregion = eu-west-3\nendpoint_url = http://cfg:1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_PROFILE", "lake")
+    assert resolve_options() == {"aws_region": "eu-west-3", "aws_endpoint_url": "http://cfg:1"}
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://global:2")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")
+    assert resolve_options() == {"aws_region": "us-west-2", "aws_endpoint_url": "http://global:2"}
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://s3:3")
+    monkeypatch.setenv("AWS_REGION", "ap-south-1")
+    assert resolve_options({"AWS_REGION": "sa-east-1"}) == {"aws_region": "sa-east-1", "aws_endpoint_url": "http://s3:3"}
+
+    from hudiql.project.config.profile import load_target
+    from hudiql.project.config.project import load_project
+    from hudiql.project.errors import ProjectError
+    from tests.project.test_project_helpers import write_project
+
+    profiles = "p:\n  outputs:\n    dev:\n      warehouse: s3://lake/wh\n      storage_options: {%s}\n"
+    root = write_project(tmp_path / "p", {"profiles.yml": profiles % f"aws_endpoint_url: '{s3.endpoint}'"}, "name: p\n")
+    assert load_target(load_project(root, {}), None, None).storage_options == {"aws_endpoint_url": s3.endpoint}
+    (root / "profiles.yml").write_text(profiles % "aws_secret_key: x")
+    with pytest.raises(ProjectError, match="unknown storage option 'aws_secret_key'; did you mean 'aws_secret_access_key'"):
+        load_target(load_project(root, {}), None, None)
 
 
 def _closed_port() -> int:

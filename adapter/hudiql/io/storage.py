@@ -84,7 +84,17 @@ def resolve_options(given: Mapping[str, str] | None = None) -> dict[str, str]:
     Example:
         >>> resolve_options({"aws_endpoint_url": "http://127.0.0.1:9000"})[ENDPOINT]
         'http://127.0.0.1:9000'
-        >>> resolve_options({"aws_acces_key_id": "k"})
+    """
+    return {**_config_file_options(), **_environment_options(), **checked_options(given or {})}
+
+
+def checked_options(given: Mapping[str, object]) -> dict[str, str]:
+    """``given`` storage options by their names in lower case; an unknown name is an error.
+
+    Example:
+        >>> checked_options({"AWS_REGION": "eu-west-1"})
+        {'aws_region': 'eu-west-1'}
+        >>> checked_options({"aws_acces_key_id": "k"})
         Traceback (most recent call last):
         hudiql.errors.OptionError: unknown storage option 'aws_acces_key_id'; did you mean 'aws_access_key_id'?
     """
@@ -92,16 +102,16 @@ def resolve_options(given: Mapping[str, str] | None = None) -> dict[str, str]:
         closest,  # table.keys -> table.config -> io.storage: imported late
     )
 
-    resolved = {**_config_file_options(), **_environment_options()}
-    for key, value in (given or {}).items():
+    out = {}
+    for key, value in given.items():
         name = str(key).lower()
         if name not in S3_OPTIONS:
             guess = closest(name, list(S3_OPTIONS))
             raise OptionError(f"unknown storage option '{key}'" + (f"; did you mean '{guess}'?" if guess
                                                                     else f"; valid: {', '.join(S3_OPTIONS)}"))
         if value is not None:
-            resolved[name] = str(value)
-    return resolved
+            out[name] = str(value)
+    return out
 
 
 def _environment_options() -> dict[str, str]:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hudiql.errors import OptionError
+from hudiql.io.storage import checked_options
 from hudiql.project.config.project import Project
 from hudiql.project.config.renderer import read_yaml, render_values
 from hudiql.project.errors import ProjectError
@@ -25,7 +27,7 @@ from hudiql.table.keys import closest
 
 PROFILES_FILE = "profiles.yml"
 PROFILES_DIR_ENV = "HUDIQL_PROFILES_DIR"
-OUTPUT_KEYS = {"type", "warehouse", "database", "schema", "threads", "master", "spark_conf"}
+OUTPUT_KEYS = {"type", "warehouse", "database", "schema", "threads", "master", "spark_conf", "storage_options"}
 
 
 @dataclass
@@ -37,6 +39,8 @@ class Target:
     threads: int = 1
     master: str = "local[*]"
     spark_conf: dict[str, str] = field(default_factory=dict)
+    #: How tables on S3 are reached (``hudiql.io.storage``), over the AWS variables; ``connect(storage_options=...)``.
+    storage_options: dict[str, str] = field(default_factory=dict)
     profiles_file: Path | None = None  # None: the embedded default
 
     def spark_settings(self) -> dict[str, str]:
@@ -99,6 +103,13 @@ def _from_file(path: Path, project: Project, target_name: str | None) -> Target:
     spark_conf = output.get("spark_conf") or {}
     if not isinstance(spark_conf, dict):
         raise ProjectError(f"{path}: spark_conf of target '{name}' must be a mapping")
+    storage_options = output.get("storage_options") or {}
+    if not isinstance(storage_options, dict):
+        raise ProjectError(f"{path}: storage_options of target '{name}' must be a mapping")
+    try:
+        storage_options = checked_options(storage_options)
+    except OptionError as e:
+        raise ProjectError(f"{path}: target '{name}': {e}") from None
     try:
         threads = int(output.get("threads", 1))
     except (TypeError, ValueError):
@@ -108,5 +119,5 @@ def _from_file(path: Path, project: Project, target_name: str | None) -> Target:
         database=str(output.get("database") or output.get("schema") or "default").lower(), threads=threads,
         master=str(output.get("master") or "local[*]"),
         spark_conf={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_conf.items()},
-        profiles_file=path,
+        storage_options=storage_options, profiles_file=path,
     )
