@@ -130,10 +130,12 @@ def test_artifacts_validate_against_dbt_schemas(spark, tmp_path):
     assert nodes["model.p.eph"]["depends_on"] == {"nodes": ["model.p.stg_people"], "macros": ["macro.p.shout"]}
     assert nodes["model.p.joined"]["depends_on"]["nodes"] == ["model.p.good", "source.p.landing.events"]
     assert (good["database"], good["schema"], good["alias"], good["relation_name"]) == (None, "default", "good", "default.good")
+    assert (nodes["model.p.eph"]["alias"], nodes["model.p.eph"]["relation_name"]) == ("eph", None)
     not_null = next(n for n in nodes.values() if n["name"] == "not_null_good_id")
     assert not_null["depends_on"]["macros"] == ["macro.hudiql.test_not_null"]
     assert not_null["test_metadata"]["kwargs"] == {"column_name": "id"} and not_null["checksum"]["name"] == "none"
     assert manifest["macros"]["macro.p.shout"]["macro_sql"] == PROJECT["macros/shout.sql"]
+    assert manifest["macros"]["macro.hudiql.test_not_null"]["macro_sql"].startswith("{% macro test_not_null(model, column_name) %}")
     assert manifest["sources"]["source.p.landing.events"]["relation_name"] == "default.landing_events"
     assert list(manifest["disabled"]) == ["model.p.off"]
 

@@ -96,7 +96,7 @@ class _ManifestWriter:
             "original_file_path": node.original_file_path,
             "unique_id": node.unique_id,
             "fqn": node.fqn,
-            "alias": node.relation.identifier if node.relation else node.name,
+            "alias": relation.identifier if relation else node.config.get("alias") or node.name,
             "checksum": checksum(None if node.test_metadata else self._file_text(node)),
             "config": node.config,
             "tags": tags if isinstance(tags, list) else [tags],
