@@ -174,14 +174,6 @@ class HudiqlAdapter(SQLAdapter):
         kinds += [(name, RelationType.View) for name in catalog.views(schema)]
         return [self.Relation.create(schema=schema, identifier=name, type=kind) for name, kind in kinds]
 
-    # Relations have no database part (HudiqlRelation.create); dbt passes '' for it from a model's context.
-    def list_relations(self, database: Optional[str], schema: str) -> List[HudiqlRelation]:
-        return super().list_relations(None, schema)
-
-    @available.parse_none
-    def get_relation(self, database: Optional[str], schema: str, identifier: str) -> Optional[HudiqlRelation]:
-        return super().get_relation(None, schema, identifier)
-
     @available.parse_list
     def get_columns_in_relation(self, relation: HudiqlRelation) -> List[HudiqlColumn]:
         """The data columns of a table (without Hudi's meta columns), or of a view; none when it does not exist."""
@@ -194,6 +186,12 @@ class HudiqlAdapter(SQLAdapter):
         except TableNotFoundError:
             return []
         return [self.Column(c.name, c.data_type) for c in columns]
+
+    @available.parse_list
+    def get_columns_in_query(self, sql: str) -> List[HudiqlColumn]:
+        """The data columns ``sql`` returns (no Hudi meta columns), from Spark's analysis of it."""
+        with self._rules.node_scope():
+            return [self.Column(c.name, c.data_type) for c in self._rules.get_query_columns(sql)]
 
     @available.parse_none
     def drop_relation(self, relation: HudiqlRelation) -> None:

@@ -82,3 +82,14 @@ DROP {{ 'VIEW' if relation.is_view else 'TABLE' }} IF EXISTS {{ relation }}
   {%- do run_query("ALTER TABLE " ~ relation ~ " ADD COLUMNS (" ~ hudiql__column_definitions(add_columns) ~ ")") -%}
 {%- endif -%}
 {%- endmacro %}
+
+{#- The data columns a query returns, from Spark's analysis (no job); a `SELECT *` of a Hudi table's meta
+    columns are left out, as a table written from it does not store them. -#}
+{% macro hudiql__get_columns_in_query(select_sql) -%}
+{{ return(adapter.get_columns_in_query(select_sql) | map(attribute='name') | list) }}
+{%- endmacro %}
+
+{#- hudiql names have no database (catalog) part: nodes get none, whatever the profile says. -#}
+{% macro hudiql__generate_database_name(custom_database_name=none, node=none) -%}
+{{ return(none) }}
+{%- endmacro %}
