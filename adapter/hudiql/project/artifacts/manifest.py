@@ -4,7 +4,7 @@ as dbt's manifest artifact (schema v12; the parser builds the manifest, the grap
 What dbt's schema asks for and hudiql has no notion of gets the schema's empty form: no ``database``
 level in relation names (``null``), no docs blocks, exposures, metrics, groups, selectors, semantic
 models, saved queries or unit tests (``{}``). Checksums are dbt's: sha256 of the file's stripped text,
-``none`` for generic tests, which have no file of their own.
+the path of a seed over 1 MiB, ``none`` for generic tests, which have no file of their own.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from hudiql.project.config.runtime import RuntimeConfig
 from hudiql.project.context.macros import _MACRO_BLOCK, BUILTIN_MACROS, BUILTIN_PACKAGE, MacroLibrary
 
 MANIFEST_SCHEMA = "https://schemas.getdbt.com/dbt/manifest/v12.json"
+BIG_SEED_BYTES = 1024 * 1024  # dbt's limit above which a seed is not read for its checksum
 # The kinds of resource dbt's manifest has and hudiql does not: always empty.
 ABSENT = ("docs", "exposures", "metrics", "groups", "selectors", "group_map", "saved_queries", "semantic_models",
           "unit_tests", "functions")
@@ -97,7 +98,7 @@ class _ManifestWriter:
             "unique_id": node.unique_id,
             "fqn": node.fqn,
             "alias": relation.identifier if relation else node.config.get("alias") or node.name,
-            "checksum": checksum(None if node.test_metadata else self._file_text(node)),
+            "checksum": self._checksum(node),
             "config": node.config,
             "tags": tags if isinstance(tags, list) else [tags],
             "meta": node.config.get("meta") or {},
@@ -145,10 +146,16 @@ class _ManifestWriter:
             return f"{node.name}.sql"
         return "/".join([*node.fqn[1:-1], Path(node.original_file_path).name])
 
-    def _file_text(self, node: Node) -> str:
-        if node.resource_type == "seed":  # a seed's code is its CSV, which the node does not hold
-            return (self.config.project.root / node.original_file_path).read_text(encoding="utf-8")
-        return node.raw_code
+    def _checksum(self, node: Node) -> dict[str, str]:
+        if node.test_metadata is not None:
+            return checksum(None)
+        if node.resource_type != "seed":
+            return checksum(node.raw_code)
+        # A seed's code is its CSV, which the node does not hold; as dbt, a big one is named by its path.
+        csv = self.config.project.root / node.original_file_path
+        if csv.stat().st_size > BIG_SEED_BYTES:
+            return {"name": "path", "checksum": node.original_file_path}
+        return checksum(csv.read_text(encoding="utf-8"))
 
     def _called_macros(self, code: str) -> list[str]:
         """The project's and hudiql's macros that ``code`` calls by name, as dbt lists them."""
