@@ -47,12 +47,7 @@ from hudiql.table.config import TABLE_NAME, TableConfig
 from hudiql.table.schema import evolve, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
-from hudiql.write.replace import (
-    matching_partitions,
-    overwrite_mode,
-    overwrite_replacement,
-    partition_paths,
-)
+from hudiql.write.replace import matching_partitions, overwrite_mode, overwrite_replacement, partition_paths
 from hudiql.write.writer import (
     InsertRows,
     Operation,

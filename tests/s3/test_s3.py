@@ -53,7 +53,7 @@ def commits(session: hudiql.Session, table: str) -> list[str]:
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 def test_every_statement_on_s3(s3, spark, table_type, monkeypatch):
     """Managed tables on an s3:// warehouse and an external one at LOCATION 's3://...': create,
-    insert, upsert, MERGE, UPDATE, DELETE, SELECT, time travel, compaction (MOR), clean."""
+    insert, upsert, MERGE, UPDATE, DELETE, SELECT, time travel, compaction (MOR), clean, archive."""
     warehouse = f"s3://{BUCKET}/{table_type}/warehouse"
     session = connect(s3, spark, warehouse)
     session.sql(f"""CREATE TABLE orders (id INT, price DOUBLE, day STRING) USING hudi PARTITIONED BY (day)
@@ -79,6 +79,9 @@ def test_every_statement_on_s3(s3, spark, table_type, monkeypatch):
         assert hudiql_rows(session, "SELECT id, price, day FROM orders_ro") == expected
     assert official_rows(s3, table_uri) == expected
     session.sql("CALL run_clean(table => 'orders', retain_commits => 1, trigger_max_commits => 1)")
+    session.sql("CALL archive_commits(table => 'orders', min_commits => 2, max_commits => 3, retain_commits => 1)")
+    archived = session.sql("CALL show_archived_commits(table => 'orders', start_ts => '0', end_ts => '99991231235959999')")
+    assert first in {r.commit_time for r in archived.collect()}
     assert hudiql_rows(session, "SELECT id, price, day FROM orders") == expected
 
     # An external table, in a new session that knows the table only by its warehouse on S3 and

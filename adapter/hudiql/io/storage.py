@@ -98,9 +98,8 @@ def checked_options(given: Mapping[str, object]) -> dict[str, str]:
         Traceback (most recent call last):
         hudiql.errors.OptionError: unknown storage option 'aws_acces_key_id'; did you mean 'aws_access_key_id'?
     """
-    from hudiql.table.keys import (
-        closest,  # table.keys -> table.config -> io.storage: imported late
-    )
+    # Imported here: table.keys imports table.config, which imports this module.
+    from hudiql.table.keys import closest
 
     out = {}
     for key, value in given.items():

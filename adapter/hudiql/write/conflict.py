@@ -36,12 +36,7 @@ from hudiql.table.compaction_plan import decode_plan
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.table.layout import bucket_of_file_id, parse_data_file_name
 from hudiql.table.replace_plan import pending_clusterings
-from hudiql.table.schema import (
-    PARTITION_PATH,
-    RECORD_KEY,
-    from_avro,
-    without_meta_columns,
-)
+from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, from_avro, without_meta_columns
 from hudiql.table.timeline import COMPACTION, WRITE_ACTIONS, Instant, Timeline
 
 RETRY = "nothing of this write was committed: run the statement again"
