@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 MASTER = "local-cluster[2,1,1024]"
+CHILD_TIMEOUT_SECONDS = 900
 
 
 def _executor_python(folder: Path, name: str, site_packages: str | None) -> str:
@@ -41,9 +42,11 @@ def cluster_run(tmp_path_factory) -> dict:
     out = folder / "result.json"
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     env.pop("PYSPARK_PYTHON", None)
+    # About a minute on two idle cores: two application starts (four executor JVMs) and ten
+    # statements; the limit is for a machine busy with other Spark runs.
     child = subprocess.run(
         [sys.executable, __file__, bare, plain, str(folder / "warehouse"), str(out)],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env, capture_output=True, text=True, timeout=CHILD_TIMEOUT_SECONDS,
     )
     assert child.returncode == 0, child.stderr[-3000:]
     return json.loads(out.read_text())
@@ -67,6 +70,7 @@ def test_upsert_merge_mor_read_and_compaction_run_on_executors_with_the_shipped_
     assert run["mor_logs"] > 0
     expected_mor = [[1, "x", 1], [2, "y2", 3], [3, "z", 1]]
     assert run["mor_snapshot"] == expected_mor  # log files merged in the executors' Python tasks
+    assert run["mor_datasource"] == expected_mor  # spark.read.format("hudi"), read() in the executors
     assert run["compaction"] == "COMPLETED"
     assert run["mor_compacted"] == expected_mor  # the new base files, written by executor tasks
 
@@ -109,6 +113,7 @@ def _rows(session, sql: str) -> list[list]:
 
 def _child(bare: str, plain: str, warehouse: str, out: str) -> None:
     import hudiql
+    import hudiql.datasource
     from hudiql.cluster import prepare_executors
 
     result = {}
@@ -137,6 +142,9 @@ def _child(bare: str, plain: str, warehouse: str, out: str) -> None:
     session.sql("INSERT INTO m VALUES (2, 'y2', 3)")  # an update: a log file
     run["mor_logs"] = sum(1 for p in Path(warehouse, "m").rglob(".*.log.*"))
     run["mor_snapshot"] = _rows(session, "SELECT id, v, ts FROM m ORDER BY id")
+    hudiql.datasource.register(spark)  # what connect(spark=...) does
+    plain_read = spark.read.format("hudi").load(str(Path(warehouse, "m"))).select("id", "v", "ts").orderBy("id")
+    run["mor_datasource"] = [list(r) for r in plain_read.collect()]
     compaction = session.sql("CALL run_compaction(op => 'scheduleandexecute', table => 'm')").collect()
     run["compaction"] = compaction[0]["state"] if compaction else None
     run["mor_compacted"] = _rows(session, "SELECT id, v, ts FROM m ORDER BY id")
