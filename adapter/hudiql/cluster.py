@@ -52,7 +52,8 @@ def prepare_executors(spark: SparkSession) -> None:
     context = spark.sparkContext
     if not is_cluster_master(context.master) or context in _PREPARED:
         return
-    context.addPyFile(package_zip(tempfile.mkdtemp(prefix="hudiql-executors-")))
+    if _package_folder().is_dir():  # else hudiql came in an archive (spark-submit --py-files) Spark ships already
+        context.addPyFile(package_zip(tempfile.mkdtemp(prefix="hudiql-executors-")))
     problems = _check_executors(context)
     if problems:
         raise ExecutorSetupError(
@@ -66,13 +67,17 @@ def prepare_executors(spark: SparkSession) -> None:
 def package_zip(folder: str) -> str:
     """A zip of the installed hudiql package (its ``.py`` files and resources, no bytecode) in
     ``folder``; returns its path."""
-    package = Path(hudiql.__file__).resolve().parent
+    package = _package_folder()
     target = Path(folder) / "hudiql.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         for path in sorted(package.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
                 archive.write(path, Path("hudiql") / path.relative_to(package))
     return str(target)
+
+
+def _package_folder() -> Path:
+    return Path(hudiql.__file__).resolve().parent
 
 
 def _check_executors(context: SparkContext) -> list[str]:
