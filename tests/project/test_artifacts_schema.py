@@ -46,6 +46,7 @@ PROJECT = {
                   - relationships: {to: "ref('good')", field: id}
         sources:
           - name: landing
+            description: raw events
             schema: default
             tables:
               - name: events
@@ -137,6 +138,7 @@ def test_artifacts_validate_against_dbt_schemas(spark, tmp_path):
     assert manifest["macros"]["macro.p.shout"]["macro_sql"] == PROJECT["macros/shout.sql"]
     assert manifest["macros"]["macro.hudiql.test_not_null"]["macro_sql"].startswith("{% macro test_not_null(model, column_name) %}")
     assert manifest["sources"]["source.p.landing.events"]["relation_name"] == "default.landing_events"
+    assert manifest["sources"]["source.p.landing.events"]["source_description"] == "raw events"
     assert list(manifest["disabled"]) == ["model.p.off"]
 
     by_id = {r["unique_id"]: r for r in results["results"]}

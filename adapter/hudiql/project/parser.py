@@ -54,7 +54,7 @@ class ProjectParser:
         self.invocation = invocation
         self.project = invocation.project
         self.manifest = Manifest(macros={
-            f"macro.{file.package}.{name}": {"name": name, "package_name": file.package, "path": str(file.path)}
+            f"macro.{file.package}.{name}": {"name": name, "package_name": file.package, "path": str(file.path), "macro_sql": file.blocks[name]}
             for name, file in invocation.library.origin.items()
         })
         self.properties: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}  # (type, name) -> entry, yml path
@@ -121,6 +121,7 @@ class ProjectParser:
             self.manifest.sources[unique_id] = Source(
                 unique_id, name, table["name"], rel, Relation(schema, identifier, "table"),
                 table.get("description", ""), _columns(table), table.get("tests") or table.get("data_tests") or [],
+                source_description=str(entry.get("description", "")),
             )
 
     # ---- models, seeds, singular tests --------------------------------------------------------

@@ -19,7 +19,7 @@ from jinja2 import nodes as jnodes
 from hudiql.project.artifacts.nodes import Node, Source
 from hudiql.project.artifacts.writer import timestamp, write_json
 from hudiql.project.config.runtime import RuntimeConfig
-from hudiql.project.context.macros import _MACRO_BLOCK, BUILTIN_MACROS, BUILTIN_PACKAGE, MacroLibrary
+from hudiql.project.context.macros import MacroLibrary
 
 MANIFEST_SCHEMA = "https://schemas.getdbt.com/dbt/manifest/v12.json"
 BIG_SEED_BYTES = 1024 * 1024  # dbt's limit above which a seed is not read for its checksum
@@ -33,7 +33,7 @@ class Manifest:
     nodes: dict[str, Node] = field(default_factory=dict)
     sources: dict[str, Source] = field(default_factory=dict)
     disabled: dict[str, Node] = field(default_factory=dict)
-    macros: dict[str, dict[str, str]] = field(default_factory=dict)  # unique id -> name, package_name, path
+    macros: dict[str, dict[str, str]] = field(default_factory=dict)  # unique id -> name, package_name, path, macro_sql
 
     def named(self, name: str) -> Node | None:
         """The enabled model or seed called ``name``."""
@@ -80,7 +80,6 @@ class _ManifestWriter:
         self.library = library
         self.package = config.project.name
         self.macro_ids = {m["name"]: uid for uid, m in manifest.macros.items()}
-        self._macro_files: dict[Path, dict[str, str]] = {}
 
     def node(self, node: Node) -> dict[str, Any]:
         relation = node.relation if node.relation and node.relation.kind != "cte" else None
@@ -137,7 +136,7 @@ class _ManifestWriter:
         return {
             "name": macro["name"], "resource_type": "macro", "package_name": macro["package_name"],
             "path": macro["path"], "original_file_path": macro["path"], "unique_id": unique_id,
-            "macro_sql": self._macro_sql(macro),
+            "macro_sql": macro["macro_sql"],
         }
 
     def _path(self, node: Node) -> str:
@@ -163,13 +162,3 @@ class _ManifestWriter:
             return []
         called = {c.node.name for c in self.library.env.parse(code).find_all(jnodes.Call) if isinstance(c.node, jnodes.Name)}
         return sorted(self.macro_ids[name] for name in called if name in self.macro_ids)
-
-    def _macro_sql(self, macro: dict[str, str]) -> str:
-        """The ``{% macro %}`` block of ``macro`` in its file (each file is read once)."""
-        folder = BUILTIN_MACROS.parent if macro["package_name"] == BUILTIN_PACKAGE else self.config.project.root
-        path = folder / macro["path"]
-        if path not in self._macro_files:
-            source = path.read_text(encoding="utf-8")
-            blocks = [block.group(0) for block in _MACRO_BLOCK.finditer(source)]
-            self._macro_files[path] = {next(self.library.env.parse(b).find_all(jnodes.Macro)).name: b for b in blocks}
-        return self._macro_files[path][macro["name"]]

@@ -74,6 +74,7 @@ class MacroFile:
     path: Path
     package: str
     templates: dict[str, jinja2.Template]  # macro name -> a template defining only that macro
+    blocks: dict[str, str]  # macro name -> its ``{% macro %}`` block as written (the manifest's macro_sql)
 
     @property
     def names(self) -> list[str]:
@@ -103,15 +104,17 @@ class MacroLibrary:
     def _read(env: jinja2.Environment, path: Path, package: str, shown: Path) -> MacroFile:
         source = path.read_text(encoding="utf-8")
         templates: dict[str, jinja2.Template] = {}
+        blocks: dict[str, str] = {}
         try:
             env.parse(source, name=str(shown))  # syntax errors, with the file's line numbers
             for block in _MACRO_BLOCK.finditer(source):
                 text = "\n" * source.count("\n", 0, block.start()) + block.group(0)  # keeps line numbers
                 name = next(env.parse(text).find_all(jnodes.Macro)).name
                 templates[name] = env.from_string(text)
+                blocks[name] = block.group(0)
         except jinja2.TemplateSyntaxError as e:
             raise CompilationError(f"macro file {shown}, line {e.lineno}: {e.message}") from None
-        return MacroFile(shown, package, templates)
+        return MacroFile(shown, package, templates, blocks)
 
     def has(self, name: str) -> bool:
         return name in self.origin
