@@ -4,8 +4,11 @@ options are refused with one line."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+import hudiql
 import hudiql.datasource
 from tests.conftest import official_rows, timeline
 
@@ -77,16 +80,24 @@ def test_mor_snapshot_merges_logs_and_read_optimized_reads_base_files(session, h
     assert _rows(past.select("id", "v")) == [(1, "a"), (2, "b2"), (3, "c"), (4, "d")]  # before the delete
 
 
-def test_writes_are_refused_with_the_way_to_write_and_change_nothing(spark, session, hudi, warehouse):
-    session.sql("CREATE TABLE w (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
-    session.sql("INSERT INTO w VALUES (1, 'a')")
-    before = timeline(warehouse / "w")
+@pytest.fixture(scope="module")
+def written_table(spark, tmp_path_factory) -> str:
+    """A table with one commit, shared by the tests that change nothing."""
+    warehouse = tmp_path_factory.mktemp("datasource") / "warehouse"
+    session = hudiql.connect(warehouse=str(warehouse), spark=spark)
+    session.sql("CREATE TABLE b (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
+    session.sql("INSERT INTO b VALUES (1, 'a')")
+    return str(warehouse / "b")
+
+
+def test_writes_are_refused_with_the_way_to_write_and_change_nothing(spark, hudi, written_table):
+    before = timeline(Path(written_table))
     rows = spark.createDataFrame([(1, "z"), (2, "b")], "id int, v string")
     for mode in ("append", "overwrite"):
         with pytest.raises(Exception, match=r"df\.write\.format\(\"hudi\"\) cannot upsert: .* s\.sql\(\"INSERT INTO t SELECT \* FROM v\"\)"):
-            rows.write.format("hudi").mode(mode).save(str(warehouse / "w"))
-    assert timeline(warehouse / "w") == before
-    assert _rows(hudi().load(str(warehouse / "w")).select("id", "v")) == [(1, "a")]
+            rows.write.format("hudi").mode(mode).save(written_table)
+    assert timeline(Path(written_table)) == before
+    assert _rows(hudi().load(written_table).select("id", "v")) == [(1, "a")]
 
 
 @pytest.mark.parametrize(("options", "message"), [
@@ -100,11 +111,9 @@ def test_writes_are_refused_with_the_way_to_write_and_change_nothing(spark, sess
     ({QUERY_TYPE: "incremental", BEGIN: "earliest", "hoodie.datasource.read.include.deletes": "true"},
      "hoodie.datasource.read.include.deletes=true is not supported by format(\"hudi\")"),
 ])
-def test_bad_options_are_one_clear_error(session, hudi, warehouse, options, message):
-    session.sql("CREATE TABLE b (id INT) USING hudi TBLPROPERTIES (primaryKey = 'id')")
-    session.sql("INSERT INTO b VALUES (1)")
+def test_bad_options_are_one_clear_error(hudi, written_table, options, message):
     with pytest.raises(Exception) as error:
-        hudi(**options).load(str(warehouse / "b")).collect()
+        hudi(**options).load(written_table).collect()
     assert message in str(error.value)
 
 
