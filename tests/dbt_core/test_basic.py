@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from dbt.tests.adapter.basic import expected_catalog
 from dbt.tests.adapter.basic.test_adapter_methods import BaseAdapterMethod
 from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations
+from dbt.tests.adapter.basic.test_docs_generate import BaseDocsGenerate
 from dbt.tests.adapter.basic.test_empty import BaseEmpty
 from dbt.tests.adapter.basic.test_ephemeral import BaseEphemeral
 from dbt.tests.adapter.basic.test_generic_tests import BaseGenericTests
@@ -44,12 +46,30 @@ class TestGenericTests(BaseGenericTests):
     pass
 
 
+# The snapshot tests UPDATE rows of a seed between snapshots; hudiql updates tables with a record key
+# only, so their seeds get one (a seed takes the Hudi configs of a model).
+SEEDS_WITH_KEY = {"seeds": {"+unique_key": "id"}}
+
+
 class TestSnapshotCheckCols(BaseSnapshotCheckCols):
-    pass
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"name": "snapshot_strategy_check_cols", **SEEDS_WITH_KEY}
 
 
 class TestSnapshotTimestamp(BaseSnapshotTimestamp):
-    pass
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"name": "snapshot_strategy_timestamp", **SEEDS_WITH_KEY}
+
+
+class TestDocsGenerate(BaseDocsGenerate):
+    @pytest.fixture(scope="class")
+    def expected_catalog(self, project):
+        return expected_catalog.base_expected_catalog(
+            project, role=None, id_type="bigint", text_type="string", time_type="timestamp",
+            view_type="view", table_type="table", model_stats=expected_catalog.no_stats(),
+        )
 
 
 class TestAdapterMethod(BaseAdapterMethod):

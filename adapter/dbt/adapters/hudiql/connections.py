@@ -52,7 +52,7 @@ class HudiqlCredentials(Credentials):
     """The ``profiles.yml`` target: the warehouse, and how to start Spark when no session is running."""
 
     # hudiql has one level of names (a database, which dbt calls schema): ``database``, when given,
-    # must name the same one, as in dbt-spark.
+    # must name the same one, and is then left empty (relations have no database part).
     database: Optional[str] = None  # type: ignore[assignment]
     schema: str = "default"
     warehouse: str = "warehouse"
@@ -65,7 +65,7 @@ class HudiqlCredentials(Credentials):
                 f"profiles.yml: database '{self.database}' differs from schema '{self.schema}'; hudiql has one level "
                 "of names, so leave database out (or set it to the schema)"
             )
-        self.database = None
+        self.database = ""
 
     @property
     def type(self) -> str:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
 
 import agate
 from dbt.adapters.base import AdapterConfig, available
-from dbt.adapters.base.relation import InformationSchema
+from dbt.adapters.base.relation import BaseRelation, InformationSchema
+from dbt.adapters.contracts.relation import RelationConfig
 from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.sql import SQLAdapter
 from dbt_common.exceptions import DbtRuntimeError
@@ -273,14 +275,23 @@ class HudiqlAdapter(SQLAdapter):
         for schema in schemas:
             for relation in self.list_relations_without_caching(self.Relation.create(schema=schema)):
                 for index, column in enumerate(self.get_columns_in_relation(relation), start=1):
-                    rows.append((information_schema.database, relation.schema, relation.identifier, str(relation.type),
+                    rows.append(("", relation.schema, relation.identifier, str(relation.type),
                                  None, None, column.name, index, column.data_type, None))
         names = ["table_database", "table_schema", "table_name", "table_type", "table_comment", "table_owner",
                  "column_name", "column_index", "column_type", "column_comment"]
-        types = [agate.Text(), agate.Text(), agate.Text(), agate.Text(), agate.Text(), agate.Text(),
-                 agate.Text(), agate.Number(), agate.Text(), agate.Text()]
-        # Not dbt's filter on (database, schema): hudiql relations have no database part.
+        text = agate.Text(cast_nulls=False)  # keeps the empty database part, as nodes and relations have it
+        types = [text, text, text, text, text, text, text, agate.Number(), text, text]
         return agate.Table(rows, names, types)
+
+    def get_filtered_catalog(self, relation_configs: Iterable[RelationConfig], used_schemas: FrozenSet[Tuple[str, str]],
+                             relations: Optional[Set[BaseRelation]] = None) -> Tuple[agate.Table, List[Exception]]:
+        """The catalog rows of ``relations`` (all, without): matched by schema and name, as hudiql
+        relations have no database part."""
+        catalog, exceptions = self.get_catalog(relation_configs, used_schemas)
+        if relations:
+            wanted = {(r.schema.casefold(), r.identifier.casefold()) for r in relations}
+            catalog = catalog.where(lambda row: (row["table_schema"].casefold(), row["table_name"].casefold()) in wanted)
+        return catalog, exceptions
 
 
 def _seed_text(value: Any) -> str:

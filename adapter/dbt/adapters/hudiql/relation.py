@@ -35,9 +35,9 @@ class HudiqlRelation(BaseRelation):
     @classmethod
     def create(cls, database: str | None = None, schema: str | None = None, identifier: str | None = None,
                type: RelationType | None = None, **kwargs: Any) -> HudiqlRelation:
-        # dbt gives nodes an empty database ('') where the profile has none; the relation cache keys
-        # on it, so every relation has None there, whatever dbt passes.
-        return super().create(None, schema, identifier, type, **kwargs)
+        # No database part: always the empty one nodes have (the relation cache and the docs catalog
+        # match on it), whatever dbt passes.
+        return super().create("", schema, identifier, type, **kwargs)
 
     def as_hudiql(self) -> Relation:
         """The relation as hudiql's own project layer names it (its rules take these)."""

@@ -88,8 +88,3 @@ DROP {{ 'VIEW' if relation.is_view else 'TABLE' }} IF EXISTS {{ relation }}
 {% macro hudiql__get_columns_in_query(select_sql) -%}
 {{ return(adapter.get_columns_in_query(select_sql) | map(attribute='name') | list) }}
 {%- endmacro %}
-
-{#- hudiql names have no database (catalog) part: nodes get none, whatever the profile says. -#}
-{% macro hudiql__generate_database_name(custom_database_name=none, node=none) -%}
-{{ return(none) }}
-{%- endmacro %}

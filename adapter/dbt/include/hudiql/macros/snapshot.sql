@@ -1,5 +1,6 @@
-{#- Snapshots use dbt's own snapshot materialization: the table is a Hudi table keyed by dbt_scd_id
-    (hudiql__create_table_as), the staging rows are a temporary view, and new versions go in by one MERGE. -#}
+{#- Snapshots run dbt's own snapshot materialization: the table is a Hudi table keyed by dbt_scd_id
+    (hudiql__create_table_as), the staging rows a temporary view of the node's session
+    (hudiql__make_temp_relation), and the new versions go in by one MERGE (one commit). -#}
 
 {% macro hudiql__snapshot_hash_arguments(args) -%}
 md5(concat_ws('|', {%- for arg in args -%}coalesce(cast({{ arg }} as string), ''){{ ", " if not loop.last }}{%- endfor -%}))
