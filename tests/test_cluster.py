@@ -33,6 +33,18 @@ def _executor_python(folder: Path, name: str, site_packages: str | None) -> str:
     return str(script)
 
 
+def _spark_home(folder: Path) -> str:
+    """pyspark's folder, seen through links from ``folder``: the cluster's workers keep their
+    files in ``<SPARK_HOME>/work``, which is then a temporary folder, not the installed package."""
+    import pyspark
+
+    folder.mkdir()
+    for entry in Path(pyspark.__file__).parent.iterdir():
+        if entry.name != "work":
+            (folder / entry.name).symlink_to(entry)
+    return str(folder)
+
+
 @pytest.fixture(scope="module")
 def cluster_run(tmp_path_factory) -> dict:
     """What the child process saw, as JSON (see ``_child``)."""
@@ -40,7 +52,7 @@ def cluster_run(tmp_path_factory) -> dict:
     bare = _executor_python(folder, "bare-python", None)
     plain = _executor_python(folder, "plain-python", sysconfig.get_paths()["purelib"])
     out = folder / "result.json"
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": _spark_home(folder / "spark-home")}
     env.pop("PYSPARK_PYTHON", None)
     # About a minute on two idle cores: two application starts (four executor JVMs) and ten
     # statements; the limit is for a machine busy with other Spark runs.
