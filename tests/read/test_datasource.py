@@ -82,22 +82,12 @@ def test_mor_snapshot_merges_logs_and_read_optimized_reads_base_files(session, h
 
 @pytest.fixture(scope="module")
 def written_table(spark, tmp_path_factory) -> str:
-    """A table with one commit, shared by the tests that change nothing."""
+    """A table with one commit, shared by the tests of refusals (the last write test then writes it)."""
     warehouse = tmp_path_factory.mktemp("datasource") / "warehouse"
     session = hudiql.connect(warehouse=str(warehouse), spark=spark)
     session.sql("CREATE TABLE b (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
     session.sql("INSERT INTO b VALUES (1, 'a')")
     return str(warehouse / "b")
-
-
-def test_writes_are_refused_with_the_way_to_write_and_change_nothing(spark, hudi, written_table):
-    before = timeline(Path(written_table))
-    rows = spark.createDataFrame([(1, "z"), (2, "b")], "id int, v string")
-    for mode in ("append", "overwrite"):
-        with pytest.raises(Exception, match=r"df\.write\.format\(\"hudi\"\) cannot upsert: .* s\.sql\(\"INSERT INTO t SELECT \* FROM v\"\)"):
-            rows.write.format("hudi").mode(mode).save(written_table)
-    assert timeline(Path(written_table)) == before
-    assert _rows(hudi().load(written_table).select("id", "v")) == [(1, "a")]
 
 
 @pytest.mark.parametrize(("options", "message"), [
@@ -120,3 +110,20 @@ def test_bad_options_are_one_clear_error(hudi, written_table, options, message):
 def test_a_folder_without_a_table_is_named(hudi, tmp_path):
     with pytest.raises(Exception, match="no Hudi table at .*empty"):
         hudi().load(str(tmp_path / "empty")).collect()
+
+
+def test_writes_are_refused_with_the_way_to_write_and_change_nothing(spark, hudi, written_table, tmp_path):
+    before = timeline(Path(written_table))
+    rows = spark.createDataFrame([(1, "z"), (2, "b")], "id int, v string")
+    for mode in ("append", "overwrite"):
+        with pytest.raises(Exception, match=r"df\.write\.format\(\"hudi\"\) cannot upsert: .* s\.sql\(\"INSERT INTO t BY NAME SELECT \* FROM v\"\)"):
+            rows.write.format("hudi").mode(mode).save(written_table)
+    assert timeline(Path(written_table)) == before
+    assert _rows(hudi().load(written_table).select("id", "v")) == [(1, "a")]
+    # The way the refusal names writes on the same SparkSession, columns matched by name.
+    rows.select("v", "id").createOrReplaceTempView("v")
+    session = hudiql.connect(warehouse=str(tmp_path / "warehouse"), spark=spark)
+    session.sql(f"CREATE TABLE t USING hudi LOCATION '{written_table}'")
+    session.sql("INSERT INTO t BY NAME SELECT * FROM v")
+    spark.catalog.dropTempView("v")
+    assert _rows(hudi().load(written_table).select("id", "v")) == [(1, "z"), (2, "b")]

@@ -127,7 +127,7 @@ class HudiDataSource(DataSource):
             'df.write.format("hudi") cannot upsert: Spark runs a Python data source\'s writer without a SparkSession, '
             "which a Hudi write needs; write through hudiql on the same Spark session: "
             'df.createOrReplaceTempView("v"); s = hudiql.connect(spark=spark); '
-            's.sql("CREATE TABLE t USING hudi LOCATION \'<path>\'"); s.sql("INSERT INTO t SELECT * FROM v") '
+            's.sql("CREATE TABLE t USING hudi LOCATION \'<path>\'"); s.sql("INSERT INTO t BY NAME SELECT * FROM v") '
             "(or INSERT OVERWRITE)"
         )
 
