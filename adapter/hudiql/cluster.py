@@ -27,17 +27,13 @@ from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 import hudiql
-from hudiql.errors import HudiqlError
+from hudiql.errors import ExecutorSetupError
 
 #: The SparkContexts whose executors got the package and passed the check.
 _PREPARED: weakref.WeakSet[SparkContext] = weakref.WeakSet()
 
 #: What an executor's Python needs besides hudiql (hudiql's runtime dependencies), for the error.
 WORKER_DEPENDENCIES = "pyarrow, pandas, fastavro, sqlglot, jinja2, pyyaml"
-
-
-class ExecutorSetupError(HudiqlError):
-    """The executors of a cluster cannot run hudiql's tasks."""
 
 
 def is_cluster_master(master: str) -> bool:

@@ -57,6 +57,10 @@ def damaged_file(path: str, problem: str) -> FormatError:
     return FormatError(f"{path} {problem}; the table needs it: {RESTORE_FROM_BACKUP}")
 
 
+class ExecutorSetupError(HudiqlError):
+    """The executors of a cluster cannot run hudiql's tasks."""
+
+
 class WriteConflictError(HudiqlError):
     """The timeline changed in a way that makes this write unsafe."""
 

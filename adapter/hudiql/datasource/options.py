@@ -22,9 +22,8 @@ from dataclasses import dataclass
 
 from hudiql.errors import OptionError
 from hudiql.table import keys
+from hudiql.table.keys import TIME_TRAVEL_OPTION
 
-#: Hudi's data source option for time travel (``spark.read.format("hudi").option("as.of.instant", ...)``).
-TIME_TRAVEL_OPTION = "as.of.instant"
 PATH_OPTION = "path"
 
 SNAPSHOT, READ_OPTIMIZED, INCREMENTAL = "snapshot", "read_optimized", "incremental"

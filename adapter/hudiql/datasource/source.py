@@ -20,13 +20,28 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceWriter,
+    InputPartition,
+)
 
-from hudiql.datasource.options import INCREMENTAL, READ_OPTIMIZED, ReadOptions, read_options
+from hudiql.datasource.options import (
+    INCREMENTAL,
+    READ_OPTIMIZED,
+    ReadOptions,
+    read_options,
+)
 from hudiql.errors import FormatError, SqlError, warn
 from hudiql.file_group import FileSlice
 from hudiql.file_group.reader import SliceReader
-from hudiql.read.incremental import ChangeRange, _file_groups_written, change_range, unreadable_reason
+from hudiql.read.incremental import (
+    ChangeRange,
+    change_range,
+    file_groups_written,
+    unreadable_reason,
+)
 from hudiql.read.snapshot import table_columns
 from hudiql.read.time_travel import table_as_of
 from hudiql.table import keys
@@ -74,7 +89,7 @@ class ReadPlan:
         end_table = table.as_of(span.end)
         slices = end_table.file_system_view().read_slices()
         if span.begin:
-            written, _ = _file_groups_written(table, span)
+            written, _ = file_groups_written(table, span)
             slices = [s for s in slices if (s.partition_path, s.file_id) in written
                       and (s.log_files or s.base_instant > span.begin)]
         return cls(end_table, slices, span=span, changed_after=span.begin or None)

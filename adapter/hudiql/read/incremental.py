@@ -97,7 +97,7 @@ def changes(
         rows = _in_range(snapshot(spark, table, None, keep_partition, columns=wanted), span)
         return _with_deleted_flag(rows, columns, include_deletes, [])
     end_table = table.as_of(span.end)
-    written, replaced = _file_groups_written(table, span)
+    written, replaced = file_groups_written(table, span)
     groups = None if not span.begin else written
     rows = _in_range(snapshot(spark, end_table, None, keep_partition, columns=wanted, file_groups=groups,
                               changed_after=span.begin or None), span)
@@ -122,7 +122,7 @@ def unreadable_reason(table: HudiTable, span: ChangeRange, include_deletes: bool
     return None
 
 
-def _file_groups_written(table: HudiTable, span: ChangeRange) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+def file_groups_written(table: HudiTable, span: ChangeRange) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """The file groups the writes of the range wrote to, and those their replacecommits replaced.
     Compactions write no new record version, so their file groups do not count."""
     written: set[tuple[str, str]] = set()

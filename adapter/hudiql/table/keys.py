@@ -105,6 +105,8 @@ SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 WRITE_OPERATION = "hoodie.datasource.write.operation"
 QUERY_TYPE = "hoodie.datasource.query.type"
 AS_OF_INSTANT = "hoodie.datasource.read.as.of.instant"
+# Hudi's data source option for time travel: spark.read.format("hudi").option("as.of.instant", ...).
+TIME_TRAVEL_OPTION = "as.of.instant"
 BEGIN_INSTANT = "hoodie.datasource.read.begin.instanttime"
 END_INSTANT = "hoodie.datasource.read.end.instanttime"
 INCREMENTAL_FALLBACK = "hoodie.datasource.read.incr.fallback.fulltablescan.enable"
