@@ -1,14 +1,15 @@
 """dbt's own adapter test suite (``dbt-tests-adapter``) against the hudiql dbt-core adapter.
 
-The fixtures come from ``dbt.tests.fixtures.project`` (declared in the root conftest). Each test
-class gets a dbt project folder and a schema of its own (dbt's fixtures); here the profile points
-at a warehouse of the class's own, on the run's one SparkSession (``spark``, root conftest), which
-the adapter finds as the process's active session.
+dbt's fixtures (``dbt.tests.fixtures.project``: ``project``, ``run_dbt``'s project folder, a schema
+per test class) are imported here, so they apply to this folder only and the rest of the suite does
+not load dbt. The profile points at a warehouse of the class's own, on the run's one SparkSession
+(``spark``, root conftest), which the adapter finds as the process's active session.
 """
 
 from __future__ import annotations
 
 import pytest
+from dbt.tests.fixtures.project import *  # noqa: F403 -- dbt's test fixtures, for this folder only
 
 
 @pytest.fixture(scope="class")

@@ -53,19 +53,22 @@ SEEDS_WITH_KEY = {"seeds": {"+unique_key": "id"}}
 
 class TestSnapshotCheckCols(BaseSnapshotCheckCols):
     @pytest.fixture(scope="class")
-    def project_config_update(self):
+    @classmethod
+    def project_config_update(cls):
         return {"name": "snapshot_strategy_check_cols", **SEEDS_WITH_KEY}
 
 
 class TestSnapshotTimestamp(BaseSnapshotTimestamp):
     @pytest.fixture(scope="class")
-    def project_config_update(self):
+    @classmethod
+    def project_config_update(cls):
         return {"name": "snapshot_strategy_timestamp", **SEEDS_WITH_KEY}
 
 
 class TestDocsGenerate(BaseDocsGenerate):
     @pytest.fixture(scope="class")
-    def expected_catalog(self, project):
+    @classmethod
+    def expected_catalog(cls, project):
         return expected_catalog.base_expected_catalog(
             project, role=None, id_type="bigint", text_type="string", time_type="timestamp",
             view_type="view", table_type="table", model_stats=expected_catalog.no_stats(),

@@ -19,7 +19,8 @@ OVERWRITTEN = """{{ config(materialized='incremental', incremental_strategy='ins
 
 class TestHudiConfigs:
     @pytest.fixture(scope="class")
-    def models(self):
+    @classmethod
+    def models(cls):
         return {"merged.sql": MERGED, "overwritten.sql": OVERWRITTEN}
 
     def rows(self, project, name: str) -> list[tuple]:
