@@ -9,7 +9,7 @@ not load dbt. The profile points at a warehouse of the class's own, on the run's
 from __future__ import annotations
 
 import pytest
-from dbt.tests.fixtures.project import *  # noqa: F403 -- dbt's test fixtures, for this folder only
+from dbt.tests.fixtures.project import *  # dbt's test fixtures, for this folder only
 
 
 @pytest.fixture(scope="class")

@@ -5,7 +5,6 @@ dbt-core) and its macros in ``dbt.include.hudiql``.
 """
 
 from dbt.adapters.base import AdapterPlugin
-
 from dbt.adapters.hudiql.column import HudiqlColumn
 from dbt.adapters.hudiql.connections import HudiqlConnectionManager, HudiqlCredentials
 from dbt.adapters.hudiql.impl import HudiqlAdapter

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Dict
+from typing import ClassVar
 
 from dbt.adapters.base.column import Column
 
 
 @dataclass
 class HudiqlColumn(Column):
-    TYPE_LABELS: ClassVar[Dict[str, str]] = {
+    TYPE_LABELS: ClassVar[dict[str, str]] = {
         "STRING": "STRING",
         "TEXT": "STRING",
         "TIMESTAMP": "TIMESTAMP",

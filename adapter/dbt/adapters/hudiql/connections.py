@@ -28,13 +28,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any
 
-from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState, Credentials
+from dbt.adapters.contracts.connection import (
+    AdapterResponse,
+    Connection,
+    ConnectionState,
+    Credentials,
+)
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.exceptions.connection import FailedToConnectError
 from dbt.adapters.sql import SQLConnectionManager
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 import hudiql
@@ -53,11 +59,11 @@ class HudiqlCredentials(Credentials):
 
     # hudiql has one level of names (a database, which dbt calls schema): ``database``, when given,
     # must name the same one, and is then left empty (relations have no database part).
-    database: Optional[str] = None  # type: ignore[assignment]
+    database: str | None = None  # type: ignore[assignment]
     schema: str = "default"
     warehouse: str = "warehouse"
     master: str = "local[*]"
-    spark_conf: Dict[str, str] = field(default_factory=dict)
+    spark_conf: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.database is not None and self.database != self.schema:
@@ -87,7 +93,7 @@ def spark_session() -> SparkSession | None:
     """The process's running SparkSession (active in this thread, else the default one), or ``None``."""
     try:
         return SparkSession.active()
-    except Exception:  # no session yet: PySparkRuntimeError NO_ACTIVE_OR_DEFAULT_SESSION
+    except PySparkRuntimeError:  # NO_ACTIVE_OR_DEFAULT_SESSION
         return None
 
 

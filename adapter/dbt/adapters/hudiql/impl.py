@@ -11,22 +11,21 @@ connection's Session.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable
-from typing import Any, Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Any
 
 import agate
 from dbt.adapters.base import AdapterConfig, available
 from dbt.adapters.base.relation import BaseRelation, InformationSchema
-from dbt.adapters.contracts.relation import RelationConfig
-from dbt.adapters.contracts.relation import RelationType
-from dbt.adapters.sql import SQLAdapter
-from dbt_common.exceptions import DbtRuntimeError
-
+from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.hudiql.column import HudiqlColumn
 from dbt.adapters.hudiql.connections import HudiqlConnectionManager
 from dbt.adapters.hudiql.relation import HudiqlRelation
+from dbt.adapters.sql import SQLAdapter
+from dbt_common.exceptions import DbtRuntimeError
+
 from hudiql.catalog import DEFAULT_DATABASE
 from hudiql.errors import TableNotFoundError
 from hudiql.project.adapter.impl import Adapter as ProjectAdapter
@@ -46,10 +45,10 @@ HUDI_CONFIGS = model_config.HUDI | {"materialized", "incremental_strategy"}
 class HudiqlConfig(AdapterConfig):
     """Model configs dbt passes to ``config`` for this adapter (as in ``hudiql run``)."""
 
-    partition_by: Optional[Any] = None
-    table_type: Optional[str] = None
-    precombine_field: Optional[str] = None
-    options: Optional[Dict[str, Any]] = None
+    partition_by: Any | None = None
+    table_type: str | None = None
+    precombine_field: str | None = None
+    options: dict[str, Any] | None = None
 
 
 class ProjectRules(ProjectAdapter):
@@ -122,7 +121,7 @@ class HudiqlAdapter(SQLAdapter):
     def convert_time_type(cls, agate_table: agate.Table, col_idx: int) -> str:
         return "string"  # Spark has no time-of-day type
 
-    def valid_incremental_strategies(self) -> List[str]:
+    def valid_incremental_strategies(self) -> list[str]:
         return list(model_config.STRATEGIES)
 
     def timestamp_add_sql(self, add_to: str, number: int = 1, interval: str = "hour") -> str:
@@ -139,11 +138,11 @@ class HudiqlAdapter(SQLAdapter):
         return self.connections.session()
 
     # ---- schemas (hudiql databases) -----------------------------------------------------------
-    def list_schemas(self, database: Optional[str]) -> List[str]:
+    def list_schemas(self, database: str | None) -> list[str]:
         return self._session().catalog.databases()
 
     @available.parse(lambda *a, **k: False)
-    def check_schema_exists(self, database: Optional[str], schema: str) -> bool:
+    def check_schema_exists(self, database: str | None, schema: str) -> bool:
         return self._session().catalog.database_exists(schema.lower())
 
     @available.parse_none
@@ -167,7 +166,7 @@ class HudiqlAdapter(SQLAdapter):
         self.cache.drop_schema(relation.database, relation.schema)
 
     # ---- relations ----------------------------------------------------------------------------
-    def list_relations_without_caching(self, schema_relation: HudiqlRelation) -> List[HudiqlRelation]:
+    def list_relations_without_caching(self, schema_relation: HudiqlRelation) -> list[HudiqlRelation]:
         catalog = self._session().catalog
         schema = schema_relation.schema.lower()
         if not catalog.database_exists(schema):
@@ -177,7 +176,7 @@ class HudiqlAdapter(SQLAdapter):
         return [self.Relation.create(schema=schema, identifier=name, type=kind) for name, kind in kinds]
 
     @available.parse_list
-    def get_columns_in_relation(self, relation: HudiqlRelation) -> List[HudiqlColumn]:
+    def get_columns_in_relation(self, relation: HudiqlRelation) -> list[HudiqlColumn]:
         """The data columns of a table (without Hudi's meta columns), or of a view; none when it does not exist."""
         try:
             with self._rules.node_scope():
@@ -190,7 +189,7 @@ class HudiqlAdapter(SQLAdapter):
         return [self.Column(c.name, c.data_type) for c in columns]
 
     @available.parse_list
-    def get_columns_in_query(self, sql: str) -> List[HudiqlColumn]:
+    def get_columns_in_query(self, sql: str) -> list[HudiqlColumn]:
         """The data columns ``sql`` returns (no Hudi meta columns), from Spark's analysis of it."""
         with self._rules.node_scope():
             return [self.Column(c.name, c.data_type) for c in self._rules.get_query_columns(sql)]
@@ -225,7 +224,7 @@ class HudiqlAdapter(SQLAdapter):
 
     # ---- the rules shared with `hudiql run` ---------------------------------------------------
     @available
-    def hudi_config(self, config: Dict[str, Any], name: str) -> Dict[str, Any]:
+    def hudi_config(self, config: dict[str, Any], name: str) -> dict[str, Any]:
         """The model's Hudi configs, checked and normalized as ``hudiql run`` does (``unique_key`` and
         ``partition_by`` lists, ``table_type`` cow | mor, ``options``, ``incremental_strategy``)."""
         given = {k: v for k, v in config.items() if k in HUDI_CONFIGS and v is not None}
@@ -235,14 +234,14 @@ class HudiqlAdapter(SQLAdapter):
             raise DbtRuntimeError(str(exc)) from None
 
     @available
-    def hudi_table_problem(self, relation: HudiqlRelation, config: Dict[str, Any]) -> str:
+    def hudi_table_problem(self, relation: HudiqlRelation, config: dict[str, Any]) -> str:
         """Why an incremental model cannot write into the existing table (keys, partitions or type
         differ from its configs): an empty string, else the reason."""
         with self._rules.node_scope():
             return self._rules.check_table_config(relation.as_hudiql(), config)
 
     @available
-    def hudi_rebuild_problem(self, relation: HudiqlRelation, config: Dict[str, Any], sql: str) -> str:
+    def hudi_rebuild_problem(self, relation: HudiqlRelation, config: dict[str, Any], sql: str) -> str:
         """Why a table cannot be rebuilt in place by one INSERT OVERWRITE: an empty string, else the reason."""
         with self._rules.node_scope():
             return self._rules.rebuild_problem(relation.as_hudiql(), config, sql)
@@ -254,7 +253,7 @@ class HudiqlAdapter(SQLAdapter):
             return self._rules.schema_change(relation.as_hudiql(), sql)
 
     @available
-    def hudi_seed_query(self, relation: HudiqlRelation, agate_table: agate.Table, column_types: Dict[str, str]) -> str:
+    def hudi_seed_query(self, relation: HudiqlRelation, agate_table: agate.Table, column_types: dict[str, str]) -> str:
         """The SELECT that types a seed's rows: they are registered as a Spark temporary view of
         strings, cast to ``column_types`` or the types dbt infers."""
         names = list(agate_table.column_names)
@@ -269,7 +268,7 @@ class HudiqlAdapter(SQLAdapter):
 
     # ---- docs catalog -------------------------------------------------------------------------
     def _get_one_catalog(
-        self, information_schema: InformationSchema, schemas: Set[str], used_schemas: FrozenSet[Tuple[str, str]]
+        self, information_schema: InformationSchema, schemas: set[str], used_schemas: frozenset[tuple[str, str]]
     ) -> agate.Table:
         rows = []
         for schema in schemas:
@@ -283,8 +282,8 @@ class HudiqlAdapter(SQLAdapter):
         types = [text, text, text, text, text, text, text, agate.Number(), text, text]
         return agate.Table(rows, names, types)
 
-    def get_filtered_catalog(self, relation_configs: Iterable[RelationConfig], used_schemas: FrozenSet[Tuple[str, str]],
-                             relations: Optional[Set[BaseRelation]] = None) -> Tuple[agate.Table, List[Exception]]:
+    def get_filtered_catalog(self, relation_configs: Iterable[RelationConfig], used_schemas: frozenset[tuple[str, str]],
+                             relations: set[BaseRelation] | None = None) -> tuple[agate.Table, list[Exception]]:
         """The catalog rows of ``relations`` (all, without): matched by schema and name, as hudiql
         relations have no database part."""
         catalog, exceptions = self.get_catalog(relation_configs, used_schemas)
