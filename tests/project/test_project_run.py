@@ -38,7 +38,10 @@ def location(root, name: str) -> str:
 
 def test_table_model_is_rebuilt_in_place(spark, tmp_path, monkeypatch):
     model = "{{ config(materialized='table', unique_key='id') }} SELECT 1 AS id, 'v{{ var(\"version\") }}' AS v"
-    root = write_project(tmp_path / "p", {"models/t.sql": model}, "name: p\n")
+    # `SELECT *` of a Hudi table returns its meta columns, which the model's table does not store:
+    # the rebuild must not take them for a changed schema.
+    copy = "{{ config(materialized='table') }} SELECT * FROM {{ ref('t') }}"
+    root = write_project(tmp_path / "p", {"models/t.sql": model, "models/t_copy.sql": copy}, "name: p\n")
     code, out = run(root, "run", spark, vars={"version": 1})
     assert code == 0, out
     first = location(root, "t")
@@ -56,8 +59,8 @@ def test_table_model_is_rebuilt_in_place(spark, tmp_path, monkeypatch):
     code, out = run(root, "run", spark, vars={"version": 2})
     monkeypatch.undo()
     assert code == 0, out
-    assert seen_before_commit == [([("v1",)], "INSERT_OVERWRITE_TABLE")]
-    assert rows(spark, root, "SELECT v FROM t") == [("v2",)]
+    assert seen_before_commit[0] == ([("v1",)], "INSERT_OVERWRITE_TABLE")
+    assert rows(spark, root, "SELECT v FROM t") == rows(spark, root, "SELECT v FROM t_copy") == [("v2",)]
     assert location(root, "t") == first  # the table keeps its path: a reader of the path sees the new rows
     assert official_rows(root / "warehouse" / "t", ["id", "v"]) == [(1, "v2")]
     assert "INSERT OVERWRITE TABLE default.t (`id`, `v`)" in (root / "target/run/p/models/t.sql").read_text()

@@ -30,12 +30,10 @@ from hudiql.catalog import DEFAULT_DATABASE
 from hudiql.errors import TableNotFoundError
 from hudiql.project.adapter.impl import Adapter as ProjectAdapter
 from hudiql.project.adapter.impl import SchemaChange
-from hudiql.project.artifacts.nodes import Column
 from hudiql.project.config import model_config
 from hudiql.project.config.profile import Target
 from hudiql.project.errors import ProjectError
 from hudiql.session import Session
-from hudiql.table.schema import META_COLUMNS
 
 #: The model configs hudiql's project layer checks and normalizes (the Hudi ones and those they depend on).
 HUDI_CONFIGS = model_config.HUDI | {"materialized", "incremental_strategy"}
@@ -61,11 +59,6 @@ class ProjectRules(ProjectAdapter):
 
     def new_session(self) -> Session:
         return self._connections.session()
-
-    def get_query_columns(self, sql: str) -> list[Column]:
-        """The data columns ``sql`` returns: a ``SELECT *`` of a Hudi table returns its meta
-        columns too, which a table written from it does not store (CTAS and INSERT drop them)."""
-        return [c for c in super().get_query_columns(sql) if c.name not in META_COLUMNS]
 
 
 class HudiqlAdapter(SQLAdapter):

@@ -35,6 +35,7 @@ from hudiql.session import Session, connect
 from hudiql.sql import statements as S
 from hudiql.sql.parser import parse_statement, split_statements
 from hudiql.table import keys
+from hudiql.table.schema import META_COLUMNS
 from hudiql.table.table import HudiTable
 
 
@@ -150,9 +151,11 @@ class Adapter:
         return [Column(f.name, f.dataType.simpleString()) for f in table.schema.fields]
 
     def get_query_columns(self, sql: str) -> list[Column]:
-        """The columns ``sql`` returns; Spark analyses the query without running it."""
+        """The data columns ``sql`` returns; Spark analyses the query without running it. A
+        ``SELECT *`` of a Hudi table returns its meta columns too, which a table written from it
+        does not store (CTAS and INSERT drop them)."""
         df = self._query(sql)
-        return [Column(f.name, f.dataType.simpleString()) for f in df.schema.fields]
+        return [Column(f.name, f.dataType.simpleString()) for f in df.schema.fields if f.name not in META_COLUMNS]
 
     def _query(self, sql: str):
         statement = parse_statement(str(sql))
