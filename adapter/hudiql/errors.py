@@ -57,6 +57,10 @@ def damaged_file(path: str, problem: str) -> FormatError:
     return FormatError(f"{path} {problem}; the table needs it: {RESTORE_FROM_BACKUP}")
 
 
+class StorageError(HudiqlError):
+    """Storage cannot be reached, or refuses access (credentials, endpoint)."""
+
+
 class ExecutorSetupError(HudiqlError):
     """The executors of a cluster cannot run hudiql's tasks."""
 

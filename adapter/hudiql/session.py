@@ -25,8 +25,9 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudiql import procedures
+from hudiql import datasource, procedures
 from hudiql.catalog import DEFAULT_DATABASE, Catalog, View
+from hudiql.cluster import prepare_executors
 from hudiql.errors import (
     OptionError,
     SqlError,
@@ -592,5 +593,13 @@ def connect(warehouse: str = "warehouse", spark: SparkSession | None = None, con
 
     ``storage_options`` (``aws_access_key_id``, ``aws_secret_access_key``, ``aws_session_token``,
     ``aws_region``, ``aws_endpoint_url``) override the standard AWS variables and config file
-    for tables on S3 (``hudiql.io.storage``)."""
-    return Session(warehouse, spark or _local_spark(conf), conf, storage_options)
+    for tables on S3 (``hudiql.io.storage``).
+
+    On a cluster the executors get the hudiql package first, or connect fails with one line
+    (``hudiql.cluster``); ``spark.read.format("hudi")`` then reads with hudiql's data source
+    (``hudiql.datasource``)."""
+    spark = spark or _local_spark(conf)
+    prepare_executors(spark)  # first: the Python functions Spark is given later carry the package it adds
+    session = Session(warehouse, spark, conf, storage_options)
+    datasource.register(spark)  # after the Session: the data source's tasks get its storage options
+    return session

@@ -12,7 +12,8 @@ import pytest
 
 import hudiql
 from hudiql.errors import OptionError
-from hudiql.io.storage import StorageError, resolve_options
+from hudiql.errors import StorageError
+from hudiql.io.storage import resolve_options
 from tests.conftest import hudiql_rows
 from tests.s3.conftest import BUCKET, REGION
 

@@ -44,12 +44,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from hudiql.errors import FormatError, HudiqlError, OptionError
-
-
-class StorageError(HudiqlError):
-    """Storage cannot be reached, or refuses access (credentials, endpoint)."""
-
+from hudiql.errors import FormatError, OptionError, StorageError
 
 #: The environment variable carrying the resolved storage options (JSON) to Spark's Python workers.
 OPTIONS_VARIABLE = "HUDIQL_STORAGE_OPTIONS"

@@ -87,14 +87,14 @@ class Adapter:
         """The SparkSession, started now if it was not (with the target's ``spark_conf``)."""
         with self._lock:
             if self._spark is None:
-                session = connect(warehouse=self.target.warehouse, conf=self.target.spark_settings())
+                session = connect(warehouse=self.target.warehouse, conf=self.target.spark_settings(), storage_options=self.target.storage_options)
                 if self._quiet:
                     quiet_console(session)
                 self._spark = session.spark
             return self._spark
 
     def new_session(self) -> Session:
-        session = Session(self.target.warehouse, self.spark, self.target.spark_conf)
+        session = Session(self.target.warehouse, self.spark, self.target.spark_conf, self.target.storage_options)
         session.database = self.target.database
         return session
 
