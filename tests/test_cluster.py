@@ -4,7 +4,7 @@ workers in the driver's JVM, each executor a process of its own with its own Pyt
 The test suite keeps one SparkSession per run, so the cluster lives in a child Python process
 (this file, run as a script). Its executors run a Python that cannot import hudiql from
 site-packages (the editable install's path is not on it), so every hudiql task there runs the
-package ``prepare_executors`` shipped. The child first starts an application whose executors'
+package ``hudiql.connect`` shipped (``hudiql.cluster``). The child first starts an application whose executors'
 Python has no third-party package at all, then one that has hudiql's dependencies.
 """
 
@@ -125,13 +125,11 @@ def _rows(session, sql: str) -> list[list]:
 
 def _child(bare: str, plain: str, warehouse: str, out: str) -> None:
     import hudiql
-    import hudiql.datasource
-    from hudiql.cluster import prepare_executors
 
     result = {}
     spark = _session(bare)
     try:
-        prepare_executors(spark)
+        hudiql.connect(warehouse=warehouse, spark=spark)
         result["bare"] = {"type": None, "message": "no error"}
     except hudiql.HudiqlError as exc:
         result["bare"] = {"type": type(exc).__name__, "message": str(exc)}
@@ -139,8 +137,7 @@ def _child(bare: str, plain: str, warehouse: str, out: str) -> None:
 
     spark = _session(plain)
     run = result["plain"] = {"before": _probe(spark)}
-    prepare_executors(spark)  # what connect(spark=...) does on a cluster
-    session = hudiql.connect(warehouse=warehouse, spark=spark)
+    session = hudiql.connect(warehouse=warehouse, spark=spark)  # ships the package, registers the data source
     run["after"] = _probe(spark)
     session.sql("CREATE TABLE c (id INT, v STRING, ts INT) USING hudi TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts')")
     session.sql("INSERT INTO c VALUES (1, 'a', 1), (2, 'b', 1)")
@@ -154,7 +151,6 @@ def _child(bare: str, plain: str, warehouse: str, out: str) -> None:
     session.sql("INSERT INTO m VALUES (2, 'y2', 3)")  # an update: a log file
     run["mor_logs"] = sum(1 for p in Path(warehouse, "m").rglob(".*.log.*"))
     run["mor_snapshot"] = _rows(session, "SELECT id, v, ts FROM m ORDER BY id")
-    hudiql.datasource.register(spark)  # what connect(spark=...) does
     plain_read = spark.read.format("hudi").load(str(Path(warehouse, "m"))).select("id", "v", "ts").orderBy("id")
     run["mor_datasource"] = [list(r) for r in plain_read.collect()]
     compaction = session.sql("CALL run_compaction(op => 'scheduleandexecute', table => 'm')").collect()
