@@ -7,6 +7,7 @@ one line on stderr about something that did not stop the statement.
 
 from __future__ import annotations
 
+import difflib
 import re
 import sys
 from typing import NoReturn
@@ -111,6 +112,14 @@ def spark_message(text: str) -> str:
     line = re.sub(r"\.?\s*SQLSTATE: \w+", "", line)
     line = re.sub(r"`?__hudiql_snapshot_\d+_\d+`?", "the table", line)
     return line.strip().rstrip(";")
+
+
+def closest(name: str, candidates: list[str] | set[str]) -> str | None:
+    """The candidate most like ``name``, ignoring case (``precombinekey`` -> ``preCombineField``):
+    the "did you mean" of an error."""
+    lowered = {c.lower(): c for c in candidates}
+    match = difflib.get_close_matches(name.lower(), sorted(lowered), n=1, cutoff=0.5)
+    return lowered[match[0]] if match else None
 
 
 def raise_user_error(exc: BaseException) -> NoReturn:

@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from hudiql.errors import FormatError, OptionError, StorageError
+from hudiql.errors import FormatError, OptionError, StorageError, closest
 
 #: The environment variable carrying the resolved storage options (JSON) to Spark's Python workers.
 OPTIONS_VARIABLE = "HUDIQL_STORAGE_OPTIONS"
@@ -93,9 +93,6 @@ def checked_options(given: Mapping[str, object]) -> dict[str, str]:
         Traceback (most recent call last):
         hudiql.errors.OptionError: unknown storage option 'aws_acces_key_id'; did you mean 'aws_access_key_id'?
     """
-    # Imported here: table.keys imports table.config, which imports this module.
-    from hudiql.table.keys import closest
-
     out = {}
     for key, value in given.items():
         name = str(key).lower()

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Mapping
 
-from hudiql.errors import OptionError
+from hudiql.errors import OptionError, closest
 from hudiql.table import config as C
 
 TABLE = "table"
@@ -601,13 +601,6 @@ def unimplemented(key: str) -> Unimplemented | None:
 def is_known(key: str) -> bool:
     """Implemented, or a Hudi key hudiql knows it does not implement."""
     return key in KEYS or unimplemented(key) is not None
-
-
-def closest(name: str, candidates: list[str] | set[str]) -> str | None:
-    """The candidate most like ``name``, ignoring case (``precombinekey`` -> ``preCombineField``)."""
-    lowered = {c.lower(): c for c in candidates}
-    match = difflib.get_close_matches(name.lower(), sorted(lowered), n=1, cutoff=0.5)
-    return lowered[match[0]] if match else None
 
 
 # ---- validation --------------------------------------------------------------------------------------
