@@ -9,10 +9,10 @@ Example:
     ReadOptions(path='/t', query_type='read_optimized', as_of='', begin='', end='', fallback=False)
     >>> read_options({"path": "/t", "as.of.instant": "2024-05-01"}).as_of
     '2024-05-01'
-    >>> read_options({"path": "/t", "hoodie.datasource.query.typ": "snapshot"})
+    >>> read_options({"path": "/t", "as.of.instnt": "2024-05-01"})
     Traceback (most recent call last):
     ...
-    hudiql.errors.OptionError: unknown option 'hoodie.datasource.query.typ' of format("hudi"); did you mean 'hoodie.datasource.query.type'?
+    hudiql.errors.OptionError: unknown option 'as.of.instnt' of format("hudi"); did you mean 'as.of.instant'?
 """
 
 from __future__ import annotations
