@@ -83,7 +83,12 @@ class HudiqlAdapter(SQLAdapter):
 
     @classmethod
     def quote(cls, identifier: str) -> str:
-        return "`" + str(identifier).replace("`", "``") + "`"
+        return ProjectAdapter.quote(identifier)
+
+    @available
+    def merge_sql(self, target: HudiqlRelation, source_sql: str, unique_key: list[str], columns: list[str]) -> str:
+        """The MERGE of an incremental model, as ``hudiql run`` writes it."""
+        return ProjectAdapter.merge_sql(target, source_sql, unique_key, columns)
 
     @classmethod
     def convert_text_type(cls, agate_table: agate.Table, col_idx: int) -> str:

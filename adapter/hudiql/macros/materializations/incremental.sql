@@ -51,24 +51,7 @@
 
 {#- MERGE on the key columns: matched rows take the new values of the other `columns`, new keys are inserted. -#}
 {% macro get_merge_sql(target, source_sql, unique_key, columns) -%}
-{%- set keys = unique_key | map('lower') | list -%}
-{%- set non_keys = [] -%}
-{%- for column in columns if column | lower not in keys -%}{%- do non_keys.append(column) -%}{%- endfor -%}
-MERGE INTO {{ target }} AS DBT_INTERNAL_DEST
-USING (
-{{ source_sql }}
-) AS DBT_INTERNAL_SOURCE
-ON {% for key in unique_key -%}
-{{ "AND " if not loop.first }}DBT_INTERNAL_DEST.{{ adapter.quote(key) }} = DBT_INTERNAL_SOURCE.{{ adapter.quote(key) }}
-{% endfor -%}
-{%- if non_keys %}
-WHEN MATCHED THEN UPDATE SET
-  {% for column in non_keys -%}
-  {{ adapter.quote(column) }} = DBT_INTERNAL_SOURCE.{{ adapter.quote(column) }}{{ "," if not loop.last }}
-  {% endfor -%}
-{%- endif %}
-WHEN NOT MATCHED THEN INSERT ({% for column in columns %}{{ adapter.quote(column) }}{{ ", " if not loop.last }}{% endfor %})
-  VALUES ({% for column in columns %}DBT_INTERNAL_SOURCE.{{ adapter.quote(column) }}{{ ", " if not loop.last }}{% endfor %})
+{{ adapter.merge_sql(target, source_sql, unique_key, columns) }}
 {%- endmacro %}
 
 {% macro get_insert_sql(target, source_sql, columns) -%}

@@ -142,6 +142,35 @@ class Adapter:
         """A column name as a Spark SQL identifier (backticks): ``adapter.quote('order id')``."""
         return "`" + str(name).replace("`", "``") + "`"
 
+    @classmethod
+    def merge_sql(cls, target: object, source_sql: str, unique_key: list[str], columns: list[str]) -> str:
+        """The MERGE of an incremental model (``get_merge_sql``): matched rows on the key columns
+        take the new values of the other ``columns``, new keys are inserted with ``columns``.
+
+        >>> print(Adapter.merge_sql("db.t", "SELECT 1 AS id, 2 AS v", ["id"], ["id", "v"]))
+        MERGE INTO db.t AS DBT_INTERNAL_DEST
+        USING (
+        SELECT 1 AS id, 2 AS v
+        ) AS DBT_INTERNAL_SOURCE
+        ON DBT_INTERNAL_DEST.`id` = DBT_INTERNAL_SOURCE.`id`
+        WHEN MATCHED THEN UPDATE SET `v` = DBT_INTERNAL_SOURCE.`v`
+        WHEN NOT MATCHED THEN INSERT (`id`, `v`)
+          VALUES (DBT_INTERNAL_SOURCE.`id`, DBT_INTERNAL_SOURCE.`v`)
+        """
+        q = cls.quote
+        keys = {k.lower() for k in unique_key}
+        non_keys = [c for c in columns if c.lower() not in keys]
+        lines = [
+            f"MERGE INTO {target} AS DBT_INTERNAL_DEST",
+            f"USING (\n{source_sql}\n) AS DBT_INTERNAL_SOURCE",
+            "ON " + "\nAND ".join(f"DBT_INTERNAL_DEST.{q(k)} = DBT_INTERNAL_SOURCE.{q(k)}" for k in unique_key),
+        ]
+        if non_keys:  # a model of key columns only has nothing to update
+            lines.append("WHEN MATCHED THEN UPDATE SET " + ", ".join(f"{q(c)} = DBT_INTERNAL_SOURCE.{q(c)}" for c in non_keys))
+        lines.append(f"WHEN NOT MATCHED THEN INSERT ({', '.join(q(c) for c in columns)})")
+        lines.append(f"  VALUES ({', '.join('DBT_INTERNAL_SOURCE.' + q(c) for c in columns)})")
+        return "\n".join(lines)
+
     # ---- relations ------------------------------------------------------------------------------
     def table_exists(self, relation: Relation) -> bool:
         return table_exists(self.catalog, relation)
