@@ -601,5 +601,5 @@ def connect(warehouse: str = "warehouse", spark: SparkSession | None = None, con
     spark = spark or _local_spark(conf)
     prepare_executors(spark)  # first: the Python functions Spark is given later carry the package it adds
     session = Session(warehouse, spark, conf, storage_options)
-    datasource.register(spark)  # after the Session: the data source's tasks get its storage options
+    datasource.register(spark, session)  # after the Session: the data source's tasks get its storage options
     return session

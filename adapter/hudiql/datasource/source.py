@@ -8,8 +8,9 @@ the same code as the merged reads of SQL queries) as Arrow batches. Which slices
 blocks and which commit times a read covers is decided by the read layer
 (``read.time_travel``, ``read.incremental``); this module only maps it onto Spark's interface.
 
-Writes are refused: Spark runs a data source's writer in Python workers with no SparkSession,
-and a Hudi upsert needs one (see ``HudiDataSource.writer``).
+Writes: ``writer()`` checks the write on the driver, ``write()`` stages each task's rows, and
+``commit()`` hands them to the hudiql session that registered the data source, which writes them
+as one commit with Spark (``datasource.writer``).
 """
 
 from __future__ import annotations
@@ -27,12 +28,15 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
+from hudiql.datasource.callback import Callback
 from hudiql.datasource.options import (
     INCREMENTAL,
     READ_OPTIMIZED,
     ReadOptions,
     read_options,
+    write_options,
 )
+from hudiql.datasource.writer import HudiWriter
 from hudiql.errors import FormatError, SqlError, warn
 from hudiql.file_group import FileSlice
 from hudiql.file_group.reader import SliceReader
@@ -120,7 +124,11 @@ class ReadPlan:
 
 class HudiDataSource(DataSource):
     """``spark.read.format("hudi").load(path)``: a Hudi table's snapshot (or read-optimized,
-    incremental, time-travel read, by option)."""
+    incremental, time-travel read, by option); ``df.write.format("hudi").save(path)``: a write
+    through the hudiql session whose ``callback`` a subclass carries (``hudiql.datasource.register``)."""
+
+    #: How the writer reaches the session that writes (``None``: registered without one, no writes).
+    callback: Callback | None = None
 
     @classmethod
     def name(cls) -> str:
@@ -133,18 +141,14 @@ class HudiDataSource(DataSource):
         return HudiReader(ReadPlan.of(read_options(self.options)))
 
     def writer(self, schema: T.StructType, overwrite: bool) -> DataSourceWriter:
-        # Spark calls this, write() and commit() in Python workers without a SparkSession. A Hudi
-        # upsert needs Spark between them: the index lookup joins the rows with the stored keys,
-        # and one shuffle by file group makes each file group's new slice the work of one task.
-        # Tasks that write their rows where they stand would write one file group twice, or
-        # (each a commit of its own) break the write's single atomic instant.
-        raise SqlError(
-            'df.write.format("hudi") cannot upsert: Spark runs a Python data source\'s writer without a SparkSession, '
-            "which a Hudi write needs; write through hudiql on the same Spark session: "
-            'df.createOrReplaceTempView("v"); s = hudiql.connect(spark=spark); '
-            's.sql("CREATE TABLE t USING hudi LOCATION \'<path>\'"); s.sql("INSERT INTO t BY NAME SELECT * FROM v") '
-            "(or INSERT OVERWRITE)"
-        )
+        # Runs in a Python worker on the driver: checks the write (metadata only); the tasks stage
+        # the rows and the session that registered this data source writes them (``writer``).
+        if self.callback is None:
+            raise SqlError(
+                'df.write.format("hudi") writes through a hudiql session: register the data source with '
+                "hudiql.connect(spark=spark) (not hudiql.datasource.register(spark) alone)"
+            )
+        return HudiWriter.start(write_options(self.options, overwrite), schema, self.callback)
 
 
 class HudiReader(DataSourceReader):

@@ -103,6 +103,9 @@ INSERT_INTO_OPERATION = "hoodie.spark.sql.insert.into.operation"
 OVERWRITE_MODE = "hoodie.datasource.overwrite.mode"
 SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 WRITE_OPERATION = "hoodie.datasource.write.operation"
+#: Hudi's data source spelling of the table's name (``hoodie.table.name``): df.write.format("hudi") takes
+#: either; CREATE TABLE names the table itself.
+WRITE_TABLE_NAME = "hoodie.datasource.write.table.name"
 QUERY_TYPE = "hoodie.datasource.query.type"
 AS_OF_INSTANT = "hoodie.datasource.read.as.of.instant"
 # Hudi's data source option for time travel: spark.read.format("hudi").option("as.of.instant", ...).
@@ -532,7 +535,7 @@ UNIMPLEMENTED: list[Unimplemented] = [
                    "hoodie.datasource.write.schema.allow.auto.evolution.column.drop"),
                   "hudiql writes the table's own schema (change it with ALTER TABLE); remove the option or set it to false",
                   ("false",)),
-    Unimplemented(("hoodie.avro.schema", "hoodie.write.schema", "hoodie.base.path", "hoodie.datasource.write.table.name"),
+    Unimplemented(("hoodie.avro.schema", "hoodie.write.schema", "hoodie.base.path", WRITE_TABLE_NAME),
                   "hudiql takes the schema, name and location from CREATE TABLE; remove the option"),
     Unimplemented(("hoodie.datasource.hive_sync.enable", "hoodie.datasource.meta.sync.enable", "hoodie.meta.sync.enable"),
                   "hudiql does not sync tables to a Hive metastore (its warehouse is the catalog); remove the option",

@@ -1,0 +1,274 @@
+"""``df.write.format("hudi").mode("append" | "overwrite").save(path)``: rows staged by Spark's write
+tasks, written as one Hudi commit by hudiql's write path on the driver.
+
+Spark runs a Python data source's ``writer()`` and ``commit()`` in Python workers without a
+SparkSession, and ``write()`` in the executors. A Hudi upsert needs Spark between the tasks and
+the commit (the index lookup joins the rows with the stored keys; one shuffle by file group makes
+each file group's new slice the work of one task), so the work is split:
+
+1. ``HudiWriter.start`` (``writer()``, on the driver): the options are checked (``write_options``),
+   and so is what they say against the table at the path, or against the table a first write
+   creates; a bad option fails here, before any task runs.
+2. ``write()`` (each task): its rows, as Arrow batches, go to one parquet file of its own
+   (partition, task attempt and a random part in the name: a retried or speculative attempt never
+   overwrites another's file) in the write's staging folder: ``.hoodie/.temp/hudiql-write-<id>/``
+   of an existing table, where Hudi's readers look for nothing, or ``.hudiql-staging/<id>/`` of a
+   path without a table, which a ``.hoodie/`` folder would make look like a (damaged) table.
+3. ``commit()`` (on the driver): the files the tasks' messages list (only those: a failed
+   attempt's file is left out) go to the Python process that registered the data source
+   (``callback``), where ``commit_staged`` reads them as a DataFrame (Spark tasks) and writes it
+   with hudiql's write path, as INSERT, INSERT OVERWRITE and DELETE do, in one transaction: one
+   instant, invisible until it completes. A first write creates the table from the options first
+   (and removes it again if the write fails). Then the staging folder is removed.
+4. ``abort()``: Spark's tasks failed; the staging folder is removed, and nothing else was written.
+
+Save mode ``append`` runs the operation; ``overwrite`` replaces the table's rows with the new ones
+in one replacecommit (insert_overwrite_table), keeping the table and its timeline.
+
+Example:
+    >>> session.spark is spark   # hudiql.connect(spark=spark) registered format("hudi") with this session
+    True
+    >>> rows = spark.createDataFrame([(1, "a", 1), (2, "b", 1)], "id INT, v STRING, ts INT")
+    >>> options = {"hoodie.table.name": "t", "hoodie.datasource.write.recordkey.field": "id",
+    ...            "hoodie.datasource.write.precombine.field": "ts"}
+    >>> rows.write.format("hudi").options(**options).mode("append").save(warehouse + "/t")
+    >>> spark.createDataFrame([(2, "b2", 2)], "id INT, v STRING, ts INT").write.format("hudi").mode("append").save(warehouse + "/t")
+    >>> spark.read.format("hudi").load(warehouse + "/t").select("id", "v").orderBy("id").collect()
+    [Row(id=1, v='a'), Row(id=2, v='b2')]
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
+from pyspark.sql import types as T
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from sqlglot import exp
+
+from hudiql.datasource.callback import Callback
+from hudiql.datasource.options import (
+    BULK_INSERT,
+    DELETE,
+    INSERT,
+    WriteOptions,
+    check_table_options,
+)
+from hudiql.errors import ColumnError, OptionError, TableExistsError, warn
+from hudiql.io.storage import Storage, configure
+from hudiql.read.snapshot import read_base_files
+from hudiql.sql import statements as S
+from hudiql.sql.options import TableDefinition, derive_table_properties
+from hudiql.table import config as C
+from hudiql.table.config import TableConfig
+from hudiql.table.layout import TEMP_FOLDER
+from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, without_meta_columns
+from hudiql.table.table import HudiTable, has_table
+from hudiql.write.dml import DmlPlanner
+from hudiql.write.replace import overwrite_replacement
+from hudiql.write.writer import Operation, prepare_insert, transaction, write_insert
+
+if TYPE_CHECKING:
+    from hudiql.session import Session
+
+#: Where the tasks of a write to a path without a table stage their rows (a folder per write).
+NEW_TABLE_STAGING = ".hudiql-staging"
+#: The database a table created by ``df.write`` records (``hoodie.database.name``).
+DATABASE = "default"
+
+
+@dataclass
+class StagedFile(WriterCommitMessage):
+    """What one task staged: its file in the staging folder (``None``: no rows) and its row count."""
+
+    name: str | None
+    rows: int
+
+
+@dataclass(frozen=True)
+class StagedWrite:
+    """What ``commit`` asks the registering session to write (``commit_staged``)."""
+
+    write: WriteOptions
+    schema: str  # the DataFrame's schema, as JSON
+    staging: str  # the staging folder, relative to the path
+    files: tuple[str, ...]  # in the staging folder
+    new_path: bool  # the path did not exist when the write began
+
+
+class HudiWriter(DataSourceArrowWriter):
+    """One ``df.write.format("hudi")``; pickled from the driver to each task and back for the commit."""
+
+    def __init__(self, write: WriteOptions, schema: T.StructType, staging: str, new_path: bool, callback: Callback) -> None:
+        self.write_options = write
+        self.schema = schema.json()
+        self.staging = staging
+        self.new_path = new_path
+        self.callback = callback
+
+    @classmethod
+    def start(cls, write: WriteOptions, schema: T.StructType, callback: Callback) -> HudiWriter:
+        """The writer of ``write``, once what it asks for is known to be possible (metadata only)."""
+        storage = Storage(write.path)
+        columns = without_meta_columns(schema)
+        write_id = uuid.uuid4().hex
+        if has_table(storage):
+            config = HudiTable.load(write.path).config
+            check_table_options(write, config)
+            _check_columns(write, config, columns)
+            return cls(write, schema, f"{TEMP_FOLDER}/hudiql-write-{write_id}", False, callback)
+        if storage.list(""):
+            raise TableExistsError(f'{write.path} is not empty and holds no Hudi table; df.write.format("hudi") '
+                                   "writes a Hudi table or an empty path")
+        _check_columns(write, _new_table_config(write, columns), columns)
+        return cls(write, schema, f"{NEW_TABLE_STAGING}/{write_id}", not storage.exists(), callback)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFile:
+        """Stage this task's rows as one parquet file (none when it has no rows)."""
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        name = f"part-{ctx.partitionId():05d}-{ctx.taskAttemptId()}-{uuid.uuid4().hex[:12]}.parquet"
+        storage = Storage(self.write_options.path)
+        rows = 0
+        sink = writer = None
+        try:
+            for batch in iterator:
+                if not batch.num_rows:
+                    continue
+                if writer is None:
+                    sink = storage.open_output_stream(f"{self.staging}/{name}")
+                    writer = pq.ParquetWriter(sink, batch.schema)
+                writer.write_batch(batch)
+                rows += batch.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
+            if sink is not None:
+                sink.close()
+        return StagedFile(name if rows else None, rows)
+
+    def commit(self, messages: list[StagedFile | None]) -> None:
+        files = tuple(m.name for m in messages if m is not None and m.name)
+        self.callback.call(StagedWrite(self.write_options, self.schema, self.staging, files, self.new_path))
+
+    def abort(self, messages: list[StagedFile | None]) -> None:
+        remove_staging(Storage(self.write_options.path), self.staging, self.new_path)
+
+
+def _new_table_config(write: WriteOptions, columns: T.StructType) -> TableConfig:
+    """The config of the table a first write creates: its name, the DataFrame's columns and the
+    table options, as CREATE TABLE derives them (Hudi's data source writes non hive-style paths)."""
+    if not write.name:
+        raise OptionError(f'no Hudi table at {write.path}: df.write.format("hudi") creates one; name it with '
+                          f'.option("{C.TABLE_NAME}", "<name>")')
+    options = {C.HIVE_STYLE: "false", **write.table_options}
+    props, _ = derive_table_properties(TableDefinition(write.name, DATABASE, columns, options=options))
+    return TableConfig(props)
+
+
+def _check_columns(write: WriteOptions, config: TableConfig, columns: T.StructType) -> None:
+    """The DataFrame must carry the record key and partition columns the rows are placed by."""
+    names = {n.lower() for n in columns.fieldNames()}
+    needed = [*config.record_key_fields, *config.partition_fields]
+    missing = [c for c in needed if c.lower() not in names]
+    if missing:
+        raise ColumnError(f"the DataFrame has no column {', '.join(missing)}, which the table at {write.path} "
+                          f"needs (record key {', '.join(config.record_key_fields) or 'none'}, partition "
+                          f"{', '.join(config.partition_fields) or 'none'})")
+    if write.operation == DELETE and not config.record_key_fields:
+        raise OptionError(f"operation {DELETE} needs a record key; the table at {write.path} has none")
+
+
+# ---- on the driver ---------------------------------------------------------------------------------
+
+
+def commit_staged(session: Session, staged: StagedWrite) -> str:
+    """Write the staged rows to the table as one commit with ``session`` (its SETs, its storage
+    options); the staging folder is removed whatever happens. Returns what it did."""
+    write = staged.write
+    for line in write.warnings:
+        warn(line)
+    configure(session.storage_options, session.spark.sparkContext.environment)
+    storage = Storage(write.path)
+    created = None
+    try:
+        rows = _staged_rows(session, storage, staged)
+        if has_table(storage):
+            table = HudiTable.load(write.path)
+            check_table_options(write, table.config)
+        else:
+            columns = without_meta_columns(rows.schema)
+            created = table = HudiTable.create(write.path, _new_table_config(write, columns))
+        _check_columns(write, table.config, without_meta_columns(rows.schema))
+        return _write(session, table, rows, write)
+    except BaseException:
+        if created is not None:
+            created.storage.delete_dir()  # all or nothing, as CREATE TABLE ... AS SELECT
+        raise
+    finally:
+        remove_staging(storage, staged.staging, staged.new_path)
+
+
+def _staged_rows(session: Session, storage: Storage, staged: StagedWrite) -> DataFrame:
+    schema = T.StructType.fromJson(json.loads(staged.schema))
+    if not staged.files:
+        return session.spark.createDataFrame([], schema)
+    return read_base_files(session.spark, storage, [f"{staged.staging}/{f}" for f in staged.files], schema)
+
+
+def _write(session: Session, table: HudiTable, rows: DataFrame, write: WriteOptions) -> str:
+    """``rows`` written to ``table`` as ``write`` says, the way the SQL statement that does the same writes them."""
+    spark = session.spark
+    conf = {**session.conf, **write.settings}
+    if write.operation == DELETE:
+        with transaction(spark, table, conf) as txn:
+            counts = _delete(session, txn, rows)
+        return f"deleted {counts.deleted} rows"
+    # As INSERT: upsert keeps one row per key, which a table without a record key has not.
+    default = Operation.UPSERT if table.has_record_key else Operation.INSERT
+    operation = {INSERT: Operation.INSERT, BULK_INSERT: Operation.BULK_INSERT}.get(write.operation, default)
+    replacement = None
+    if write.replaces:
+        replacement = overwrite_replacement(table.keygen.partition_fields, None, "STATIC", Operation(write.replaces))
+    with transaction(spark, table, conf, replace=replacement is not None) as txn:
+        # Columns by name; a new one is added to the table, as Hudi's data source evolves the schema on write.
+        insert = prepare_insert(txn.table, rows, None, None, by_name=True, schema_evolution=True)
+        write_insert(txn, insert, operation, replacement)
+    return f"wrote {write.replaces or operation.value}"
+
+
+def _delete(session: Session, txn, rows: DataFrame):
+    """Hudi's delete operation: the stored rows with the keys (record key and partition path) of
+    ``rows`` go, whatever their ordering values; run as DELETE FROM ... WHERE (key, path) IN (the keys)."""
+    table = txn.table
+    wanted = {c.lower() for c in [*table.config.record_key_fields, *table.config.partition_fields]}
+    keyed = prepare_insert(table, rows.select([f"`{c}`" for c in rows.columns if c.lower() in wanted]), None, None,
+                           by_name=True).rows
+    keys = keyed.select(table.keygen.record_key().alias("k"), table.keygen.partition_path(table.schema).alias("p"))
+    planner = session.planner
+    view = planner.register(keys)
+    try:
+        meta = exp.Tuple(expressions=[exp.column(RECORD_KEY, quoted=True), exp.column(PARTITION_PATH, quoted=True)])
+        where = exp.In(this=meta, query=exp.select("k", "p").from_(view))
+        return DmlPlanner(planner, txn).delete(S.Delete(S.TableName(None, table.config.name), None, where))
+    finally:
+        planner.drop([view])
+
+
+def remove_staging(storage: Storage, staging: str, new_path: bool) -> None:
+    """Remove a write's staging folder, and for a path that had no table, what staging made of it."""
+    storage.delete_dir(staging)
+    if has_table(storage):
+        return
+    for folder in (posixpath.dirname(staging), ""):
+        if storage.exists(folder) and not storage.list(folder):
+            if folder or new_path:
+                storage.delete_dir(folder)
