@@ -257,18 +257,17 @@ def _delete(session: Session, txn, rows: DataFrame):
     view = planner.register(keys)
     try:
         meta = exp.Tuple(expressions=[exp.column(RECORD_KEY, quoted=True), exp.column(PARTITION_PATH, quoted=True)])
-        where = exp.In(this=meta, query=exp.select("k", "p").from_(view))
+        where = exp.In(this=meta, query=exp.select("k", "p").from_(view).subquery())
         return DmlPlanner(planner, txn).delete(S.Delete(S.TableName(None, table.config.name), None, where))
     finally:
         planner.drop([view])
 
 
 def remove_staging(storage: Storage, staging: str, new_path: bool) -> None:
-    """Remove a write's staging folder, and for a path that had no table, what staging made of it."""
+    """Remove a write's staging folder, and what staging made of a path that had no table."""
     storage.delete_dir(staging)
-    if has_table(storage):
-        return
-    for folder in (posixpath.dirname(staging), ""):
-        if storage.exists(folder) and not storage.list(folder):
-            if folder or new_path:
-                storage.delete_dir(folder)
+    parent = posixpath.dirname(staging)
+    if parent == NEW_TABLE_STAGING and not storage.list(parent):
+        storage.delete_dir(parent)
+    if new_path and storage.exists() and not storage.list(""):
+        storage.delete_dir()  # the folder the staging created, for a write that created no table

@@ -1,0 +1,134 @@
+"""``df.write.format("hudi")`` from plain PySpark (``hudiql.datasource.writer``): the tasks stage the
+rows, the session that registered the data source writes them as one commit with hudiql's write
+path. Each write is read back by hudiql SQL, by ``format("hudi")`` and by the official reader;
+bad options fail before anything is written, and a failing write leaves nothing behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hudiql.table.table import HudiTable
+from pyspark.sql import functions as F
+
+from tests.conftest import official_rows, timeline
+
+NAME = "hoodie.table.name"
+KEY = "hoodie.datasource.write.recordkey.field"
+PARTITION = "hoodie.datasource.write.partitionpath.field"
+ORDERING = "hoodie.datasource.write.precombine.field"
+TABLE_TYPE = "hoodie.datasource.write.table.type"
+OPERATION = "hoodie.datasource.write.operation"
+SCHEMA = "id INT, v STRING, ts INT, day STRING"
+
+
+def _rows(df, *columns: str) -> list[tuple]:
+    return sorted(tuple(r) for r in df.select(*columns).collect())
+
+
+def _write(spark, rows: list[tuple], path: Path, mode: str = "append", schema: str = SCHEMA, **options: str) -> None:
+    spark.createDataFrame(rows, schema).write.format("hudi").options(**options).mode(mode).save(str(path))
+
+
+def _staged(path: Path) -> list[Path]:
+    """Staging folders of df.write, of a table or of a path without one."""
+    return [*path.glob(".hoodie/.temp/hudiql-write-*"), *path.glob(".hudiql-staging")]
+
+
+def test_cow_create_upsert_and_overwrite_keep_the_timeline(spark, session, tmp_path):
+    path = tmp_path / "cow"
+    create = {NAME: "cow", KEY: "id", PARTITION: "day", ORDERING: "ts"}
+    _write(spark, [(1, "a", 1, "d1"), (2, "b", 1, "d1"), (3, "c", 1, "d2")], path, **create)
+    config = HudiTable.load(str(path)).config
+    assert (config.name, config.record_key_fields, config.partition_fields, config.ordering_field, config.table_type) == (
+        "cow", ["id"], ["day"], "ts", "COPY_ON_WRITE")
+    assert sorted(p.name for p in path.iterdir()) == [".hoodie", "d1", "d2"]  # Hudi's data source paths; no staging left
+
+    # The table says how to write it: no option needed. The greater ordering value wins, within the
+    # rows written (3) and against the stored ones (1 is older: skipped).
+    _write(spark, [(1, "old", 0, "d1"), (2, "b2", 5, "d1"), (3, "x", 2, "d2"), (3, "y", 9, "d2"), (4, "d", 1, "d2")], path)
+    expected = [(1, "a", 1, "d1"), (2, "b2", 5, "d1"), (3, "y", 9, "d2"), (4, "d", 1, "d2")]
+    assert _rows(spark.read.format("hudi").load(str(path)), "id", "v", "ts", "day") == expected
+    session.sql(f"CREATE TABLE cow USING hudi LOCATION '{path}'")
+    assert _rows(session.sql("SELECT * FROM cow"), "id", "v", "ts", "day") == expected
+    assert official_rows(str(path), ["id", "v", "ts", "day"]) == expected
+    first, second = [n.split(".")[0] for n in timeline(path) if n.endswith(".commit")]
+
+    # Overwrite: the new rows replace every row in one replacecommit; the history stays readable.
+    _write(spark, [(7, "n", 1, "d3")], path, mode="overwrite")
+    assert _rows(session.sql("SELECT * FROM cow"), "id", "v", "ts", "day") == [(7, "n", 1, "d3")]
+    assert official_rows(str(path), ["id", "v", "ts", "day"]) == [(7, "n", 1, "d3")]
+    replaces = [n for n in timeline(path) if n.endswith(".replacecommit")]
+    assert len(replaces) == 1 and {f"{first}.commit", f"{second}.commit"} <= set(timeline(path))
+    past = spark.read.format("hudi").option("as.of.instant", second).load(str(path))
+    assert _rows(past, "id", "v", "ts", "day") == expected
+    assert _staged(path) == []
+
+
+def test_mor_create_upsert_and_delete(spark, session, tmp_path):
+    path = tmp_path / "mor"
+    create = {NAME: "mor", KEY: "id", PARTITION: "day", ORDERING: "ts", TABLE_TYPE: "MERGE_ON_READ",
+              "hoodie.compact.inline": "false"}
+    _write(spark, [(1, "a", 1, "d1"), (2, "b", 1, "d1"), (3, "c", 1, "d2")], path, **create)
+    assert HudiTable.load(str(path)).config.table_type == "MERGE_ON_READ"
+    _write(spark, [(1, "a2", 2, "d1"), (4, "d", 1, "d2")], path, **{OPERATION: "upsert"})
+    assert list(path.glob("d1/.*.log.*")), "the update went to a log file"
+
+    # Hudi's delete: the keys of the rows (record key and partition) go, whatever their other columns.
+    _write(spark, [(2, "d1"), (3, "d2"), (9, "d2")], path, schema="id INT, day STRING", **{OPERATION: "delete"})
+    expected = [(1, "a2", 2, "d1"), (4, "d", 1, "d2")]
+    assert _rows(spark.read.format("hudi").load(str(path)), "id", "v", "ts", "day") == expected
+    session.sql(f"CREATE TABLE mor USING hudi LOCATION '{path}'")
+    assert _rows(session.sql("SELECT * FROM mor"), "id", "v", "ts", "day") == expected
+    assert official_rows(str(path), ["id", "v", "ts", "day"]) == expected
+    assert [n.split(".", 1)[1] for n in timeline(path) if n.count(".") == 1] == ["deltacommit"] * 3  # one instant per write
+    assert _staged(path) == []
+
+
+def test_bad_writes_are_refused_before_anything_is_written(spark, session, tmp_path):
+    table = tmp_path / "t"
+    _write(spark, [(1, "a", 1, "d1")], table, **{NAME: "t", KEY: "id", PARTITION: "day"})
+    before = timeline(table)
+    other = tmp_path / "other"
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "data.csv").write_text("1\n")
+    refused = [
+        (table, "append", {KEY: "v"}, "hoodie.datasource.write.recordkey.field=v differs from the table at"),
+        (table, "append", {PARTITION: "v"}, "hoodie.datasource.write.partitionpath.field=v differs from the table at"),
+        (table, "append", {NAME: "u"}, f"the table at {table} is named t, not u"),
+        (table, "append", {"hoodie.datasource.write.recordkey.feild": "id"}, "did you mean 'hoodie.datasource.write.recordkey.field'?"),
+        (table, "append", {OPERATION: "delete_partition"}, "ALTER TABLE <table> DROP PARTITION"),
+        (table, "overwrite", {OPERATION: "delete"}, "cannot run in save mode overwrite"),
+        (table, "errorifexists", {}, 'cannot be written in the "ErrorIfExists" mode'),
+        (other, "append", {KEY: "id"}, 'name it with .option("hoodie.table.name", "<name>")'),
+        (other, "append", {NAME: "o", KEY: "key"}, "record key column 'key' is not a column of the table"),
+        (other, "append", {NAME: "o", "hoodie.parquet.max.file.size": "big"}, "hoodie.parquet.max.file.size=big is not valid"),
+        (tmp_path / "files", "append", {NAME: "f"}, "is not empty and holds no Hudi table"),
+    ]
+    for path, mode, options, message in refused:
+        with pytest.raises(Exception) as error:
+            _write(spark, [(2, "b", 1, "d1")], path, mode=mode, **options)
+        assert message in str(error.value), (options, str(error.value)[:2000])
+    assert timeline(table) == before and _staged(table) == []
+    assert not other.exists()
+    assert [p.name for p in (tmp_path / "files").iterdir()] == ["data.csv"]
+
+
+def test_a_failing_write_leaves_nothing(spark, session, tmp_path):
+    table = tmp_path / "t"
+    _write(spark, [(1, "a", 1, "d1")], table, **{NAME: "t", KEY: "id", PARTITION: "day"})
+    before = timeline(table)
+    # A task fails: Spark aborts, and the rows staged by the other tasks go.
+    failing = spark.createDataFrame([(i, "v", 1, "d1") for i in range(20)], SCHEMA).repartition(4).withColumn(
+        "v", F.when(F.col("id") == 13, F.raise_error(F.lit("boom"))).otherwise(F.col("v")))
+    with pytest.raises(Exception, match="boom"):
+        failing.write.format("hudi").mode("append").save(str(table))
+    assert timeline(table) == before and _staged(table) == []
+    assert _rows(spark.read.format("hudi").load(str(table)), "id", "v") == [(1, "a")]
+
+    # The driver's write fails (a record key is null): the table the write created goes too.
+    new = tmp_path / "new"
+    with pytest.raises(Exception) as error:
+        _write(spark, [(1, "a", 1, "d1"), (None, "b", 1, "d1")], new, **{NAME: "n", KEY: "id"})
+    assert "null" in str(error.value) and "id" in str(error.value)
+    assert not new.exists()
