@@ -12,6 +12,17 @@ as delta-rs and the official Hudi reader name them). The resolved options travel
 Python workers in one environment variable (``OPTIONS_VARIABLE``); credentials a worker's own
 machine provides (``~/.aws/credentials``, an instance role) are found there by the AWS SDK.
 
+``create_exclusive`` (create a file only if it is absent) is what the table lock
+(``write.lock``) and the claim of an instant time (``write.heartbeat``) stand on, so it decides
+whether several processes may write one table. Local file systems give it by a hard link. On S3
+it is a conditional put (``PutObject`` with ``If-None-Match: *``, which S3 offers since 2024):
+S3 refuses it with 412 when the object exists, and a single PUT shows its object whole or not
+at all, so of two writers racing for a name exactly one creates it and no reader sees part of
+it. pyarrow's S3 file system cannot send that header, so this one request goes through
+botocore (an optional dependency, ``hudiql[s3]``), with the same options, region and endpoint
+as pyarrow (``S3_OPTIONS`` maps both). Without botocore, or on other stores, there is no
+create-if-absent (``create_exclusive_unavailable`` says why), and a table there has one writer.
+
 Example:
     >>> storage = Storage(warehouse + "/orders")
     >>> storage.write_atomic("dt=1/notes.txt", b"hello")       # folders are created as needed
@@ -50,13 +61,14 @@ from hudiql.errors import FormatError, OptionError, StorageError, closest
 OPTIONS_VARIABLE = "HUDIQL_STORAGE_OPTIONS"
 
 #: The storage options: each is the AWS environment variable of its name in upper case, and
-#: becomes this ``pyarrow.fs.S3FileSystem`` argument.
+#: becomes these arguments of ``pyarrow.fs.S3FileSystem`` and of botocore's S3 client (the
+#: conditional put of ``create_exclusive``), so that both reach S3 alike.
 S3_OPTIONS = {
-    "aws_access_key_id": "access_key",
-    "aws_secret_access_key": "secret_key",
-    "aws_session_token": "session_token",
-    "aws_region": "region",
-    "aws_endpoint_url": "endpoint_override",
+    "aws_access_key_id": ("access_key", "aws_access_key_id"),
+    "aws_secret_access_key": ("secret_key", "aws_secret_access_key"),
+    "aws_session_token": ("session_token", "aws_session_token"),
+    "aws_region": ("region", "region_name"),
+    "aws_endpoint_url": ("endpoint_override", "endpoint_url"),
 }
 ENDPOINT = "aws_endpoint_url"
 REGION = "aws_region"
@@ -148,10 +160,35 @@ def _current_options() -> dict[str, str]:
 def _s3_filesystem(options: tuple[tuple[str, str], ...], bucket: str) -> pafs.S3FileSystem:
     """One S3 client per options and bucket in a process: building one sets up an AWS SDK client."""
     given = dict(options)
-    arguments = {S3_OPTIONS[k]: v for k, v in given.items()}
+    arguments = {S3_OPTIONS[k][0]: v for k, v in given.items()}
     if REGION not in given and ENDPOINT not in given:
         arguments["region"] = pafs.resolve_s3_region(bucket)  # as FileSystem.from_uri does for AWS
     return pafs.S3FileSystem(**arguments)
+
+
+def _botocore_missing() -> str | None:
+    """What to install for S3's conditional put, or ``None`` when botocore is there."""
+    try:
+        import botocore.session  # noqa: F401
+    except ImportError:
+        return "S3's conditional put needs botocore: pip install 'hudiql[s3]' (or botocore)"
+    return None
+
+
+@functools.lru_cache(maxsize=16)
+def _s3_client(options: tuple[tuple[str, str], ...], region: str):
+    """One botocore S3 client per options in a process (building one loads the service model),
+    reaching S3 as ``_s3_filesystem`` does: its region, and path-style addressing at a given
+    endpoint (pyarrow's default there)."""
+    import botocore.config
+    import botocore.session
+
+    given = dict(options)
+    arguments = {S3_OPTIONS[k][1]: v for k, v in given.items()}
+    arguments["region_name"] = region
+    addressing = "path" if ENDPOINT in given else "virtual"
+    return botocore.session.get_session().create_client(
+        "s3", config=botocore.config.Config(s3={"addressing_style": addressing}), **arguments)
 
 
 @dataclass(frozen=True)
@@ -214,23 +251,29 @@ class Storage:
         parts = urlsplit(self.base_uri)
         if parts.scheme != "s3":
             return pafs.FileSystem.from_uri(self.base_uri)
-        options = tuple(sorted(_current_options().items()))
         try:
-            return _s3_filesystem(options, parts.netloc), parts.netloc + parts.path
+            return _s3_filesystem(self._s3_options, parts.netloc), parts.netloc + parts.path
         except OSError as exc:  # resolving the bucket's region reaches AWS
-            raise self._unreachable("", exc, dict(options)) from None
+            raise self._unreachable("", exc) from None
+
+    @cached_property
+    def _s3_options(self) -> tuple[tuple[str, str], ...]:
+        """The options this storage reaches S3 with, read once: its pyarrow and botocore clients agree."""
+        return tuple(sorted(_current_options().items()))
 
     @property
     def spark_can_read(self) -> bool:
         """Whether Spark's own parquet reader opens files here (else they are read in tasks through pyarrow.fs)."""
         return "://" not in self.base_uri or urlsplit(self.base_uri).scheme in SPARK_SCHEMES
 
-    def _unreachable(self, rel: str, exc: OSError, options: Mapping[str, str] | None = None) -> StorageError:
+    def _unreachable(self, rel: str, exc: Exception) -> StorageError:
+        """``exc`` (pyarrow's ``OSError`` or a botocore error) as the one line a user acts on."""
         if urlsplit(self.base_uri).scheme != "s3":
             return StorageError(f"cannot reach {self.uri(rel)} ({str(exc).splitlines()[0]})")
-        endpoint = (options if options is not None else _current_options()).get(ENDPOINT, "the AWS default endpoint")
+        endpoint = dict(self._s3_options).get(ENDPOINT, "the AWS default endpoint")
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        aws = re.search(r"AWS Error (\w+) during (\w+) operation(?:.*?Details: ([^;]+))?", detail)
+        aws = (re.search(r"AWS Error (\w+) during (\w+) operation(?:.*?Details: ([^;]+))?", detail)  # pyarrow
+               or re.search(r"An error occurred \((\w+)\) when calling the (\w+) operation(?:[^:]*: (.+))?", detail))
         reason = f"{aws[1]} on {aws[2]}" + (f": {aws[3].strip()}" if aws[3] else "") if aws else detail
         return StorageError(
             f"cannot reach {self.uri(rel)} at S3 endpoint {endpoint} ({reason}); check the credentials and the "
@@ -281,13 +324,20 @@ class Storage:
             )
         return out
 
-    @_reaching
     def read(self, rel: str) -> bytes:
+        content = self.read_if_exists(rel)
+        if content is None:
+            raise FormatError(f"missing file {self.uri(rel)}")
+        return content
+
+    @_reaching
+    def read_if_exists(self, rel: str) -> bytes | None:
+        """The content of ``rel``, or ``None`` when it does not exist."""
         try:
             with self.fs.open_input_stream(self.full_path(rel)) as f:
                 return f.read()
-        except FileNotFoundError as e:
-            raise FormatError(f"missing file {self.uri(rel)}") from e
+        except FileNotFoundError:
+            return None
 
     @_reaching
     def open_input_file(self, rel: str):
@@ -320,20 +370,32 @@ class Storage:
         self.fs.move(self.full_path(tmp), self.full_path(rel))
 
     @property
+    def create_exclusive_unavailable(self) -> str | None:
+        """Why ``create_exclusive`` does not work here (what to install), or ``None`` when it does:
+        on local file systems and, with botocore, on S3."""
+        if self.fs.type_name == "local":
+            return None
+        if self.fs.type_name == "s3":
+            return _botocore_missing()
+        return f"{self.fs.type_name} storage has no create-if-absent here"
+
+    @property
     def can_create_exclusive(self) -> bool:
-        """Whether ``create_exclusive`` works here: a local file system's atomic create-if-absent."""
-        return self.fs.type_name == "local"
+        return self.create_exclusive_unavailable is None
 
     def create_exclusive(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` holding ``data`` unless it exists; ``False`` when it does.
 
         Of two processes racing for one name exactly one creates it, and readers see the whole
-        content or no file: the content is written to a temporary file that is then hard-linked
-        to the name, which fails if the name exists. Only local file systems offer this here
-        (``can_create_exclusive``).
+        content or no file. On S3: one conditional put. On a local file system: the content is
+        written to a temporary file that is then hard-linked to the name, which fails if the
+        name exists.
         """
-        if not self.can_create_exclusive:
-            raise FormatError(f"{self.base_uri}: this storage cannot create a file only if it is absent")
+        unavailable = self.create_exclusive_unavailable
+        if unavailable is not None:
+            raise StorageError(f"{self.base_uri}: cannot create a file only if it is absent ({unavailable})")
+        if self.fs.type_name == "s3":
+            return self._put_if_absent(rel, data)
         tmp = posixpath.join(posixpath.dirname(rel), f".{posixpath.basename(rel)}.{uuid.uuid4().hex}.tmp")
         self.write(tmp, data)
         try:
@@ -343,6 +405,23 @@ class Storage:
             return False
         finally:
             os.unlink(self.full_path(tmp))
+
+    def _put_if_absent(self, rel: str, data: bytes) -> bool:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, _, key = self.full_path(rel).partition("/")
+        try:
+            _s3_client(self._s3_options, self.fs.region).put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+            return True
+        except ClientError as exc:
+            # 412: the object exists; 409: a concurrent put or delete of the same key came first.
+            response = exc.response
+            if (response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 412
+                    or response.get("Error", {}).get("Code") == "ConditionalRequestConflict"):
+                return False
+            raise self._unreachable(rel, exc) from None
+        except BotoCoreError as exc:  # no credentials, endpoint unreachable
+            raise self._unreachable(rel, exc) from None
 
     @_reaching
     def modified_time(self, rel: str) -> float | None:

@@ -1,11 +1,19 @@
 """The table lock: one writer at a time checks for conflicts and completes its instant.
 
 The lock is the file ``.hoodie/lock``, created only if absent (Hudi's
-``FileSystemBasedLockProvider`` keeps its lock in the same place). A writer holds it for the
+``FileSystemBasedLockProvider`` keeps its lock in the same place): ``Storage.create_exclusive``,
+a hard link on a local file system and a conditional put (``If-None-Match: *``) on S3, so that
+of two writers exactly one takes it, on one machine or on many. A writer holds it for the
 conflict check and the completion of its instant only, never while its tasks write, so a wait
 is short. The file names its holder; a lock whose holder process on this host is gone, or that
-is older than ``hoodie.write.lock.filesystem.expire`` minutes, is stale and is broken, so that
-a process killed while holding it does not block the table for ever.
+is older than ``hoodie.write.lock.filesystem.expire`` minutes, is stale and is broken (deleted,
+then taken again only if absent), so that a process killed while holding it does not block the
+table for ever. Writers on other hosts cannot see whether the holder lives: for them only the
+expiry breaks a lock. Where no create-if-absent exists (S3 without botocore, other stores) a
+table has no lock and needs ``hoodie.write.concurrency.mode=SINGLE_WRITER``.
+
+Completing an instant needs no create-if-absent of its own: its file name is the instant time,
+which one writer claimed exclusively (``write.heartbeat``), and it is written under this lock.
 
 Example:
     >>> storage = Storage(warehouse + "/orders")
@@ -53,14 +61,18 @@ class TableLock:
         self.release()
 
     def acquire(self) -> None:
-        if not self.storage.can_create_exclusive:
+        unavailable = self.storage.create_exclusive_unavailable
+        if unavailable is not None:
             raise WriteConflictError(
-                f"table {self.storage.base_uri}: hudiql cannot lock a table on this storage; if only one process "
-                f"writes it, SET {keys.CONCURRENCY_MODE}={keys.SINGLE_WRITER}"
+                f"table {self.storage.base_uri}: hudiql cannot lock a table on this storage ({unavailable}); "
+                f"if only one process writes it, SET {keys.CONCURRENCY_MODE}={keys.SINGLE_WRITER}"
             )
         deadline = time.monotonic() + self.wait_ms / 1000
         while not self.storage.create_exclusive(LOCK_FILE, self._claim()):
-            if self._break_if_stale():
+            content = self._read()
+            if content == self._content:
+                return  # ours after all: a retried request whose first attempt created it
+            if self._break_if_stale(content):
                 continue
             if time.monotonic() >= deadline:
                 raise WriteConflictError(
@@ -83,31 +95,19 @@ class TableLock:
             self.storage.delete(LOCK_FILE)
 
     def _read(self) -> bytes | None:
-        try:
-            with self.storage.fs.open_input_stream(self.storage.full_path(LOCK_FILE)) as f:
-                return f.read()
-        except FileNotFoundError:
-            return None
-
-    def _holder(self) -> dict | None:
-        content = self._read()
-        try:
-            return json.loads(content) if content else None
-        except ValueError:
-            return None  # being written
+        return self.storage.read_if_exists(LOCK_FILE)
 
     def _describe_holder(self) -> str:
-        holder = self._holder()
+        holder = _holder(self._read())
         if holder is None:
             return "held by another writer"
         return f"held by {holder.get('holder')} of process {holder.get('pid')} on {holder.get('host')}"
 
-    def _break_if_stale(self) -> bool:
-        """Delete the lock if its holder is gone or it expired; whether it was deleted."""
-        content = self._read()
-        holder = self._holder()
+    def _break_if_stale(self, content: bytes | None) -> bool:
+        """Delete the lock (read as ``content``) if its holder is gone or it expired; whether it was deleted."""
+        holder = _holder(content)
         if content is None or holder is None:
-            return content is None  # gone already: try again; unreadable: it is being written
+            return content is None  # gone already: try again; unreadable: not ours to break
         dead = holder.get("host") == socket.gethostname() and not _process_alive(int(holder.get("pid", -1)))
         age_ms = time.time() * 1000 - int(holder.get("acquired_ms", 0))
         expired = self.expire_minutes > 0 and age_ms > self.expire_minutes * 60_000
@@ -115,6 +115,13 @@ class TableLock:
             return False
         self.storage.delete(LOCK_FILE)
         return True
+
+
+def _holder(content: bytes | None) -> dict | None:
+    try:
+        return json.loads(content) if content else None
+    except ValueError:
+        return None  # not a lock hudiql wrote (its locks appear whole)
 
 
 def _process_alive(pid: int) -> bool:
