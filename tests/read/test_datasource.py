@@ -1,15 +1,15 @@
 """``spark.read.format("hudi")`` from plain PySpark (``hudiql.datasource``): each read returns what the
-same read in hudiql SQL returns, on copy-on-write and merge-on-read tables; writes and bad
-options are refused with one line."""
+same read in hudiql SQL returns, on copy-on-write and merge-on-read tables; bad options, and writes
+through a data source registered without a session, are refused with one line."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import hudiql
 import hudiql.datasource
+import pytest
+
 from tests.conftest import official_rows, timeline
 
 QUERY_TYPE = "hoodie.datasource.query.type"
@@ -112,18 +112,17 @@ def test_a_folder_without_a_table_is_named(hudi, tmp_path):
         hudi().load(str(tmp_path / "empty")).collect()
 
 
-def test_writes_are_refused_with_the_way_to_write_and_change_nothing(spark, hudi, written_table, tmp_path):
+def test_writes_need_a_session_and_change_nothing_without_one(spark, hudi, written_table, tmp_path):
+    """Registered without a session (``hudiql.datasource.register(spark)``), writes are refused with the
+    way to write; ``hudiql.connect(spark=spark)`` registers the data source with a session that writes
+    (tests/write/test_datasource_write.py)."""
     before = timeline(Path(written_table))
     rows = spark.createDataFrame([(1, "z"), (2, "b")], "id int, v string")
     for mode in ("append", "overwrite"):
-        with pytest.raises(Exception, match=r"df\.write\.format\(\"hudi\"\) cannot upsert: .* s\.sql\(\"INSERT INTO t BY NAME SELECT \* FROM v\"\)"):
+        with pytest.raises(Exception, match=r"df\.write\.format\(\"hudi\"\) writes through a hudiql session: .*hudiql\.connect\(spark=spark\)"):
             rows.write.format("hudi").mode(mode).save(written_table)
     assert timeline(Path(written_table)) == before
     assert _rows(hudi().load(written_table).select("id", "v")) == [(1, "a")]
-    # The way the refusal names writes on the same SparkSession, columns matched by name.
-    rows.select("v", "id").createOrReplaceTempView("v")
-    session = hudiql.connect(warehouse=str(tmp_path / "warehouse"), spark=spark)
-    session.sql(f"CREATE TABLE t USING hudi LOCATION '{written_table}'")
-    session.sql("INSERT INTO t BY NAME SELECT * FROM v")
-    spark.catalog.dropTempView("v")
+    hudiql.connect(warehouse=str(tmp_path / "warehouse"), spark=spark)
+    rows.select("v", "id").write.format("hudi").mode("append").save(written_table)  # columns by name
     assert _rows(hudi().load(written_table).select("id", "v")) == [(1, "z"), (2, "b")]
