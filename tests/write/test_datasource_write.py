@@ -8,6 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hudiql.datasource.options import check_table_options, write_options
+from hudiql.errors import OptionError
+from hudiql.table.config import TableConfig
 from hudiql.table.table import HudiTable
 from pyspark.sql import functions as F
 
@@ -94,15 +97,11 @@ def test_bad_writes_are_refused_before_anything_is_written(spark, session, tmp_p
     (tmp_path / "files" / "data.csv").write_text("1\n")
     refused = [
         (table, "append", {KEY: "v"}, "hoodie.datasource.write.recordkey.field=v differs from the table at"),
-        (table, "append", {PARTITION: "v"}, "hoodie.datasource.write.partitionpath.field=v differs from the table at"),
         (table, "append", {NAME: "u"}, f"the table at {table} is named t, not u"),
         (table, "append", {"hoodie.datasource.write.recordkey.feild": "id"}, "did you mean 'hoodie.datasource.write.recordkey.field'?"),
-        (table, "append", {OPERATION: "delete_partition"}, "ALTER TABLE <table> DROP PARTITION"),
-        (table, "overwrite", {OPERATION: "delete"}, "cannot run in save mode overwrite"),
         (table, "errorifexists", {}, 'cannot be written in the "ErrorIfExists" mode'),
         (other, "append", {KEY: "id"}, 'name it with .option("hoodie.table.name", "<name>")'),
         (other, "append", {NAME: "o", KEY: "key"}, "record key column 'key' is not a column of the table"),
-        (other, "append", {NAME: "o", "hoodie.parquet.max.file.size": "big"}, "hoodie.parquet.max.file.size=big is not valid"),
         (tmp_path / "files", "append", {NAME: "f"}, "is not empty and holds no Hudi table"),
     ]
     for path, mode, options, message in refused:
@@ -112,6 +111,30 @@ def test_bad_writes_are_refused_before_anything_is_written(spark, session, tmp_p
     assert timeline(table) == before and _staged(table) == []
     assert not other.exists()
     assert [p.name for p in (tmp_path / "files").iterdir()] == ["data.csv"]
+
+
+@pytest.mark.parametrize(("options", "overwrite", "message"), [
+    ({OPERATION: "delete_partition"}, False, "ALTER TABLE <table> DROP PARTITION"),
+    ({OPERATION: "merge"}, False, "hoodie.datasource.write.operation=merge is not valid; use upsert, insert"),
+    ({OPERATION: "delete"}, True, "cannot run in save mode overwrite"),
+    ({"hoodie.parquet.max.file.size": "big"}, False, "hoodie.parquet.max.file.size=big is not valid"),
+    ({"hoodie.datasource.query.typ": "snapshot"}, False, "did you mean 'hoodie.datasource.query.type'?"),
+    ({"primarykey": "id", "recordkey": "id"}, False, "unknown option 'recordkey' of df.write.format(\"hudi\")"),
+    ({NAME: "a", "hoodie.datasource.write.table.name": "b"}, False, "name different tables (a, b)"),
+])
+def test_write_options_are_checked_in_one_line(options, overwrite, message):
+    with pytest.raises(OptionError) as error:
+        write_options({"path": "/t", **options}, overwrite)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_partition_and_key_options_differing_from_the_table_are_named():
+    config = TableConfig({"hoodie.table.name": "t", "hoodie.table.recordkey.fields": "id",
+                          "hoodie.table.partition.fields": "day", "hoodie.table.type": "MERGE_ON_READ"})
+    for option, given, named in ((PARTITION, "v", PARTITION), (TABLE_TYPE, "cow", TABLE_TYPE), ("primarykey", "v", "primaryKey")):
+        with pytest.raises(OptionError, match=f"{named}={given} differs from the table at /t, which has"):
+            check_table_options(write_options({"path": "/t", option: given}, False), config)
+    check_table_options(write_options({"path": "/t", KEY: "ID", TABLE_TYPE: "mor", NAME: "T"}, False), config)  # the same
 
 
 def test_a_failing_write_leaves_nothing(spark, session, tmp_path):

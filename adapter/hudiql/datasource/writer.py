@@ -73,6 +73,7 @@ from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlPlanner
 from hudiql.write.replace import overwrite_replacement
+from hudiql.write.transaction import WriteTransaction
 from hudiql.write.writer import Operation, prepare_insert, transaction, write_insert
 
 if TYPE_CHECKING:
@@ -190,9 +191,9 @@ def _check_columns(write: WriteOptions, config: TableConfig, columns: T.StructTy
 # ---- on the driver ---------------------------------------------------------------------------------
 
 
-def commit_staged(session: Session, staged: StagedWrite) -> str:
+def commit_staged(session: Session, staged: StagedWrite) -> None:
     """Write the staged rows to the table as one commit with ``session`` (its SETs, its storage
-    options); the staging folder is removed whatever happens. Returns what it did."""
+    options); the staging folder is removed whatever happens."""
     write = staged.write
     for line in write.warnings:
         warn(line)
@@ -208,7 +209,7 @@ def commit_staged(session: Session, staged: StagedWrite) -> str:
             columns = without_meta_columns(rows.schema)
             created = table = HudiTable.create(write.path, _new_table_config(write, columns))
         _check_columns(write, table.config, without_meta_columns(rows.schema))
-        return _write(session, table, rows, write)
+        _write(session, table, rows, write)
     except BaseException:
         if created is not None:
             created.storage.delete_dir()  # all or nothing, as CREATE TABLE ... AS SELECT
@@ -224,14 +225,14 @@ def _staged_rows(session: Session, storage: Storage, staged: StagedWrite) -> Dat
     return read_base_files(session.spark, storage, [f"{staged.staging}/{f}" for f in staged.files], schema)
 
 
-def _write(session: Session, table: HudiTable, rows: DataFrame, write: WriteOptions) -> str:
+def _write(session: Session, table: HudiTable, rows: DataFrame, write: WriteOptions) -> None:
     """``rows`` written to ``table`` as ``write`` says, the way the SQL statement that does the same writes them."""
     spark = session.spark
     conf = {**session.conf, **write.settings}
     if write.operation == DELETE:
         with transaction(spark, table, conf) as txn:
-            counts = _delete(session, txn, rows)
-        return f"deleted {counts.deleted} rows"
+            _delete(session, txn, rows)
+        return
     # As INSERT: upsert keeps one row per key, which a table without a record key has not.
     default = Operation.UPSERT if table.has_record_key else Operation.INSERT
     operation = {INSERT: Operation.INSERT, BULK_INSERT: Operation.BULK_INSERT}.get(write.operation, default)
@@ -242,10 +243,9 @@ def _write(session: Session, table: HudiTable, rows: DataFrame, write: WriteOpti
         # Columns by name; a new one is added to the table, as Hudi's data source evolves the schema on write.
         insert = prepare_insert(txn.table, rows, None, None, by_name=True, schema_evolution=True)
         write_insert(txn, insert, operation, replacement)
-    return f"wrote {write.replaces or operation.value}"
 
 
-def _delete(session: Session, txn, rows: DataFrame):
+def _delete(session: Session, txn: WriteTransaction, rows: DataFrame) -> None:
     """Hudi's delete operation: the stored rows with the keys (record key and partition path) of
     ``rows`` go, whatever their ordering values; run as DELETE FROM ... WHERE (key, path) IN (the keys)."""
     table = txn.table
@@ -258,7 +258,7 @@ def _delete(session: Session, txn, rows: DataFrame):
     try:
         meta = exp.Tuple(expressions=[exp.column(RECORD_KEY, quoted=True), exp.column(PARTITION_PATH, quoted=True)])
         where = exp.In(this=meta, query=exp.select("k", "p").from_(view).subquery())
-        return DmlPlanner(planner, txn).delete(S.Delete(S.TableName(None, table.config.name), None, where))
+        DmlPlanner(planner, txn).delete(S.Delete(S.TableName(None, table.config.name), None, where))
     finally:
         planner.drop([view])
 
