@@ -23,7 +23,11 @@ each file group's new slice the work of one task), so the work is split:
 4. ``abort()``: Spark's tasks failed; the staging folder is removed, and nothing else was written.
 
 Save mode ``append`` runs the operation; ``overwrite`` replaces the table's rows with the new ones
-in one replacecommit (insert_overwrite_table), keeping the table and its timeline.
+in one replacecommit (insert_overwrite_table), keeping the table and its timeline. Hudi's data
+source deletes the path first; here a reader meanwhile still finds the table, a failed overwrite
+changes nothing, and time travel and incremental reads still reach the replaced rows (until the
+cleaner removes their files). Spark itself refuses ``errorifexists`` (its default mode) and
+``ignore`` for a Python data source, before the data source runs: ``.mode`` must be given.
 
 Example:
     >>> session.spark is spark   # hudiql.connect(spark=spark) registered format("hudi") with this session
