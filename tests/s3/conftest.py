@@ -4,8 +4,11 @@ refused), so that only the credentials a session gives reach the bucket."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import threading
+import urllib.request
 from dataclasses import dataclass
 
 import pytest
@@ -37,16 +40,32 @@ class S3:
         return {**self.options, "aws_allow_http": "true"}
 
 
+def _one_at_a_time(put_object):
+    """moto's PutObject checks ``If-None-Match: *`` and then stores the object, in two steps that
+    two request threads may interleave; S3 does both at once, and the table lock relies on it."""
+    lock = threading.Lock()
+
+    @functools.wraps(put_object)
+    def put(*args, **kwargs):
+        with lock:
+            return put_object(*args, **kwargs)
+
+    return put
+
+
 @pytest.fixture(scope="module")
 def s3(spark, tmp_path_factory):
     import boto3
     import moto.settings
+    from moto.s3.responses import S3Response
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
     endpoint = f"http://{host}:{port}"
+    # moto keeps its state per process, not per server: each module's server starts from nothing.
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")).close()
     anyone = {"endpoint_url": endpoint, "region_name": REGION, "aws_access_key_id": "setup", "aws_secret_access_key": "setup"}
     iam = boto3.client("iam", **anyone)
     iam.create_user(UserName="hudiql")
@@ -60,6 +79,7 @@ def s3(spark, tmp_path_factory):
         patch.setenv("AWS_CONFIG_FILE", str(tmp_path_factory.mktemp("aws") / "config"))  # no ~/.aws of the machine
         patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path_factory.mktemp("aws") / "credentials"))
         patch.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # from now on, requests are authenticated
+        patch.setattr(S3Response, "put_object", _one_at_a_time(S3Response.put_object))
         yield S3(endpoint, key["AccessKeyId"], key["SecretAccessKey"])
         # The options of this module's sessions are not the next tests'.
         os.environ.pop(OPTIONS_VARIABLE, None)

@@ -17,14 +17,11 @@ from hudiql.io.storage import resolve_options
 from tests.conftest import hudiql_rows
 from tests.s3.conftest import BUCKET, REGION
 
-#: S3 has no create-if-absent in pyarrow, so no table lock: one writer, as the user promises.
-SINGLE_WRITER = {"hoodie.write.concurrency.mode": "SINGLE_WRITER"}
 COLUMNS = ["id", "price", "day"]
 
 
 def connect(s3, spark, warehouse: str, **options) -> hudiql.Session:
-    return hudiql.connect(warehouse=warehouse, spark=spark, conf=SINGLE_WRITER,
-                          storage_options={**s3.options, **options})
+    return hudiql.connect(warehouse=warehouse, spark=spark, storage_options={**s3.options, **options})
 
 
 def bucket(s3) -> pafs.S3FileSystem:
@@ -54,7 +51,8 @@ def commits(session: hudiql.Session, table: str) -> list[str]:
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 def test_every_statement_on_s3(s3, spark, table_type, monkeypatch):
     """Managed tables on an s3:// warehouse and an external one at LOCATION 's3://...': create,
-    insert, upsert, MERGE, UPDATE, DELETE, SELECT, time travel, compaction (MOR), clean, archive."""
+    insert, upsert, MERGE, UPDATE, DELETE, SELECT, time travel, compaction (MOR), clean, archive;
+    under the default optimistic concurrency, so each takes the table lock on S3."""
     warehouse = f"s3://{BUCKET}/{table_type}/warehouse"
     session = connect(s3, spark, warehouse)
     session.sql(f"""CREATE TABLE orders (id INT, price DOUBLE, day STRING) USING hudi PARTITIONED BY (day)
@@ -89,7 +87,7 @@ def test_every_statement_on_s3(s3, spark, table_type, monkeypatch):
     # reaches S3 through the standard AWS variables alone.
     for option, value in s3.options.items():
         monkeypatch.setenv(option.upper(), value)
-    again = hudiql.connect(warehouse=warehouse, spark=spark, conf=SINGLE_WRITER)
+    again = hudiql.connect(warehouse=warehouse, spark=spark)
     again.sql(f"CREATE TABLE ext USING hudi LOCATION '{table_uri}'")                                # adopts it
     again.sql("INSERT INTO ext VALUES (6, 6.0, 'd3')")
     assert hudiql_rows(again, "SELECT id FROM ext WHERE day = 'd3'") == [(6,)]
