@@ -381,6 +381,7 @@ class Storage:
 
     @property
     def can_create_exclusive(self) -> bool:
+        """Whether ``create_exclusive`` works here, so that several processes may write a table."""
         return self.create_exclusive_unavailable is None
 
     def create_exclusive(self, rel: str, data: bytes) -> bool:
