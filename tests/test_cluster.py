@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 MASTER = "local-cluster[2,1,1024]"
+#: The application whose executors cannot import hudiql: one executor shows it, and starts sooner.
+BARE_MASTER = "local-cluster[1,1,1024]"
 CHILD_TIMEOUT_SECONDS = 900
 
 
@@ -68,7 +70,7 @@ def test_executors_without_dependencies_fail_at_connect_with_one_line(cluster_ru
     error = cluster_run["bare"]
     assert error["type"] == "ExecutorSetupError"
     assert "\n" not in error["message"]
-    assert error["message"].startswith(f"the executors of Spark master {MASTER} cannot import hudiql (ModuleNotFoundError: No module named")
+    assert error["message"].startswith(f"the executors of Spark master {BARE_MASTER} cannot import hudiql (ModuleNotFoundError: No module named")
     assert "install hudiql's dependencies (pyarrow," in error["message"]
 
 
@@ -89,12 +91,12 @@ def test_upsert_merge_mor_read_and_compaction_run_on_executors_with_the_shipped_
 
 # ---- the child process --------------------------------------------------------------------------
 
-def _session(executor_python: str):
+def _session(executor_python: str, master: str = MASTER):
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = executor_python
     return (
-        SparkSession.builder.master(MASTER)
+        SparkSession.builder.master(master)
         .appName("hudiql-cluster-test")
         .config("spark.pyspark.python", executor_python)
         .config("spark.pyspark.driver.python", sys.executable)
@@ -127,7 +129,7 @@ def _child(bare: str, plain: str, warehouse: str, out: str) -> None:
     import hudiql
 
     result = {}
-    spark = _session(bare)
+    spark = _session(bare, BARE_MASTER)
     try:
         hudiql.connect(warehouse=warehouse, spark=spark)
         result["bare"] = {"type": None, "message": "no error"}
