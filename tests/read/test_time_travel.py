@@ -129,6 +129,35 @@ def test_time_travel_and_incremental_reads_follow_every_commit(session, warehous
     session.sql("SET hoodie.datasource.query.type=snapshot")
 
 
+@pytest.mark.parametrize("ordering", ["ts", None])
+def test_incremental_reads_of_merge_on_read_follow_the_merge_rule(session, warehouse, ordering):
+    """Under event time a later commit's record with a lower ordering value loses to the stored
+    one, so the key did not change; under commit time it wins. The changes after each commit are
+    the snapshot's rows written after it (the base file is read for the merge only when one of
+    its rows could win: a log record ordered below it, or a delete)."""
+    precombine = f", preCombineField = '{ordering}'" if ordering else ""
+    session.sql(f"CREATE TABLE e (id INT, v STRING, ts INT) USING hudi TBLPROPERTIES (primaryKey = 'id', type = 'mor', "
+                f"'hoodie.compact.inline' = 'false'{precombine})")
+    writes = ["INSERT INTO e VALUES (1, 'a', 5), (2, 'b', 5), (3, 'c', 5), (4, 'd', 5)",
+              "INSERT INTO e VALUES (1, 'a2', 3), (2, 'b2', 7)",  # 1: lower ordering value than stored
+              "INSERT INTO e VALUES (3, 'c3', 9)",                 # above everything stored
+              "DELETE FROM e WHERE id = 4",
+              "INSERT INTO e VALUES (2, 'b5', 6), (3, 'c5', 10)"]  # 2: below its log record, above the base
+    commits = []
+    for sql in writes:
+        session.sql(sql)
+        commits.append(HudiTable.load(str(warehouse / "e")).timeline.completed()[-1].timestamp)
+    assert len([f for f in (warehouse / "e").iterdir() if ".log." in f.name]) == 4
+    latest = hudiql_rows(session, "SELECT id, v, _hoodie_commit_time FROM e")
+    if ordering:
+        assert [(k, v) for k, v, _ in latest] == [(1, "a"), (2, "b2"), (3, "c5")]
+    else:
+        assert [(k, v) for k, v, _ in latest] == [(1, "a2"), (2, "b5"), (3, "c5")]
+    for begin in commits[:-1]:
+        got = hudiql_rows(session, f"SELECT id, v, _hoodie_commit_time FROM hudi_table_changes('e', 'latest_state', '{begin}')")
+        assert got == [r for r in latest if r[2] > begin], begin
+
+
 @pytest.mark.parametrize("table_type", ["cow", "mor"])
 def test_time_travel_and_incremental_reads_respect_cleaning_and_archiving(session, warehouse, capsys, table_type):
     """The cleaner keeps 2 commits and the archiver 3 to 4 instants (merge-on-read: with an inline

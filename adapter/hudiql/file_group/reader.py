@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudiql.errors import damaged_file
-from hudiql.file_group.log_file.scanner import LogScanner
+from hudiql.file_group.log_file.scanner import LogContent, LogScanner
 from hudiql.io.storage import Storage
 from hudiql.table.layout import join_partition, parse_data_file_name
 from hudiql.table.merge import MergeRule, natural_order
@@ -77,8 +77,11 @@ class SliceReader:
         merge_columns = self._merge_columns()
         old_base = changed_after is not None and base_file is not None and _written_by(base_file) <= changed_after
         with self._open_base(partition_path, base_file) as parquet:
-            stored = self._read(parquet, merge_columns)
-            outcome = self.outcome(partition_path, stored, log_files, set(columns) | set(merge_columns), changed_after)
+            content = self.scanner.scan(partition_path, log_files, set(columns) | set(merge_columns), changed_after)
+            # An old base file's rows are never returned; they are read only if one could win the merge.
+            needed = not old_base or self._base_may_win(parquet, content)
+            stored = self._read(parquet if needed else None, merge_columns)
+            outcome = self.fold(content, stored)
             if parquet is not None and not old_base:
                 keep = np.ones(stored.num_rows, bool)
                 keep[outcome.replaced.to_numpy()] = False
@@ -88,6 +91,25 @@ class SliceReader:
                     yield from rows.filter(keep[start:start + rows.num_rows]).to_batches()
                     start += rows.num_rows
         yield from conform(outcome.records, self._schema(columns)).to_batches()
+
+    def _base_may_win(self, parquet: pq.ParquetFile | None, content: LogContent) -> bool:
+        """Could a row of ``parquet`` decide the merge of the logs' records? Not when the logs
+        delete nothing and each of their records wins over any stored version: always under
+        commit-time ordering; under event time when every record has an ordering value, the
+        smallest at least the largest the base file's footer records (numbers only: a string's
+        statistics may be cut short)."""
+        if parquet is None or not content.deletes and not content.items.num_rows:
+            return False
+        if content.deletes:
+            return True
+        if not self.merge_rule.is_event_time:
+            return False
+        ordering = content.items.column("ordering")
+        largest = _largest_number(parquet, self.merge_rule.ordering_field)
+        if ordering.null_count or largest is _UNKNOWN:
+            return True
+        smallest = pc.min(ordering).as_py()
+        return largest is not None and not (isinstance(smallest, (int, float)) and smallest >= largest)
 
     def _merge_columns(self) -> list[str]:
         """The base file's columns the fold with the logs needs: the key, and the ordering field."""
@@ -140,20 +162,22 @@ class SliceReader:
 
     def outcome(
         self, partition_path: str, base: pa.Table, log_files: list[str], columns: Collection[str] | None = None,
-        merge_only_until: str | None = None,
     ) -> SliceOutcome:
         """Fold the slice's log items onto ``base`` (which needs only its key and ordering columns);
         the winning records carry ``columns`` (all by default; they must name the key and
-        ordering fields). A winner from a block of an instant up to ``merge_only_until`` is
-        left out of the records (an incremental read's rows are newer).
+        ordering fields)."""
+        return self.fold(self.scanner.scan(partition_path, log_files, columns), base)
+
+    def fold(self, content: LogContent, base: pa.Table) -> SliceOutcome:
+        """Fold scanned log content onto ``base``. A winner from a block decoded for the merge
+        only (an incremental read's older blocks) is left out of the records.
 
         Keys without deletes take the closed form of the fold (``_fold_records``); keys with a
         delete are folded one item at a time (``_fold_sequence``).
         """
-        content = self.scanner.scan(partition_path, log_files, columns, merge_only_until)
         tables, items, deletes = content.tables, content.items, content.deletes
         if not items.num_rows and not deletes:
-            return SliceOutcome(pa.array([], pa.int64()), self._schema(columns).empty_table())
+            return SliceOutcome(pa.array([], pa.int64()), content.schema.empty_table())
         delete_keys = pa.array(sorted({key for key, _, _ in deletes}), pa.string())
         with_delete = pc.is_in(items.column("key"), value_set=delete_keys)
         stored = _StoredKeys(base.column(RECORD_KEY), pa.concat_arrays([items.column("key").combine_chunks(), delete_keys]))
@@ -168,7 +192,7 @@ class SliceReader:
             rows = winners.filter(pc.equal(winners.column("src"), index)).column("row").to_numpy()
             if len(rows) and index not in content.merge_only:
                 pieces.append(table.take(pa.array(np.sort(rows))))
-        records = pa.concat_tables(pieces) if pieces else self._schema(columns).empty_table()
+        records = pa.concat_tables(pieces) if pieces else content.schema.empty_table()
         return SliceOutcome(replaced, records)
 
     def _fold_records(self, items: pa.Table, base: pa.Table, stored: _StoredKeys) -> tuple[pa.Array, pa.Table]:
@@ -226,6 +250,34 @@ class SliceReader:
         kept = pa.array([row for origin, row in live if origin == "base"], pa.int64())
         logged = [(origin, row) for origin, row in live if origin != "base"]
         return kept, pa.table({"src": pa.array([o for o, _ in logged], pa.int64()), "row": pa.array([r for _, r in logged], pa.int64())})
+
+
+_UNKNOWN = object()
+
+
+def _largest_number(parquet: pq.ParquetFile, column: str) -> object:
+    """The largest value of a numeric ``column`` by the file's statistics; ``None`` when it holds
+    none (only nulls, or a column the file lacks), ``_UNKNOWN`` when the statistics cannot say."""
+    names = parquet.schema_arrow.names
+    if column not in names:
+        return None
+    meta = parquet.metadata
+    index = [meta.schema.column(i).name for i in range(meta.num_columns)].index(column)
+    largest = None
+    for group in range(meta.num_row_groups):
+        chunk = meta.row_group(group).column(index)
+        stats = chunk.statistics
+        if stats is None:
+            return _UNKNOWN
+        if not stats.has_min_max:
+            if stats.null_count != chunk.num_values:
+                return _UNKNOWN
+            continue  # only nulls
+        value = stats.max
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:  # NaN
+            return _UNKNOWN
+        largest = value if largest is None else max(largest, value)
+    return largest
 
 
 def _written_by(file_name: str) -> str:

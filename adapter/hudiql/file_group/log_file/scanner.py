@@ -43,10 +43,12 @@ from hudiql.table.timeline import CommittedInstants
 
 @dataclass(frozen=True)
 class LogContent:
-    """A slice's valid log content, in log order (``seq``): the data blocks' tables, their records
-    as items (key, ordering, seq, table index, row), the deletes (key, ordering, seq), and the
-    indexes of the tables decoded with the merge's key and ordering columns only."""
+    """A slice's valid log content, in log order (``seq``): the data blocks' tables (in ``schema``,
+    the columns asked for), their records as items (key, ordering, seq, table index, row), the
+    deletes (key, ordering, seq), and the indexes of the tables decoded with the merge's key and
+    ordering columns only."""
 
+    schema: pa.Schema
     tables: list[pa.Table]
     items: pa.Table
     deletes: list[tuple]
@@ -131,7 +133,7 @@ class LogScanner:
             if only_merge:
                 merge_only.add(len(tables))
             self._add_items(tables, items, conform(table, wanted), seqs)
-        return LogContent(tables, pa.concat_tables(items) if items else self.items_schema().empty_table(), deletes,
+        return LogContent(schema, tables, pa.concat_tables(items) if items else self.items_schema().empty_table(), deletes,
                           frozenset(merge_only))
 
     def _failed_write(self, path: str, instant_time: str | None, rolled_back: set[str | None]) -> bool:
