@@ -78,6 +78,8 @@ class SliceReader:
         old_base = changed_after is not None and base_file is not None and _written_by(base_file) <= changed_after
         with self._open_base(partition_path, base_file) as parquet:
             content = self.scanner.scan(partition_path, log_files, set(columns) | set(merge_columns), changed_after)
+            if old_base or parquet is None:
+                content = content.of_new_keys()  # no base row is returned: only the changed keys matter
             # An old base file's rows are never returned; they are read only if one could win the merge.
             needed = not old_base or self._base_may_win(parquet, content)
             stored = self._read(parquet if needed else None, merge_columns)

@@ -27,10 +27,11 @@ from __future__ import annotations
 import io
 import posixpath
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudiql.errors import RESTORE_FROM_BACKUP, FormatError, damaged_file
@@ -53,6 +54,19 @@ class LogContent:
     items: pa.Table
     deletes: list[tuple]
     merge_only: frozenset[int] = frozenset()
+
+    def of_new_keys(self) -> LogContent:
+        """Only the items and deletes of keys a block not decoded for the merge only wrote: all an
+        incremental read of a slice whose base rows it does not return needs (another key's
+        winner is an older record, never returned)."""
+        if not self.merge_only:
+            return self
+        src = self.items.column("src")
+        new = pc.invert(pc.is_in(src, value_set=pa.array(sorted(self.merge_only), src.type)))
+        keys = pc.unique(self.items.filter(new).column("key"))
+        wanted = set(keys.to_pylist())
+        return replace(self, items=self.items.filter(pc.is_in(self.items.column("key"), value_set=keys)),
+                       deletes=[d for d in self.deletes if d[0] in wanted])
 
 
 @dataclass(frozen=True)
