@@ -6,9 +6,12 @@ and ``hoodie.datasource.read.end.instanttime``.
 How: the table as of end (``read.time_travel``), only the file groups the commits of the range
 wrote (their write stats; the new file groups of a replacecommit), rows whose
 ``_hoodie_commit_time`` is in the range. A merge-on-read slice whose base file is older than begin
-contributes only its winning log records: its base file is read for the merge's key and ordering
-columns alone (``snapshot``'s ``changed_after``). A compaction (and a clustering, which keeps commit times)
-adds no row: it rewrites records under their old commit times. With
+contributes only its winning log records of the keys written after begin: its base file is read
+for the merge's key and ordering columns, and only when one of its rows could win (a delete in
+the logs, or a log record ordered below the file's largest ordering value), and the older log
+blocks for those columns alone (``SliceReader.snapshot_batches``' ``changed_after``). A
+compaction (and a clustering, which keeps commit times) adds no row: it rewrites records under
+their old commit times. With
 ``hoodie.datasource.read.include.deletes=true`` the records deleted in the range come too: each
 as it was at begin, with ``_hoodie_is_deleted = true`` and end as its commit time (every row
 has ``_hoodie_is_deleted``; false for the others).
