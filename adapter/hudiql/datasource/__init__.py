@@ -30,21 +30,17 @@ Example:
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
 from hudiql.datasource import callback
 from hudiql.datasource.source import NAME, HudiDataSource
-from hudiql.datasource.writer import commit_staged
-
-if TYPE_CHECKING:
-    from hudiql.session import Session
+from hudiql.datasource.writer import WritingSession, commit_staged
 
 __all__ = ["NAME", "HudiDataSource", "register"]
 
 
-def register(spark: SparkSession, session: Session | None = None) -> None:
+def register(spark: SparkSession, session: WritingSession | None = None) -> None:
     """Make ``format("hudi")`` of ``spark`` the hudiql data source, writing through ``session``
     (again registering is harmless; the last registration is the one Spark uses)."""
     if session is None:

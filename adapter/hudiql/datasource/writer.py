@@ -46,13 +46,13 @@ from __future__ import annotations
 import json
 import posixpath
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from sqlglot import exp
@@ -67,6 +67,7 @@ from hudiql.datasource.options import (
 )
 from hudiql.errors import ColumnError, OptionError, TableExistsError, warn
 from hudiql.io.storage import Storage, configure
+from hudiql.read.query import QueryPlanner
 from hudiql.read.snapshot import read_base_files
 from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, derive_table_properties
@@ -80,8 +81,16 @@ from hudiql.write.replace import overwrite_replacement
 from hudiql.write.transaction import WriteTransaction
 from hudiql.write.writer import Operation, prepare_insert, transaction, write_insert
 
-if TYPE_CHECKING:
-    from hudiql.session import Session
+
+class WritingSession(Protocol):
+    """What writing staged rows needs of the registering session (``hudiql.session.Session`` is
+    one): its Spark session, its ``SET``s, its storage options and its query planner."""
+
+    spark: SparkSession
+    conf: Mapping[str, str]
+    storage_options: Mapping[str, str]
+    planner: QueryPlanner
+
 
 #: Where the tasks of a write to a path without a table stage their rows (a folder per write).
 NEW_TABLE_STAGING = ".hudiql-staging"
@@ -195,7 +204,7 @@ def _check_columns(write: WriteOptions, config: TableConfig, columns: T.StructTy
 # ---- on the driver ---------------------------------------------------------------------------------
 
 
-def commit_staged(session: Session, staged: StagedWrite) -> None:
+def commit_staged(session: WritingSession, staged: StagedWrite) -> None:
     """Write the staged rows to the table as one commit with ``session`` (its SETs, its storage
     options); the staging folder is removed whatever happens."""
     write = staged.write
@@ -222,14 +231,14 @@ def commit_staged(session: Session, staged: StagedWrite) -> None:
         remove_staging(storage, staged.staging, staged.new_path)
 
 
-def _staged_rows(session: Session, storage: Storage, staged: StagedWrite) -> DataFrame:
+def _staged_rows(session: WritingSession, storage: Storage, staged: StagedWrite) -> DataFrame:
     schema = T.StructType.fromJson(json.loads(staged.schema))
     if not staged.files:
         return session.spark.createDataFrame([], schema)
     return read_base_files(session.spark, storage, [f"{staged.staging}/{f}" for f in staged.files], schema)
 
 
-def _write(session: Session, table: HudiTable, rows: DataFrame, write: WriteOptions) -> None:
+def _write(session: WritingSession, table: HudiTable, rows: DataFrame, write: WriteOptions) -> None:
     """``rows`` written to ``table`` as ``write`` says, the way the SQL statement that does the same writes them."""
     spark = session.spark
     conf = {**session.conf, **write.settings}
@@ -249,7 +258,7 @@ def _write(session: Session, table: HudiTable, rows: DataFrame, write: WriteOpti
         write_insert(txn, insert, operation, replacement)
 
 
-def _delete(session: Session, txn: WriteTransaction, rows: DataFrame) -> None:
+def _delete(session: WritingSession, txn: WriteTransaction, rows: DataFrame) -> None:
     """Hudi's delete operation: the stored rows with the keys (record key and partition path) of
     ``rows`` go, whatever their ordering values; run as DELETE FROM ... WHERE (key, path) IN (the keys)."""
     table = txn.table
