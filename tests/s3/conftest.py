@@ -40,17 +40,21 @@ class S3:
         return {**self.options, "aws_allow_http": "true"}
 
 
-def _one_at_a_time(put_object):
+#: The object requests moto's server answers one at a time (see ``_one_at_a_time``).
+_SERIALIZED = ("put_object", "get_object", "head_object", "delete_object")
+
+
+def _one_at_a_time(lock: threading.Lock, request):
     """moto's PutObject checks ``If-None-Match: *`` and then stores the object, in two steps that
-    two request threads may interleave; S3 does both at once, and the table lock relies on it."""
-    lock = threading.Lock()
+    two request threads may interleave, and a GetObject racing a DeleteObject of the same key can
+    fail inside moto (INTERNAL_FAILURE); S3 does each at once, and the table lock relies on it."""
 
-    @functools.wraps(put_object)
-    def put(*args, **kwargs):
+    @functools.wraps(request)
+    def serialized(*args, **kwargs):
         with lock:
-            return put_object(*args, **kwargs)
+            return request(*args, **kwargs)
 
-    return put
+    return serialized
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +83,9 @@ def s3(spark, tmp_path_factory):
         patch.setenv("AWS_CONFIG_FILE", str(tmp_path_factory.mktemp("aws") / "config"))  # no ~/.aws of the machine
         patch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path_factory.mktemp("aws") / "credentials"))
         patch.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)  # from now on, requests are authenticated
-        patch.setattr(S3Response, "put_object", _one_at_a_time(S3Response.put_object))
+        lock = threading.Lock()
+        for name in _SERIALIZED:
+            patch.setattr(S3Response, name, _one_at_a_time(lock, getattr(S3Response, name)))
         yield S3(endpoint, key["AccessKeyId"], key["SecretAccessKey"])
         # The options of this module's sessions are not the next tests'.
         os.environ.pop(OPTIONS_VARIABLE, None)
