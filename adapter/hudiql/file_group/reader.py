@@ -264,7 +264,8 @@ def _largest_number(parquet: pq.ParquetFile, column: str) -> object:
     if column not in names:
         return None
     meta = parquet.metadata
-    index = [meta.schema.column(i).name for i in range(meta.num_columns)].index(column)
+    # By path, not leaf name: a nested field of the same name may come first.
+    index = [meta.schema.column(i).path for i in range(meta.num_columns)].index(column)
     largest = None
     for group in range(meta.num_row_groups):
         chunk = meta.row_group(group).column(index)
