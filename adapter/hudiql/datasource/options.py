@@ -69,7 +69,7 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
         if name.lower() == TIME_TRAVEL_OPTION:
             key = keys.AS_OF_INSTANT
         elif key is None and name.lower() != PATH_OPTION:
-            guess = keys.closest(name, [*_READ_KEYS.values(), TIME_TRAVEL_OPTION])
+            guess = closest(name, [*_READ_KEYS.values(), TIME_TRAVEL_OPTION])
             hint = f"; did you mean '{guess}'?" if guess else f"; a read takes {', '.join(sorted(_READ_KEYS.values()))} and {TIME_TRAVEL_OPTION}"
             raise OptionError(f"unknown option '{name}' of format(\"hudi\"){hint}")
         if key is not None:
