@@ -19,6 +19,15 @@ import pytest
 
 import hudiql
 
+# Every Spark the tests start (this run's session and the CLI and writer processes it spawns) works on
+# a few rows: compiling code for them (whole-stage codegen) and a parallel garbage collector cost more
+# CPU than they save, and the suite is bound by the CPU of a two-core machine.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:+UseSerialGC")
+os.environ.setdefault(
+    "PYSPARK_SUBMIT_ARGS",
+    "--conf spark.sql.codegen.wholeStage=false --conf spark.sql.codegen.factoryMode=NO_CODEGEN pyspark-shell",
+)
+
 
 @pytest.fixture(scope="session")
 def spark():
