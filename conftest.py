@@ -1,5 +1,6 @@
 """Fixtures of every test run, for the tests (``tests/``) and the docstring examples of the package
-(``adapter/hudiql/``, collected by ``--doctest-modules``): one real local SparkSession per run.
+(``adapter/hudiql/``, collected by ``--doctest-modules``): one real local SparkSession per run
+(per pytest worker: the README runs two).
 
 Docstring examples find these names (``doctest_namespace``):
 - ``warehouse``: the path (``str``) of a warehouse folder of its own, one per docstring;
@@ -20,13 +21,11 @@ import pytest
 import hudiql
 
 # Every Spark the tests start (this run's session and the CLI and writer processes it spawns) works on
-# a few rows: compiling code for them (whole-stage codegen) and a parallel garbage collector cost more
-# CPU than they save, and the suite is bound by the CPU of a two-core machine.
+# a few rows: compiling whole stages for them and a parallel garbage collector cost more CPU than they
+# save, and the suite is bound by the CPU of a two-core machine. (Expressions keep Spark's default code
+# generation: interpreting them all, NO_CODEGEN, fails on `reflect` inside a higher-order function.)
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:+UseSerialGC")
-os.environ.setdefault(
-    "PYSPARK_SUBMIT_ARGS",
-    "--conf spark.sql.codegen.wholeStage=false --conf spark.sql.codegen.factoryMode=NO_CODEGEN pyspark-shell",
-)
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.sql.codegen.wholeStage=false pyspark-shell")
 
 
 @pytest.fixture(scope="session")
