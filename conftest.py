@@ -1,6 +1,5 @@
 """Fixtures of every test run, for the tests (``tests/``) and the docstring examples of the package
-(``adapter/hudiql/``, collected by ``--doctest-modules``): one real local SparkSession per run
-(per pytest worker: the README runs two).
+(``adapter/hudiql/``, collected by ``--doctest-modules``): one real local SparkSession per run.
 
 Docstring examples find these names (``doctest_namespace``):
 - ``warehouse``: the path (``str``) of a warehouse folder of its own, one per docstring;
