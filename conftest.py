@@ -20,10 +20,11 @@ import pytest
 import hudiql
 
 # Every Spark the tests start (this run's session and the CLI and writer processes it spawns) works on
-# a few rows: compiling whole stages for them and a parallel garbage collector cost more CPU than they
-# save, and the suite is bound by the CPU of a two-core machine. (Expressions keep Spark's default code
-# generation: interpreting them all, NO_CODEGEN, fails on `reflect` inside a higher-order function.)
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:+UseSerialGC")
+# a few rows: compiling whole stages for them, the JIT's optimizing second tier (half of a short CLI
+# run's CPU) and a parallel garbage collector cost more CPU than they save, and the suite is bound by
+# the CPU of a two-core machine. (Expressions keep Spark's default code generation: interpreting them
+# all, NO_CODEGEN, fails on `reflect` inside a higher-order function.)
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.sql.codegen.wholeStage=false pyspark-shell")
 
 

@@ -1,10 +1,12 @@
-"""``models_example`` through the command line, each run a real subprocess with its own JVM
-(slow: three runs that start Spark, two that do not). The runs are module fixtures, in order:
-a first ``build``, a second ``build`` (the incremental model merges), then ``run --full-refresh``
-with a failing model added, whose child is skipped."""
+"""``models_example`` through the command line. The runs are module fixtures, in order: a first
+``build`` and ``run --full-refresh`` with a failing model added (whose child is skipped), each a
+real subprocess with its own JVM (slow), and between them a second ``build`` (the incremental
+model merges) run in-process on the shared session, as the command line would (``invoke``):
+what it shows is the merge, not another start of Spark."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -16,6 +18,8 @@ from pathlib import Path
 
 import hudiql
 import pytest
+from hudiql.project.cli.flags import Flags
+from hudiql.project.cli.main import invoke
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "models_example"
 LINE = re.compile(r"^\d\d:\d\d:\d\d  (?P<text>.*)$")
@@ -46,6 +50,15 @@ def hudiql_cli(project: Path, *args: str) -> Run:
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
+def hudiql_in_process(spark, project: Path, command: str) -> Run:
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("HUDIQL_PROFILES_DIR", raising=False)
+        env.setenv("HOME", str(project.parent))  # as hudiql_cli: no ~/.hudiql/profiles.yml of the machine
+        code = invoke(Flags(command, project_dir=str(project)), spark=spark, out=out)
+    return Run(code, out.getvalue(), "")
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("e2e") / "models_example"
@@ -59,8 +72,8 @@ def first_build(project) -> Run:
 
 
 @pytest.fixture(scope="module")
-def second_build(project, first_build) -> Run:
-    return hudiql_cli(project, "build")
+def second_build(project, first_build, spark) -> Run:
+    return hudiql_in_process(spark, project, "build")
 
 
 @pytest.fixture(scope="module")
