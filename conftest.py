@@ -19,12 +19,14 @@ import pytest
 
 import hudiql
 
-# Every Spark the tests start (this run's session and the CLI and writer processes it spawns) works on
-# a few rows: compiling whole stages for them, the JIT's optimizing second tier (half of a short CLI
-# run's CPU) and a parallel garbage collector cost more CPU than they save, and the suite is bound by
-# the CPU of a two-core machine. (Expressions keep Spark's default code generation: interpreting them
-# all, NO_CODEGEN, fails on `reflect` inside a higher-order function.)
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+# Every Spark the tests start works on a few rows, and the suite is bound by the CPU of a two-core
+# machine: compiling whole stages and a parallel garbage collector cost more CPU than they save.
+# (Expressions keep Spark's default code generation: interpreting them all, NO_CODEGEN, fails on
+# `reflect` inside a higher-order function.) The CLI and writer processes the tests spawn live
+# seconds, so they also skip the JIT's optimizing tier (half of a short CLI run's CPU); the run's own
+# session lives for the whole run and keeps it (without it the run takes a third longer).
+_SESSION_JVM_OPTIONS = "-XX:+UseSerialGC"
+os.environ["SPARK_SUBMIT_OPTS"] = f"{_SESSION_JVM_OPTIONS} -XX:TieredStopAtLevel=1"
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.sql.codegen.wholeStage=false pyspark-shell")
 
 
@@ -34,6 +36,7 @@ def spark():
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    child_options, os.environ["SPARK_SUBMIT_OPTS"] = os.environ["SPARK_SUBMIT_OPTS"], _SESSION_JVM_OPTIONS
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("hudiql-tests")
@@ -44,6 +47,7 @@ def spark():
         .config("spark.driver.memory", "2g")
         .getOrCreate()
     )
+    os.environ["SPARK_SUBMIT_OPTS"] = child_options
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
     spark.stop()
