@@ -25,7 +25,7 @@ import hudiql
 # `reflect` inside a higher-order function.) The CLI and writer processes the tests spawn live
 # seconds, so they also skip the JIT's optimizing tier (half of a short CLI run's CPU); the run's own
 # session lives for the whole run and keeps it (without it the run takes a third longer).
-_SESSION_JVM_OPTIONS = "-XX:+UseSerialGC"
+_SESSION_JVM_OPTIONS = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -XX:+UseSerialGC".strip()
 os.environ["SPARK_SUBMIT_OPTS"] = f"{_SESSION_JVM_OPTIONS} -XX:TieredStopAtLevel=1"
 os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.sql.codegen.wholeStage=false pyspark-shell")
 
@@ -37,17 +37,19 @@ def spark():
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     child_options, os.environ["SPARK_SUBMIT_OPTS"] = os.environ["SPARK_SUBMIT_OPTS"], _SESSION_JVM_OPTIONS
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("hudiql-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
-    os.environ["SPARK_SUBMIT_OPTS"] = child_options
+    try:
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .appName("hudiql-tests")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.default.parallelism", "2")
+            .config("spark.sql.session.timeZone", "UTC")
+            .config("spark.driver.memory", "2g")
+            .getOrCreate()
+        )
+    finally:
+        os.environ["SPARK_SUBMIT_OPTS"] = child_options
     spark.sparkContext.setLogLevel("ERROR")
     yield spark
     spark.stop()

@@ -6,7 +6,6 @@ what it shows is the merge, not another start of Spark."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -18,8 +17,8 @@ from pathlib import Path
 
 import hudiql
 import pytest
-from hudiql.project.cli.flags import Flags
-from hudiql.project.cli.main import invoke
+from test_project_helpers import run as run_in_process
+from test_project_helpers import run_results
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "models_example"
 LINE = re.compile(r"^\d\d:\d\d:\d\d  (?P<text>.*)$")
@@ -51,12 +50,11 @@ def hudiql_cli(project: Path, *args: str) -> Run:
 
 
 def hudiql_in_process(spark, project: Path, command: str) -> Run:
-    out = io.StringIO()
     with pytest.MonkeyPatch.context() as env:
         env.delenv("HUDIQL_PROFILES_DIR", raising=False)
         env.setenv("HOME", str(project.parent))  # as hudiql_cli: no ~/.hudiql/profiles.yml of the machine
-        code = invoke(Flags(command, project_dir=str(project)), spark=spark, out=out)
-    return Run(code, out.getvalue(), "")
+        code, console = run_in_process(project, command, spark)
+    return Run(code, console, "")
 
 
 @pytest.fixture(scope="module")
@@ -86,11 +84,6 @@ def failing_refresh(project, second_build) -> Run:
 def table_rows(spark, project: Path, sql: str) -> list[tuple]:
     session = hudiql.connect(warehouse=str(project / "warehouse"), spark=spark)
     return sorted(tuple(r) for r in session.sql(sql).collect())
-
-
-def results(project: Path) -> dict[str, dict]:
-    data = json.loads((project / "target/run_results.json").read_text())
-    return {r["unique_id"]: r for r in data["results"]}
 
 
 def test_first_build_console(first_build):
@@ -141,7 +134,7 @@ def test_second_build_merges(second_build, project, spark):
     merge = (project / "target/run/hudiql_example/models/marts/fct_orders.sql").read_text()
     assert merge.startswith("MERGE INTO default.fct_orders AS DBT_INTERNAL_DEST")
     assert "INTERVAL 3 DAYS FROM default.fct_orders" in merge
-    response = results(project)["model.hudiql_example.fct_orders"]["adapter_response"]
+    response = run_results(project)["model.hudiql_example.fct_orders"]["adapter_response"]
     assert response["num_updated_rows"] > 0 and response["num_inserted_rows"] == 0
     assert len(list((project / "warehouse/fct_orders/.hoodie").glob("*.deltacommit"))) == 2
     assert table_rows(spark, project, "SELECT order_id, status FROM fct_orders")[1] == (1002, "cancelled")
@@ -162,7 +155,7 @@ def test_full_refresh_and_a_failing_model(failing_refresh, project, spark):
     assert lines[-1] == "Done. PASS=3 WARN=0 ERROR=1 SKIP=1 TOTAL=5"
     rebuilt = (project / "target/run/hudiql_example/models/marts/fct_orders.sql").read_text()
     assert "INSERT OVERWRITE TABLE default.fct_orders" in rebuilt  # same columns and keys: rebuilt in place
-    assert results(project)["model.hudiql_example.after_broken"]["status"] == "skipped"
+    assert run_results(project)["model.hudiql_example.after_broken"]["status"] == "skipped"
     assert len(table_rows(spark, project, "SELECT order_id FROM fct_orders")) == 7
     assert len(list((project / "warehouse/fct_orders/.hoodie").glob("*.replacecommit"))) == 1
 
