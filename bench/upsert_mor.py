@@ -462,9 +462,10 @@ def run_size(spark, args, rows: int, rounds: int, w: str, profile: Profile | Non
         hudi_verify_full(spark, wh, "bench_mor", batch, f"MOR after round {rounds}")
     if not args.no_cow:
         hudi_verify_full(spark, wh, "bench_cow", batch, f"COW after round {rounds}")
-    say(f"  verified: row counts and sum(value) equal delta-rs every round; after round {rounds} sampled "
-        f"ids and count(DISTINCT id) on {'' if args.quick_verify else 'MOR and '}{'' if args.no_cow else 'COW'}"
-        f"{' (MOR: after compaction)' if args.quick_verify else ''}")
+    sampled = [f"{t} after round {rounds}" for t, on in (("MOR", not args.quick_verify), ("COW", not args.no_cow)) if on]
+    sampled += ["MOR after compaction"] if args.quick_verify else []
+    say(f"  verified: the row count every round{', and sum(value) equal to delta-rs' if deltalake is not None else ''}; "
+        f"sampled ids and count(DISTINCT id) on {', '.join(sampled)}")
 
     # ---- the last round's rows: incremental read / filtered snapshot read ---------------------
     incremental, filtered = [], []
