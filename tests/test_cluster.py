@@ -101,6 +101,8 @@ def _session(executor_python: str, master: str = MASTER):
         .config("spark.pyspark.python", executor_python)
         .config("spark.pyspark.driver.python", sys.executable)
         .config("spark.executor.memory", "512m")
+        # The executors are short-lived JVMs too: the test run's JVM options (conftest.py) halve their CPU.
+        .config("spark.executor.extraJavaOptions", os.environ.get("SPARK_SUBMIT_OPTS", ""))
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
