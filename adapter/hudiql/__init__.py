@@ -10,8 +10,23 @@ Example (``spark`` is an existing SparkSession; without it, ``connect`` starts a
     [Row(id=1, v='a'), Row(id=2, v='b')]
 """
 
+from typing import TYPE_CHECKING
+
 from hudiql.errors import HudiqlError
-from hudiql.session import Session, connect
+
+if TYPE_CHECKING:
+    from hudiql.session import Session, connect
 
 __all__ = ["HudiqlError", "Session", "connect"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """``Session`` and ``connect``, imported on first use: they bring Spark, sqlglot and the whole
+    engine, and Spark's Python workers, which import hudiql's task modules (file groups, log
+    files) for every worker process they start, need none of it."""
+    if name in ("Session", "connect"):
+        from hudiql import session
+
+        return getattr(session, name)
+    raise AttributeError(f"module 'hudiql' has no attribute {name!r}")
