@@ -2,6 +2,7 @@
 
 Each run starts its own JVM (tens of seconds), so the runs are module-scoped fixtures and
 several tests check different things about one run: 3 runs that start Spark, 1 that does not.
+(``test_first_hour.py`` runs the ``hudiql`` script itself: typos that start no Spark, Ctrl-C.)
 Tables the CLI wrote are then read in-process through the shared SparkSession.
 """
 
@@ -106,14 +107,16 @@ def test_success_table_is_readable_in_process(success_run, spark):
     assert official_rows(success_run.warehouse / "t", ["id", "name", "dt"]) == [(1, "a;b", "x"), (2, None, "y")]
 
 
-# ---- run 2: a -f script whose 4th statement fails in Spark's analysis ------------------------------------
+# ---- run 2: a -f script with DML whose 5th statement fails in Spark's analysis -------------------------
 
-FAILING_FILE = """
-CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id');
-INSERT INTO t VALUES (1, 'one');
-SELECT id, v FROM t;
-SELECT no_such_column FROM t;
-INSERT INTO t VALUES (99, 'must not run');
+FAILING_FILE = """\
+CREATE TABLE t (id INT, v STRING, ts BIGINT) USING hudi TBLPROPERTIES (primaryKey='id', preCombineField='ts');
+INSERT INTO t VALUES (1, 'a', 10), (2, 'b', 10);
+MERGE INTO t USING (SELECT 2 AS id, 'z' AS v, 20L AS ts) s ON t.id = s.id
+  WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *;
+SELECT id, v FROM t ORDER BY id;
+  SELECT no_such_column FROM t;
+INSERT INTO t VALUES (3, 'must not run', 30);
 CREATE TABLE after_failure (id INT) USING hudi;
 """
 
@@ -130,30 +133,41 @@ def test_failing_file_exit_code_and_one_error_line(failing_run):
     assert failing_run.returncode == 1
     assert len(failing_run.error_lines) == 1, failing_run.stderr[-3000:]
     error = failing_run.error_lines[0]
-    assert "no_such_column" in error
+    assert error.startswith("Error: statement 5 (line 6, column 3): ") and "no_such_column" in error
+    assert error.endswith("; 4 statement(s) before it completed")
     assert failing_run.stderr.rstrip().splitlines()[-1] == error  # the error is the last thing said
     assert "Traceback" not in failing_run.stderr
 
 
 def test_failing_file_statements_before_the_error_ran(failing_run):
-    assert failing_run.fetched[0] == 0 and failing_run.fetched[2] == 1
-    assert len(failing_run.fetched) == 3  # no 'Time taken' for the failed statement nor later ones
-    assert failing_run.out_lines[-1] == "1\tone"
+    # no 'Time taken' for the failed statement nor later ones; each count is what it printed
+    assert failing_run.fetched == [0, 1, 1, 2], failing_run.stderr[-3000:]
+    assert sum(failing_run.fetched) == len(failing_run.out_lines)
+
+
+def test_dml_results_carry_their_column_names(failing_run):
+    lines = failing_run.out_lines
+    assert lines[0].startswith("num_affected_rows=2\t") and "num_inserted_rows=" in lines[0], failing_run.stderr[-3000:]
+    assert lines[1] == ("num_affected_rows=1\tnum_updated_rows=1\tnum_deleted_rows=0\tnum_inserted_rows=0\t"
+                        "num_skipped_older_rows=0")
+    assert lines[2:] == ["1\ta", "2\tz"]  # query rows: spark-sql's tab-separated rows, no header
 
 
 def test_failing_file_later_statements_did_not_run(failing_run, spark):
     session = hudiql.connect(warehouse=str(failing_run.warehouse), spark=spark)
-    assert [tuple(r) for r in session.sql("SELECT id, v FROM t").collect()] == [(1, "one")]
+    assert [tuple(r) for r in session.sql("SELECT id, v FROM t ORDER BY id").collect()] == [(1, "a"), (2, "z")]
     assert [r[1] for r in session.sql("SHOW TABLES").collect()] == ["t"]
     assert not (failing_run.warehouse / "after_failure").exists()
 
 
-def test_failing_file_stderr_has_no_java_stack_trace(failing_run):
+def test_failing_file_stderr_has_no_java_stack_trace_progress_or_banner(failing_run):
     # 'Error: ...' is the whole report; Spark's own log of the failed query (a JSON record with the
-    # Java stack trace) must not reach the user.
+    # Java stack trace) must not reach the user, nor, on a pipe, Spark's progress and banner.
     noisy = [line[:200] for line in failing_run.stderr.splitlines()
              if "at org.apache.spark" in line or "SQLQueryContextLogger" in line]
     assert noisy == []
+    for noise in ("[Stage", "Setting default log level", "at org.apache"):
+        assert noise not in failing_run.stderr
 
 
 # ---- run 3: a hudiql error (unknown table) in the middle of a -e script -----------------------------------

@@ -1,8 +1,8 @@
 """A newcomer's first hour with ``hudiql sql``, run as real ``hudiql`` processes: a typo costs no
-Spark start, ``--version``, DML results that name their counts, a failing script that says where
-it stopped, progress on a terminal, and Ctrl-C that cancels with one line.
+Spark start, ``--version``, progress on a terminal, and Ctrl-C that cancels with one line. (DML
+results that name their counts and a failing script that says where it stopped: ``test_cli.py``.)
 
-Two runs start Spark (tens of seconds each); the others must not start it at all: they run with
+One run starts Spark (tens of seconds); the others must not start it at all: they run with
 ``JAVA_HOME`` pointing nowhere, so a Spark start would fail with a different error.
 """
 
@@ -63,49 +63,6 @@ def test_version(tmp_path):
     assert proc.stdout.strip() == (
         f"hudiql {importlib.metadata.version('hudiql')} (Spark {importlib.metadata.version('pyspark')})")
     assert seconds < NO_SPARK_SECONDS
-
-
-# ---- a script with DML, then a failure -----------------------------------------------------------------
-
-SCRIPT = """\
-CREATE TABLE t (id INT, v STRING, ts BIGINT) USING hudi TBLPROPERTIES (primaryKey='id', preCombineField='ts');
-INSERT INTO t VALUES (1, 'a', 10), (2, 'b', 10);
-MERGE INTO t USING (SELECT 2 AS id, 'z' AS v, 20L AS ts) s ON t.id = s.id
-  WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *;
-SELECT id, v FROM t ORDER BY id;
-  SELECT no_such_column FROM t;
-INSERT INTO t VALUES (3, 'must not run', 30);
-"""
-
-
-@pytest.fixture(scope="module")
-def script_run(tmp_path_factory):
-    work = tmp_path_factory.mktemp("first_hour_script")
-    (work / "job.sql").write_text(SCRIPT)
-    proc, _ = hudiql(["sql", "--warehouse", "wh", "-f", "job.sql"], work)
-    return proc
-
-
-def test_dml_results_carry_their_column_names(script_run):
-    lines = script_run.stdout.splitlines()
-    assert lines[0].startswith("num_affected_rows=2\t") and "num_inserted_rows=" in lines[0], script_run.stderr[-3000:]
-    assert lines[1] == ("num_affected_rows=1\tnum_updated_rows=1\tnum_deleted_rows=0\tnum_inserted_rows=0\t"
-                        "num_skipped_older_rows=0")
-    assert lines[2:] == ["1\ta", "2\tz"]  # query rows: spark-sql's tab-separated rows, no header
-
-
-def test_a_failing_statement_says_where_and_how_far_the_script_got(script_run):
-    errors = [line for line in script_run.stderr.splitlines() if line.startswith("Error")]
-    assert len(errors) == 1 and errors[0].startswith("Error: statement 5 (line 6, column 3): "), script_run.stderr[-3000:]
-    assert "no_such_column" in errors[0]
-    assert errors[0].endswith("; 4 statement(s) before it completed")
-    assert script_run.returncode == 1
-    assert "must not run" not in script_run.stdout
-
-
-def test_a_pipe_gets_no_progress_and_no_spark_banner(script_run):
-    for noise in ("[Stage", "Setting default log level", "Traceback", "at org.apache"):
-        assert noise not in script_run.stderr
 
 
 # ---- progress on a terminal, and Ctrl-C -----------------------------------------------------------------

@@ -1,8 +1,8 @@
 """``models_example`` through the command line. The runs are module fixtures, in order: a first
-``build`` and ``run --full-refresh`` with a failing model added (whose child is skipped), each a
-real subprocess with its own JVM (slow), and between them a second ``build`` (the incremental
-model merges) run in-process on the shared session, as the command line would (``invoke``):
-what it shows is the merge, not another start of Spark."""
+``build``, a real subprocess with its own JVM (slow), then, in-process on the shared session as
+the command line would run them (``invoke``), a second ``build`` (the incremental model merges)
+and ``run --full-refresh`` with a failing model added (whose child is skipped): what those show
+is the merge and the failure, not another start of Spark."""
 
 from __future__ import annotations
 
@@ -49,11 +49,11 @@ def hudiql_cli(project: Path, *args: str) -> Run:
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
-def hudiql_in_process(spark, project: Path, command: str) -> Run:
+def hudiql_in_process(spark, project: Path, command: str, **flags) -> Run:
     with pytest.MonkeyPatch.context() as env:
         env.delenv("HUDIQL_PROFILES_DIR", raising=False)
         env.setenv("HOME", str(project.parent))  # as hudiql_cli: no ~/.hudiql/profiles.yml of the machine
-        code, console = run_in_process(project, command, spark)
+        code, console = run_in_process(project, command, spark, **flags)
     return Run(code, console, "")
 
 
@@ -75,10 +75,10 @@ def second_build(project, first_build, spark) -> Run:
 
 
 @pytest.fixture(scope="module")
-def failing_refresh(project, second_build) -> Run:
+def failing_refresh(project, second_build, spark) -> Run:
     (project / "models/marts/broken.sql").write_text("SELECT order_id, no_such_column FROM {{ ref('fct_orders') }}")
     (project / "models/marts/after_broken.sql").write_text("SELECT * FROM {{ ref('broken') }}")
-    return hudiql_cli(project, "run", "--full-refresh", "-s", "fct_orders+")
+    return hudiql_in_process(spark, project, "run", full_refresh=True, select=["fct_orders+"])
 
 
 def table_rows(spark, project: Path, sql: str) -> list[tuple]:

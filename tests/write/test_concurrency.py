@@ -3,7 +3,8 @@
 Every writer is its own Python process with its own SparkSession (``local[1]``) and its own
 ``hudiql.connect`` on the same warehouse: ``tests/write/concurrent_writer.py``, fed jobs on stdin.
 A JVM takes 5-10 s to start, so three writer processes live for the whole module and run every
-scenario; only the writer killed with SIGKILL and the CLI run start their own.
+scenario; the third is the one killed with SIGKILL, in the last scenario that needs it, and only the
+CLI run starts a JVM of its own.
 
 The writers of one scenario wait for a start file, so their statements overlap in time. Each
 statement records whether it committed or raised ``WriteConflictError``; any other error fails
@@ -466,9 +467,8 @@ def test_killed_writer_rolled_back_only_after_its_heartbeat_expired(writers, ses
                 "TBLPROPERTIES (primaryKey='id')")
     session.sql(f"INSERT INTO {name} VALUES (1, 'seed', 'b'), (2, 'seed', 'a0')")
     setup = HEARTBEAT_SETTINGS + [f"SELECT count(*) FROM {name}"]
-    victim = Writer(tmp_path, "victim")
+    victim = writers[2]  # no later scenario needs it
     try:
-        victim.expect("READY", timeout=STARTUP_TIMEOUT)
         # A writes 8 partitions, one file group each: its first files exist well before it could complete.
         big = {"id": "A", "sql": f"INSERT INTO {name} SELECT CAST(id AS INT), 'A', concat('a', CAST(id % 8 AS STRING)) "
                                  "FROM range(1000000, 1600000)"}
