@@ -480,6 +480,9 @@ VALIDATION = [
     pytest.param("ct", "MERGE INTO ct t USING (SELECT 90 AS id, 'x' AS name, 1 AS ts UNION ALL SELECT 90, 'y', 2) s "
                  "ON t.id = s.id WHEN MATCHED THEN UPDATE SET *", DataError, ["'90'", "preCombineField|ordering"],
                  id="duplicate_source_keys_without_ordering_field"),
+    pytest.param("ct", "MERGE INTO ct t USING (SELECT 91 AS id, 'x' AS name, 1 AS ts UNION ALL SELECT 91, 'y', 2 UNION ALL "
+                 "SELECT 92, 'z', 1) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+                 DataError, ["'91'", "preCombineField|ordering"], id="duplicate_new_source_keys_without_ordering_field"),
     pytest.param("ev", f"MERGE INTO ev s USING {SRC} s ON s.id = s.id WHEN MATCHED THEN DELETE", SqlError, ["alias"],
                  id="source_and_target_share_a_name"),
 ]

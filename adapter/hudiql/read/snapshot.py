@@ -103,9 +103,9 @@ def read_base_files(spark: SparkSession, storage: Storage, paths: list[str], sch
     """
     selected = T.StructType([f for f in schema.fields if columns is None or f.name in columns])
     if storage.spark_can_read:
-        frame = spark.read.schema(schema).parquet(*[storage.uri(p) for p in paths])
-        return frame.select(*[F.col(f"`{c}`") for c in selected.fieldNames()],
-                            *([F.col("_metadata.file_name").alias(FILE_NAME)] if with_file_name else []))
+        # Read as the selected columns' schema: no projection to build, column by column, over Py4J.
+        frame = spark.read.schema(selected).parquet(*[storage.uri(p) for p in paths])
+        return frame.select("*", F.col("_metadata.file_name").alias(FILE_NAME)) if with_file_name else frame
     # A query that reads no column (count(*)) still needs a column to carry its rows: the file name.
     named = with_file_name or not selected.fields
     arrow_schema = to_arrow(selected)

@@ -32,6 +32,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.window import Window
 from sqlglot import exp
 
 from hudiql.errors import ColumnError, DataError, SqlError
@@ -61,6 +62,7 @@ OLD_FILE = "__hudiql_old_file"  # the target row's _hoodie_file_name: its file g
 SOURCE_ORDERING = "__hudiql_source_ordering"  # the source row's ordering value, for precombine
 MATCHED = "__hudiql_matched"
 SKIP = "__hudiql_skip"  # an update older than the stored row (merge rule)
+SHARED_KEY = "__hudiql_shared_key"  # the record key of a source row another source row shares, else null
 UPDATE, DELETE_KIND, INSERT = "update", "delete", "insert"
 MOVED = "moved"  # the delete at the old path of an update that moves its row to another partition
 
@@ -282,15 +284,14 @@ class DmlPlanner:
         keyed = actions.withColumn(RECORD_KEY, table.keygen.record_key()).withColumn(
             PARTITION_PATH, table.keygen.partition_path(table.schema)
         )
-        if from_source and not rule.ordering_field:
-            duplicate = keyed.groupBy(RECORD_KEY).count().where(F.col("count") > 1).limit(1).collect()
-            if duplicate:
-                raise DataError(
-                    f"several source rows match record key '{duplicate[0][0]}' and table {table.config.name} has no "
-                    "ordering field to choose between them; deduplicate the source or set preCombineField"
-                )
-        if from_source:
-            keyed = rule.precombine(keyed, [RECORD_KEY], SEQUENCE, SOURCE_ORDERING if rule.ordering_field else None)
+        # Without an ordering field, source rows that share a key are an error, found by the
+        # counting job below (no job of its own); with one, the greatest wins.
+        refuse_shared = from_source and not rule.ordering_field
+        if refuse_shared:
+            sharing = F.count(F.lit(1)).over(Window.partitionBy(RECORD_KEY))
+            keyed = keyed.withColumn(SHARED_KEY, F.when(sharing > 1, F.col(RECORD_KEY)))
+        elif from_source:
+            keyed = rule.precombine(keyed, [RECORD_KEY], SEQUENCE, SOURCE_ORDERING)
         combined = keyed.drop(SOURCE_ORDERING)
         enforce = keys.setting(self.conf, keys.ENFORCE_ORDERING).lower() != "false"
         if not enforce and rule.is_event_time and table.config.is_mor:
@@ -324,12 +325,19 @@ class DmlPlanner:
                 F.sum(((F.col(KIND) == INSERT) & ~marked).cast("long")),
                 F.sum(skip.cast("long")),
                 F.sum((live & F.col(FILE_ID).isNull() & ~F.col(DELETE) & ~marked).cast("long")),
+                *([F.max(SHARED_KEY)] if refuse_shared else []),
             ).collect()
+            shared = next((r[6] for r in per_partition if r[6] is not None), None) if refuse_shared else None
+            if shared is not None:
+                raise DataError(
+                    f"several source rows match record key '{shared}' and table {table.config.name} has no "
+                    "ordering field to choose between them; deduplicate the source or set preCombineField"
+                )
             counts = DmlCounts(*[sum(int(r[i] or 0) for r in per_partition) for i in (1, 2, 3, 4)])
             if counts.affected == 0:
                 return counts  # nothing changes: no commit
             inserts = {r[PARTITION_PATH]: int(r[5] or 0) for r in per_partition}
-            written = rows.where(live).drop(KIND, OLD_PATH, OLD_ORDERING, OLD_FILE, SKIP)
+            written = rows.where(live).drop(KIND, OLD_PATH, OLD_ORDERING, OLD_FILE, SKIP, SHARED_KEY)
             write_decided(self.txn, written, counts, inserts, inserts_checked)
             return counts
         finally:
