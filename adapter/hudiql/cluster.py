@@ -89,6 +89,9 @@ def _check_executors(context: SparkContext) -> list[str]:
 
         try:
             module = importlib.import_module("hudiql")
+            # The package imports its engine on first use: import it here, and with it every
+            # dependency a task may need.
+            importlib.import_module("hudiql.session")
         except Exception as exc:  # any failure to import is the answer
             return [f"{type(exc).__name__}: {exc} (Python {sys.version.split()[0]})"]
         found = getattr(module, "__version__", "?")
