@@ -22,17 +22,12 @@ import hudiql
 # Every Spark the tests start works on a few rows, and the suite is bound by the CPU of a two-core
 # machine: compiling whole stages and a parallel garbage collector cost more CPU than they save.
 # (Expressions keep Spark's default code generation: interpreting them all, NO_CODEGEN, fails on
-# `reflect` inside a higher-order function.) Compiling the generated code is most of what the tasks
-# of a small statement do, and the suite repeats the same statements' shapes far more often than
-# Spark's cache of compiled classes (100) holds: a larger one took a tenth off test_mor and the
-# dbt adapter suite (249 -> 225 s). The CLI and writer processes the tests spawn live
+# `reflect` inside a higher-order function.) The CLI and writer processes the tests spawn live
 # seconds, so they also skip the JIT's optimizing tier (half of a short CLI run's CPU); the run's own
 # session lives for the whole run and keeps it (without it the run takes a third longer).
 _SESSION_JVM_OPTIONS = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -XX:+UseSerialGC".strip()
 os.environ["SPARK_SUBMIT_OPTS"] = f"{_SESSION_JVM_OPTIONS} -XX:TieredStopAtLevel=1"
-os.environ.setdefault(
-    "PYSPARK_SUBMIT_ARGS", "--conf spark.sql.codegen.wholeStage=false --conf spark.sql.codegen.cache.maxEntries=5000 pyspark-shell"
-)
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.sql.codegen.wholeStage=false pyspark-shell")
 
 
 @pytest.fixture(scope="session")
