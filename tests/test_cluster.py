@@ -89,6 +89,15 @@ def test_upsert_merge_mor_read_and_compaction_run_on_executors_with_the_shipped_
     assert run["mor_compacted"] == expected_mor  # the new base files, written by executor tasks
 
 
+def test_task_modules_do_not_import_the_engine():
+    """Spark's Python workers import hudiql's task modules in every worker process they start; through
+    the package, those must not bring the engine (the session, sqlglot): seconds per worker."""
+    code = ("import sys, hudiql.write.handle, hudiql.write.append_handle, hudiql.file_group.reader; "
+            "print(sorted(m for m in ('hudiql.session', 'sqlglot') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr[-2000:]
+
+
 # ---- the child process --------------------------------------------------------------------------
 
 def _session(executor_python: str, master: str = MASTER):
