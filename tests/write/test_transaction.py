@@ -129,6 +129,37 @@ def test_a_compaction_waits_for_an_earlier_write_and_a_later_write_goes_past_its
     assert official_rows(path, ["id", "name"]) == expected
 
 
+def test_a_write_that_waited_for_the_lock_while_a_compaction_was_planned_is_newer_than_the_plan(session, monkeypatch):
+    """Another process plans a compaction while this write waits for the table lock to start: the
+    write's instant is later than the plan, and its rows survive that compaction and the next one
+    (an instant time taken before the lock was older than the plan whose slice the write went to,
+    and the next compaction left those logs out)."""
+    from hudiql.write import transaction as transaction_module
+
+    path = create(session, "m", mor=True)
+    session.sql("INSERT INTO m VALUES (1, 'log', 2, 'p1'), (3, 'log', 2, 'p2')")  # log files to compact
+    real_lock = transaction_module.commit_lock
+    planned = []
+
+    def lock_won_by_a_compaction_plan(storage, settings, holder):
+        if not planned:
+            session.sql("CALL run_compaction(table => 'm', op => 'schedule')")
+            planned.extend(instants(path, "compaction.requested"))
+        return real_lock(storage, settings, holder)
+
+    monkeypatch.setattr(transaction_module, "commit_lock", lock_won_by_a_compaction_plan)
+    session.sql("INSERT INTO m VALUES (2, 'waited', 3, 'p1')")
+    monkeypatch.setattr(transaction_module, "commit_lock", real_lock)
+    [write] = instants(path, "deltacommit")[-1:]
+    assert len(planned) == 1 and write > planned[0]
+    session.sql("CALL run_compaction(table => 'm')")
+    session.sql("INSERT INTO m VALUES (3, 'next', 3, 'p2')")
+    session.sql("CALL run_compaction(table => 'm', op => 'scheduleandexecute')")
+    expected = [(1, "log"), (2, "waited"), (3, "next")]
+    assert hudiql_rows(session, "SELECT id, name FROM m") == expected
+    assert official_rows(path, ["id", "name"]) == expected
+
+
 def test_a_statement_that_changes_no_row_leaves_no_trace(session):
     """Its transaction started (an instant, a heartbeat) before it knew; nothing of it stays."""
     path = create(session)

@@ -305,8 +305,13 @@ class Timeline:
         return self.transition_to_inflight(self.request(action, timestamp, plan))
 
     def transition_to_inflight(self, instant: Instant, content: bytes = b"") -> Instant:
-        self.storage.write_atomic(self._path(instant.action, State.INFLIGHT, instant.timestamp), content)
-        return Instant(instant.timestamp, instant.action, State.INFLIGHT)
+        path = self._path(instant.action, State.INFLIGHT, instant.timestamp)
+        self.storage.write_atomic(path, content)
+        return Instant(instant.timestamp, instant.action, State.INFLIGHT, path)
+
+    def with_instant(self, instant: Instant) -> Timeline:
+        """This timeline and an instant just written to it, without listing the folder again."""
+        return Timeline(self.storage, sorted([*self.instants, instant]), self.layout_version, self.folder)
 
     def complete(self, instant: Instant, content: bytes) -> Instant:
         """Make the instant visible: one atomic write of its completed file."""

@@ -2,8 +2,8 @@
 
 A transaction owns everything between a write's snapshot and its completed instant:
 1. ``start``, before the statement reads the table: writes whose writer died are rolled back
-   (``services.rollback``); the instant time is claimed with a heartbeat (``write.heartbeat``);
-   under the table lock the instant goes requested -> inflight and the timeline is read:
+   (``services.rollback``); under the table lock the timeline is read, the instant time is
+   claimed with a heartbeat (``write.heartbeat``) and the instant goes requested -> inflight:
    ``txn.table`` is the statement's snapshot (config, timeline, file-system view: read once and
    passed down). A compaction is planned under the same lock, so it is either in the snapshot
    (the write goes to the slices it opens) or planned later, seeing this write in flight.
@@ -79,16 +79,23 @@ class WriteTransaction:
         table.timeline.ensure_writable()
         keys.check_retention(settings)  # before anything is written: its services must be able to run
         rollback_failed_writes(table, settings)
-        heartbeat = claim_instant_time(table, settings)
-        instant = None
+        heartbeat = instant = None
         try:
-            with commit_lock(table.storage, settings, f"{action} {heartbeat.instant_time}"):
-                instant = table.timeline.start(action, heartbeat.instant_time, requested)
+            with commit_lock(table.storage, settings, f"{action} start"):
+                # The instant time is claimed under the lock, from the timeline read under it, so
+                # instant order is lock order: a plan made before (compaction, clustering) is older
+                # than this write and in its snapshot, one made after sees this write in flight and
+                # waits. A time claimed before the lock could be older than a plan this write then
+                # writes into, and readers take a slice's writes from its base instant on.
                 snapshot = table.snapshot()
+                heartbeat = claim_instant_time(snapshot, settings)
+                instant = snapshot.timeline.start(action, heartbeat.instant_time, requested)
+                snapshot = HudiTable(table.storage, table.config, snapshot.timeline.with_instant(instant))
         except BaseException:
             if instant is not None:
                 table.timeline.remove_pending(instant)
-            heartbeat.stop()
+            if heartbeat is not None:
+                heartbeat.stop()
             raise
         return cls(spark, snapshot, settings, instant, heartbeat)
 
