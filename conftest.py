@@ -1,5 +1,6 @@
 """Fixtures of every test run, for the tests (``tests/``) and the docstring examples of the package
-(``adapter/hudiql/``, collected by ``--doctest-modules``): one real local SparkSession per run.
+(``adapter/hudiql/``, collected by ``--doctest-modules``): one real local SparkSession per test
+process (the run's two worker processes, ``-n 2`` in pyproject.toml, have one each).
 
 Docstring examples find these names (``doctest_namespace``):
 - ``warehouse``: the path (``str``) of a warehouse folder of its own, one per docstring;
@@ -32,7 +33,7 @@ os.environ.setdefault("PYSPARK_SUBMIT_ARGS", "--conf spark.sql.codegen.wholeStag
 
 @pytest.fixture(scope="session")
 def spark():
-    """The one SparkSession of the test run (local[2]), shared by every test and docstring."""
+    """The one SparkSession of this test process (local[2]), shared by every test and docstring it runs."""
     from pyspark.sql import SparkSession
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
