@@ -220,7 +220,8 @@ def _live_since(groups: dict[tuple[str, str], FileGroup], candidates: list[tuple
     file of each file group (a group without one counts from its oldest log), the oldest of them.
 
     A delta commit writes only to slices begun before it (a compaction is not scheduled before an
-    earlier write completes), the live slices of a file group begin at its newest base file (later
+    earlier write completes, and a write claims its instant under the lock plans are made under:
+    ``write.transaction``; a log older than its slice would be left out here), the live slices of a file group begin at its newest base file (later
     ones are pending compactions), and readers never merge the files of older slices.
     """
     oldest_log: dict[int, str] = {}  # per file group (by identity)
