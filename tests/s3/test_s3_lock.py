@@ -18,7 +18,7 @@ from collections import Counter
 import hudiql
 import pyarrow.fs as pafs
 import pytest
-from hudiql.errors import StorageError, WriteConflictError
+from hudiql.errors import FormatError, StorageError, WriteConflictError
 from hudiql.io.storage import OPTIONS_VARIABLE, Storage
 from hudiql.table.layout import LOCK_FILE
 
@@ -94,6 +94,30 @@ def test_create_exclusive_is_a_conditional_put(s3, writers, monkeypatch):
     monkeypatch.setitem(sys.modules, "botocore", None)  # as if it were not installed
     assert not storage.can_create_exclusive
     assert "pip install 'hudiql[s3]'" in storage.create_exclusive_unavailable
+
+
+def test_a_lock_released_while_a_waiter_reads_it_reads_as_released(s3, monkeypatch):
+    """pyarrow opens an S3 object with a HEAD and reads it with a GET: a lock its holder deletes
+    between the two is released, not an unreachable endpoint (the waiter tries to take it again)."""
+    monkeypatch.setenv(OPTIONS_VARIABLE, json.dumps(s3.options))
+    storage = Storage(f"s3://{BUCKET}/locking/released")
+    storage.write(LOCK_FILE, b"held")
+    real = storage.fs
+
+    class ReleasedWhileOpened:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def open_input_stream(self, path):
+            stream = real.open_input_stream(path)
+            real.delete_file(path)  # the holder releases the lock
+            return stream
+
+    monkeypatch.setattr(Storage, "fs", property(lambda self: ReleasedWhileOpened()))
+    assert storage.read_if_exists(LOCK_FILE) is None
+    storage.write(LOCK_FILE, b"held")
+    with pytest.raises(FormatError, match=r"^missing file s3://.*/\.hoodie/lock$"):
+        storage.read(LOCK_FILE)
 
 
 def test_writes_on_s3_take_the_lock(s3, spark, writers, monkeypatch):

@@ -338,6 +338,12 @@ class Storage:
                 return f.read()
         except FileNotFoundError:
             return None
+        except OSError:
+            # An object store opens a file with a HEAD and reads it with a GET: a file deleted
+            # between the two (a lock its holder released) fails the read, and is gone.
+            if not self.exists(rel):
+                return None
+            raise
 
     @_reaching
     def open_input_file(self, rel: str):
