@@ -93,6 +93,13 @@ def test_every_statement_on_s3(s3, spark, table_type, monkeypatch):
     assert hudiql_rows(again, "SELECT id FROM ext WHERE day = 'd3'") == [(6,)]
     assert hudiql_rows(session, "SELECT count(*) FROM orders") == [(5,)]
 
+    # Plain PySpark: df.write stages its rows on S3 (with its heartbeat there), and leaves none.
+    rows = spark.createDataFrame([(7, 7.0, "d3")], "id INT, price DOUBLE, day STRING")
+    rows.write.format("hudi").mode("append").save(table_uri)
+    read = spark.read.format("hudi").load(table_uri).where("day = 'd3'").select(*COLUMNS)
+    assert sorted(tuple(r) for r in read.collect()) == [(6, 6.0, "d3"), (7, 7.0, "d3")]
+    assert [f for f in files(s3, f"{table_type}/warehouse/orders/.hoodie/.temp") if "hudiql-write-" in f] == []
+
 
 def test_options_from_variables_config_file_and_profile(s3, tmp_path, monkeypatch):
     """Given options over the AWS variables over ~/.aws/config (its profile's region and

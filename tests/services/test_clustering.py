@@ -15,7 +15,7 @@ import pytest
 from hudiql.errors import ColumnError, HudiqlError, SqlError, WriteConflictError
 from hudiql.table.replace_plan import decode_clustering
 from hudiql.table.table import HudiTable
-from hudiql.write.heartbeat import Heartbeat
+from hudiql.write.heartbeat import WriterHeartbeat
 
 from conftest import hudiql_rows, instants, official_rows, timeline
 
@@ -151,7 +151,7 @@ def test_write_to_a_file_group_being_clustered_is_rejected(session, warehouse):
     table = warehouse / "t"
     session.sql("INSERT INTO t VALUES (1, 1, 'x'), (2, 2, 'x')")
     [row] = session.sql("CALL run_clustering(table => 't', op => 'schedule')").collect()
-    beat = Heartbeat(HudiTable.load(str(table)).storage, row["timestamp"], 60000)
+    beat = WriterHeartbeat(HudiTable.load(str(table)).storage, row["timestamp"], 60000)
     assert beat.start()
     try:
         before = timeline(table)

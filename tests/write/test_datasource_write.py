@@ -5,6 +5,7 @@ bad options fail before anything is written, and a failing write leaves nothing 
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -12,7 +13,9 @@ import pytest
 from hudiql.datasource.options import check_table_options, write_options
 from hudiql.errors import OptionError
 from hudiql.table.config import TableConfig
+from hudiql.io.storage import Storage
 from hudiql.table.table import HudiTable
+from hudiql.write.heartbeat import Heartbeat
 from pyspark.sql import functions as F
 
 from tests.conftest import official_rows, timeline
@@ -143,7 +146,8 @@ def test_a_failing_write_leaves_nothing(spark, session, tmp_path):
     _write(spark, [(1, "a", 1, "d1")], table, **{NAME: "t", KEY: "id", PARTITION: "day"})
     before = timeline(table)
     # The last task fails after the others staged their rows: Spark aborts, and the staged rows go.
-    # (A task still writing when Spark aborts can leave its file behind: noted, not yet handled.)
+    # (A task still writing when Spark aborts can stage its file after that: the next write removes
+    # it, test_staging_left_by_an_ended_write_is_removed_by_the_next.)
     rows = spark.sparkContext.parallelize([(i, "v", 1, "d1") for i in range(20)], 4)
 
     @F.udf("string")
@@ -165,3 +169,56 @@ def test_a_failing_write_leaves_nothing(spark, session, tmp_path):
         _write(spark, [(1, "a", 1, "d1"), (None, "b", 1, "d1")], new, **{NAME: "n", KEY: "id"})
     assert "null" in str(error.value) and "id" in str(error.value)
     assert not new.exists()
+
+
+def _plant_staging(folder: Path, heartbeat_age_s: float | None) -> Path:
+    """A staging folder with one staged file, as a write left it: its heartbeat last beaten
+    ``heartbeat_age_s`` ago (``None``: no heartbeat, as a task that staged after the abort leaves it)."""
+    folder.mkdir(parents=True)
+    (folder / "part-00000-7-0123456789ab.parquet").write_bytes(b"PAR1")
+    if heartbeat_age_s is not None:
+        (folder / ".heartbeat").write_text("1000")  # beats every second
+        beaten = time.time() - heartbeat_age_s
+        os.utime(folder / ".heartbeat", (beaten, beaten))
+    return folder
+
+
+def test_staging_left_by_an_ended_write_is_removed_by_the_next(spark, tmp_path):
+    """Staging whose heartbeat stopped (a task that staged after Spark aborted its write, or a
+    registering process that died) goes at the next df.write to the path; a live write's stays."""
+    table = tmp_path / "t"
+    _write(spark, [(1, "a", 1, "d1")], table, **{NAME: "t", KEY: "id", PARTITION: "day"})
+    temp = table / ".hoodie" / ".temp"
+    after_abort = _plant_staging(temp / "hudiql-write-aborted", None)
+    died = _plant_staging(temp / "hudiql-write-died", heartbeat_age_s=10)  # two misses of a second long past
+    live = Heartbeat(Storage(str(table)), ".hoodie/.temp/hudiql-write-live/.heartbeat", 1000)
+    assert live.start()
+    try:
+        _write(spark, [(2, "b", 1, "d1")], table)
+        assert not after_abort.exists() and not died.exists()
+        assert [p.name for p in _staged(table)] == ["hudiql-write-live"]
+    finally:
+        live.stop()
+    assert _rows(spark.read.format("hudi").load(str(table)), "id", "v") == [(1, "a"), (2, "b")]
+
+    # A path without a table: the staging of a first write that ended is no table content.
+    new = tmp_path / "new"
+    _plant_staging(new / ".hudiql-staging" / "hudiql-write-aborted", None)
+    _write(spark, [(1, "a", 1, "d1")], new, **{NAME: "n", KEY: "id"})
+    assert _staged(new) == [] and _rows(spark.read.format("hudi").load(str(new)), "id", "v") == [(1, "a")]
+
+
+def test_staging_beats_while_the_tasks_write(spark, tmp_path):
+    """From writer() to commit the registering process beats in the staging folder, so no other
+    write takes a running write's staged rows for an ended one's."""
+    table = tmp_path / "t"
+    _write(spark, [(1, "a", 1, "d1")], table, **{NAME: "t", KEY: "id", PARTITION: "day"})
+
+    @F.udf("string")
+    def beating(v):  # in the write's task
+        return str(len(list(table.glob(".hoodie/.temp/hudiql-write-*/.heartbeat"))))
+
+    rows = spark.createDataFrame([(2, "b", 1, "d1")], SCHEMA).withColumn("v", beating(F.col("v")))
+    rows.write.format("hudi").mode("append").save(str(table))
+    assert _rows(spark.read.format("hudi").load(str(table)), "id", "v") == [(1, "a"), (2, "1")]
+    assert _staged(table) == []

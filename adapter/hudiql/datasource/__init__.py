@@ -35,7 +35,7 @@ from pyspark.sql import SparkSession
 
 from hudiql.datasource import callback
 from hudiql.datasource.source import NAME, HudiDataSource
-from hudiql.datasource.writer import WritingSession, commit_staged
+from hudiql.datasource.writer import WritingSession, answer
 
 __all__ = ["NAME", "HudiDataSource", "register"]
 
@@ -49,5 +49,5 @@ def register(spark: SparkSession, session: WritingSession | None = None) -> None
         return
     # A class made here, not importable by name: Spark's cloudpickle sends it to the workers by
     # value, with the callback it carries.
-    reach = callback.serve(spark, functools.partial(commit_staged, session))
+    reach = callback.serve(spark, functools.partial(answer, session))
     spark.dataSource.register(type("HudiqlSessionDataSource", (HudiDataSource,), {"callback": reach}))

@@ -8,19 +8,26 @@ each file group's new slice the work of one task), so the work is split:
 
 1. ``HudiWriter.start`` (``writer()``, on the driver): the options are checked (``write_options``),
    and so is what they say against the table at the path, or against the table a first write
-   creates; a bad option fails here, before any task runs.
+   creates; a bad option fails here, before any task runs. The write's staging folder is
+   ``.hoodie/.temp/hudiql-write-<id>/`` of an existing table, where Hudi's readers look for
+   nothing, or ``.hudiql-staging/hudiql-write-<id>/`` of a path without a table, which a
+   ``.hoodie/`` folder would make look like a (damaged) table. The Python process that registered
+   the data source (``callback``) beats a heartbeat in it (``STAGING_HEARTBEAT``) until the write ends.
 2. ``write()`` (each task): its rows, as Arrow batches, go to one parquet file of its own
    (partition, task attempt and a random part in the name: a retried or speculative attempt never
-   overwrites another's file) in the write's staging folder: ``.hoodie/.temp/hudiql-write-<id>/``
-   of an existing table, where Hudi's readers look for nothing, or ``.hudiql-staging/<id>/`` of a
-   path without a table, which a ``.hoodie/`` folder would make look like a (damaged) table.
+   overwrites another's file) in the staging folder.
 3. ``commit()`` (on the driver): the files the tasks' messages list (only those: a failed
-   attempt's file is left out) go to the Python process that registered the data source
-   (``callback``), where ``commit_staged`` reads them as a DataFrame (Spark tasks) and writes it
-   with hudiql's write path, as INSERT, INSERT OVERWRITE and DELETE do, in one transaction: one
-   instant, invisible until it completes. A first write creates the table from the options first
-   (and removes it again if the write fails). Then the staging folder is removed.
-4. ``abort()``: Spark's tasks failed; the staging folder is removed, and nothing else was written.
+   attempt's file is left out) go to the registering process, where ``commit_staged`` reads them as
+   a DataFrame (Spark tasks) and writes it with hudiql's write path, as INSERT, INSERT OVERWRITE and
+   DELETE do, in one transaction: one instant, invisible until it completes. A first write creates
+   the table from the options first (and removes it again if the write fails). Then the heartbeat
+   stops and the staging folder is removed.
+4. ``abort()``: Spark's tasks failed; the heartbeat stops, the staging folder is removed, and
+   nothing else was written.
+
+A task that was still writing when Spark aborted can stage its file after the folder was removed,
+and a registering process that died leaves its staging behind: the next write to the path removes
+every staging folder whose heartbeat stopped (``remove_stale_staging``).
 
 Save mode ``append`` runs the operation; ``overwrite`` replaces the table's rows with the new ones
 in one replacecommit (insert_overwrite_table), keeping the table and its timeline. Hudi's data
@@ -45,6 +52,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import threading
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -78,6 +86,7 @@ from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlPlanner
 from hudiql.write.replace import overwrite_replacement
+from hudiql.write.heartbeat import Heartbeat, interval_ms, is_expired
 from hudiql.write.transaction import WriteTransaction
 from hudiql.write.writer import Operation, prepare_insert, transaction, write_insert
 
@@ -94,6 +103,10 @@ class WritingSession(Protocol):
 
 #: Where the tasks of a write to a path without a table stage their rows (a folder per write).
 NEW_TABLE_STAGING = ".hudiql-staging"
+#: The name of each write's staging folder starts so (in ``.hoodie/.temp/`` or ``NEW_TABLE_STAGING``).
+STAGING_PREFIX = "hudiql-write-"
+#: In a staging folder: the heartbeat of its write, beaten by the registering process.
+STAGING_HEARTBEAT = ".heartbeat"
 #: The database a table created by ``df.write`` records (``hoodie.database.name``).
 DATABASE = "default"
 
@@ -104,6 +117,23 @@ class StagedFile(WriterCommitMessage):
 
     name: str | None
     rows: int
+
+
+@dataclass(frozen=True)
+class StagingStarted:
+    """What ``writer()`` asks of the registering session: beat in the staging folder (relative to ``path``)."""
+
+    path: str
+    staging: str
+    settings: Mapping[str, str]  # the write's own (``WriteOptions.settings``)
+
+
+@dataclass(frozen=True)
+class StagingEnded:
+    """What ``abort()`` asks of the registering session: stop beating in the staging folder."""
+
+    path: str
+    staging: str
 
 
 @dataclass(frozen=True)
@@ -129,20 +159,26 @@ class HudiWriter(DataSourceArrowWriter):
 
     @classmethod
     def start(cls, write: WriteOptions, schema: T.StructType, callback: Callback) -> HudiWriter:
-        """The writer of ``write``, once what it asks for is known to be possible (metadata only)."""
+        """The writer of ``write``, once what it asks for is known to be possible (metadata only),
+        with its staging folder's heartbeat beating."""
         storage = Storage(write.path)
         columns = without_meta_columns(schema)
-        write_id = uuid.uuid4().hex
+        folder = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
         if has_table(storage):
             config = HudiTable.load(write.path).config
             check_table_options(write, config)
             _check_columns(write, config, columns)
-            return cls(write, schema, f"{TEMP_FOLDER}/hudiql-write-{write_id}", False, callback)
-        if storage.list(""):
-            raise TableExistsError(f'{write.path} is not empty and holds no Hudi table; df.write.format("hudi") '
-                                   "writes a Hudi table or an empty path")
-        _check_columns(write, _new_table_config(write, columns), columns)
-        return cls(write, schema, f"{NEW_TABLE_STAGING}/{write_id}", not storage.exists(), callback)
+            remove_stale_staging(storage, TEMP_FOLDER, write.settings)
+            writer = cls(write, schema, f"{TEMP_FOLDER}/{folder}", False, callback)
+        else:
+            remove_stale_staging(storage, NEW_TABLE_STAGING, write.settings)
+            if storage.list(""):
+                raise TableExistsError(f'{write.path} is not empty and holds no Hudi table; df.write.format("hudi") '
+                                       "writes a Hudi table or an empty path")
+            _check_columns(write, _new_table_config(write, columns), columns)
+            writer = cls(write, schema, f"{NEW_TABLE_STAGING}/{folder}", not storage.exists(), callback)
+        callback.call(StagingStarted(write.path, writer.staging, write.settings))
+        return writer
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedFile:
         """Stage this task's rows as one parquet file (none when it has no rows)."""
@@ -174,7 +210,10 @@ class HudiWriter(DataSourceArrowWriter):
         self.callback.call(StagedWrite(self.write_options, self.schema, self.staging, files, self.new_path))
 
     def abort(self, messages: list[StagedFile | None]) -> None:
-        remove_staging(Storage(self.write_options.path), self.staging, self.new_path)
+        try:
+            self.callback.call(StagingEnded(self.write_options.path, self.staging))
+        finally:
+            remove_staging(Storage(self.write_options.path), self.staging, self.new_path)
 
 
 def _new_table_config(write: WriteOptions, columns: T.StructType) -> TableConfig:
@@ -201,7 +240,49 @@ def _check_columns(write: WriteOptions, config: TableConfig, columns: T.StructTy
         raise OptionError(f"operation {DELETE} needs a record key; the table at {write.path} has none")
 
 
-# ---- on the driver ---------------------------------------------------------------------------------
+def remove_stale_staging(storage: Storage, parent: str, settings: Mapping[str, str]) -> None:
+    """Remove the staging folders in ``parent`` whose heartbeat stopped: a file a task staged after
+    its write was aborted, or the rows of a write whose registering process died."""
+    for entry in storage.list(parent):
+        if entry.name.startswith(STAGING_PREFIX) and is_expired(storage, f"{entry.path}/{STAGING_HEARTBEAT}", settings):
+            storage.delete_dir(entry.path)
+    if parent == NEW_TABLE_STAGING and not storage.list(parent):
+        storage.delete_dir(parent)
+
+
+# ---- in the registering process ----------------------------------------------------------------------
+
+
+def answer(session: WritingSession, request: StagingStarted | StagedWrite | StagingEnded) -> None:
+    """The registering session's part of a ``df.write``: what ``writer()``, ``commit()`` and
+    ``abort()`` ask of it from Spark's Python workers (``callback``)."""
+    configure(session.storage_options, session.spark.sparkContext.environment)
+    if isinstance(request, StagingStarted):
+        _beat(request.path, request.staging, {**session.conf, **request.settings})
+    elif isinstance(request, StagedWrite):
+        commit_staged(session, request)
+    else:
+        _stop_beating(request.path, request.staging)
+
+
+#: The heartbeats of the stagings of this process's writes, by staging folder URI.
+_beating: dict[str, Heartbeat] = {}
+_beating_lock = threading.Lock()
+
+
+def _beat(path: str, staging: str, settings: Mapping[str, str]) -> None:
+    storage = Storage(path)
+    heartbeat = Heartbeat(storage, f"{staging}/{STAGING_HEARTBEAT}", interval_ms(settings))
+    heartbeat.start()
+    with _beating_lock:
+        _beating[storage.uri(staging)] = heartbeat
+
+
+def _stop_beating(path: str, staging: str) -> None:
+    with _beating_lock:
+        heartbeat = _beating.pop(Storage(path).uri(staging), None)
+    if heartbeat is not None:
+        heartbeat.stop()
 
 
 def commit_staged(session: WritingSession, staged: StagedWrite) -> None:
@@ -210,7 +291,6 @@ def commit_staged(session: WritingSession, staged: StagedWrite) -> None:
     write = staged.write
     for line in write.warnings:
         warn(line)
-    configure(session.storage_options, session.spark.sparkContext.environment)
     storage = Storage(write.path)
     created = None
     try:
@@ -228,6 +308,7 @@ def commit_staged(session: WritingSession, staged: StagedWrite) -> None:
             created.storage.delete_dir()  # all or nothing, as CREATE TABLE ... AS SELECT
         raise
     finally:
+        _stop_beating(write.path, staged.staging)
         remove_staging(storage, staged.staging, staged.new_path)
 
 

@@ -129,7 +129,7 @@ def rollback_failed_writes(table: HudiTable, settings: Mapping[str, str]) -> lis
     # A clustering's plan waits to be run (its run rolls a crashed attempt back to the plan), as in Hudi.
     failed = [
         i for i in table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
-        if clustering_plan(table.timeline, i) is None and is_expired(table.storage, i.timestamp, settings)
+        if clustering_plan(table.timeline, i) is None and is_expired(table.storage, heartbeat_path(i.timestamp), settings)
     ]
     for instant in failed:
         rollback(table, instant)

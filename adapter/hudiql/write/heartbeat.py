@@ -6,17 +6,18 @@ instant whose heartbeat is older than the interval times ``hoodie.client.heartbe
 (or missing) belongs to a writer that died, and the next writer rolls it back (Hudi's LAZY
 failed-writes policy); a pending instant with a fresh heartbeat is left alone. The file holds
 its writer's interval, so that writers with different intervals judge each other by the
-interval the other one beats at.
+interval the other one beats at. Work a writer keeps outside the timeline, such as the rows a
+``df.write`` stages (``datasource.writer``), beats in a file of its own the same way.
 
 Example:
     >>> storage = Storage(warehouse + "/orders")
-    >>> beat = Heartbeat(storage, "20260101000000000", interval_ms=60000)
-    >>> beat.start(), Heartbeat(storage, "20260101000000000", interval_ms=60000).start()  # claimed once
+    >>> beat = WriterHeartbeat(storage, "20260101000000000", interval_ms=60000)
+    >>> beat.start(), WriterHeartbeat(storage, "20260101000000000", interval_ms=60000).start()  # claimed once
     (True, False)
-    >>> is_expired(storage, "20260101000000000", {})
+    >>> is_expired(storage, heartbeat_path("20260101000000000"), {})
     False
     >>> beat.stop()
-    >>> is_expired(storage, "20260101000000000", {})         # no heartbeat: its writer is gone
+    >>> is_expired(storage, heartbeat_path("20260101000000000"), {})  # no heartbeat: its writer is gone
     True
 """
 
@@ -35,34 +36,34 @@ from hudiql.table.timeline import Timeline
 
 
 def heartbeat_path(instant_time: str) -> str:
+    """Where the writer of ``instant_time`` beats."""
     return f"{HEARTBEAT_FOLDER}/{instant_time}"
 
 
-class Heartbeat:
-    """The heartbeat of one write, beating from ``start()`` to ``stop()``."""
+def interval_ms(settings: Mapping[str, str]) -> int:
+    """How often a writer with ``settings`` beats."""
+    return int(keys.setting(settings, keys.HEARTBEAT_INTERVAL_MS))
 
-    def __init__(self, storage: Storage, instant_time: str, interval_ms: int) -> None:
+
+class Heartbeat:
+    """A heartbeat file (``path`` in ``storage``), beating from ``start()`` to ``stop()``."""
+
+    def __init__(self, storage: Storage, path: str, interval_ms: int) -> None:
         self.storage = storage
-        self.instant_time = instant_time
+        self.path = path
         self.interval_ms = interval_ms
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
 
-    @classmethod
-    def for_settings(cls, storage: Storage, instant_time: str, settings: Mapping[str, str]) -> Heartbeat:
-        return cls(storage, instant_time, int(keys.setting(settings, keys.HEARTBEAT_INTERVAL_MS)))
-
     def start(self) -> bool:
-        """Claim the instant time and start beating; ``False`` when another writer claimed the
-        time first. It beats before the instant exists: no writer sees the instant without one."""
-        path = heartbeat_path(self.instant_time)
+        """Claim the file and start beating; ``False`` when another writer claimed it first."""
         content = str(self.interval_ms).encode()
         if self.storage.can_create_exclusive:
-            if not self.storage.create_exclusive(path, content):
+            if not self.storage.create_exclusive(self.path, content):
                 return False
         else:
             self._beat()
-        self._thread = threading.Thread(target=self._run, name=f"hudiql-heartbeat-{self.instant_time}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"hudiql-heartbeat-{self.path}", daemon=True)
         self._thread.start()
         return True
 
@@ -70,7 +71,7 @@ class Heartbeat:
         self._stopped.set()
         if self._thread is not None:
             self._thread.join()
-        self.storage.delete(heartbeat_path(self.instant_time))
+        self.storage.delete(self.path)
 
     def _run(self) -> None:
         while not self._stopped.wait(self.interval_ms / 1000):
@@ -80,21 +81,28 @@ class Heartbeat:
                 pass  # a missed beat; the next one may succeed, and misses are tolerated
 
     def _beat(self) -> None:
-        self.storage.write(heartbeat_path(self.instant_time), str(self.interval_ms).encode())
+        self.storage.write(self.path, str(self.interval_ms).encode())
 
 
-def is_expired(storage: Storage, instant_time: str, settings: Mapping[str, str]) -> bool:
-    """Whether the writer of ``instant_time`` stopped beating: no heartbeat file, or one older
-    than the tolerated misses."""
-    path = heartbeat_path(instant_time)
+class WriterHeartbeat(Heartbeat):
+    """The heartbeat of the writer of one instant time. Claiming it claims the time: it beats
+    before the instant exists, so no writer sees the instant without one."""
+
+    def __init__(self, storage: Storage, instant_time: str, interval_ms: int) -> None:
+        super().__init__(storage, heartbeat_path(instant_time), interval_ms)
+        self.instant_time = instant_time
+
+
+def is_expired(storage: Storage, path: str, settings: Mapping[str, str]) -> bool:
+    """Whether the heartbeat at ``path`` stopped: no file, or one older than the tolerated misses."""
     beaten = storage.modified_time(path)
     if beaten is None:
         return True
     try:
-        interval_ms = int(storage.read(path).decode())
+        beat_ms = int(storage.read(path).decode())
     except (ValueError, HudiqlError):  # caught mid-write, or gone since: judge by our own interval
-        interval_ms = int(keys.setting(settings, keys.HEARTBEAT_INTERVAL_MS))
-    allowed_ms = interval_ms * int(keys.setting(settings, keys.HEARTBEAT_MISSES))
+        beat_ms = interval_ms(settings)
+    allowed_ms = beat_ms * int(keys.setting(settings, keys.HEARTBEAT_MISSES))
     return (time.time() - beaten) * 1000 > allowed_ms
 
 
@@ -102,12 +110,12 @@ def is_expired(storage: Storage, instant_time: str, settings: Mapping[str, str])
 _CLAIM_ATTEMPTS = 100
 
 
-def claim_instant_time(table: HudiTable, settings: Mapping[str, str]) -> Heartbeat:
+def claim_instant_time(table: HudiTable, settings: Mapping[str, str]) -> WriterHeartbeat:
     """A beating heartbeat for a new instant time, later than every instant of the snapshot and
     claimed by no other writer (two processes may pick the same millisecond)."""
     instant_time = table.timeline.new_instant_time()
     for _ in range(_CLAIM_ATTEMPTS):
-        heartbeat = Heartbeat.for_settings(table.storage, instant_time, settings)
+        heartbeat = WriterHeartbeat(table.storage, instant_time, interval_ms(settings))
         if heartbeat.start():
             return heartbeat
         instant_time = Timeline.next_instant_time(instant_time)

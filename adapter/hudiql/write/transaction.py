@@ -48,7 +48,7 @@ from hudiql.table.table import HudiTable
 from hudiql.table.timeline import Instant, State, Timeline
 from hudiql.write import conflict
 from hudiql.write.conflict import ConflictRule
-from hudiql.write.heartbeat import Heartbeat, claim_instant_time, heartbeat_path, is_expired
+from hudiql.write.heartbeat import WriterHeartbeat, claim_instant_time, heartbeat_path, interval_ms, is_expired
 from hudiql.write.lock import commit_lock
 
 
@@ -56,7 +56,7 @@ class WriteTransaction:
     """One write of one table, from its snapshot to its completed (or rolled back) instant."""
 
     def __init__(self, spark: SparkSession, table: HudiTable, settings: Mapping[str, str],
-                 instant: Instant, heartbeat: Heartbeat, resumed: bool = False) -> None:
+                 instant: Instant, heartbeat: WriterHeartbeat, resumed: bool = False) -> None:
         self.spark = spark
         self.table = table  # the snapshot
         self.settings = settings
@@ -104,11 +104,12 @@ class WriteTransaction:
         """Run a planned instant (a requested compaction, or one whose runner died: rolled back
         to requested first). Refused while another process runs it."""
         storage = table.storage
-        if storage.exists(heartbeat_path(planned.timestamp)):
-            if not is_expired(storage, planned.timestamp, settings):
+        path = heartbeat_path(planned.timestamp)
+        if storage.exists(path):
+            if not is_expired(storage, path, settings):
                 raise WriteConflictError(f"{planned.action} {planned.timestamp} is being run by another writer")
-            storage.delete(heartbeat_path(planned.timestamp))
-        heartbeat = Heartbeat.for_settings(storage, planned.timestamp, settings)
+            storage.delete(path)
+        heartbeat = WriterHeartbeat(storage, planned.timestamp, interval_ms(settings))
         if not heartbeat.start():
             raise WriteConflictError(f"{planned.action} {planned.timestamp} is being run by another writer")
         txn = cls(spark, table, settings, planned, heartbeat, resumed=True)
