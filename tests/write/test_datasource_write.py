@@ -139,6 +139,14 @@ def test_partition_and_key_options_differing_from_the_table_are_named():
         with pytest.raises(OptionError, match=f"{named}={given} differs from the table at /t, which has"):
             check_table_options(write_options({"path": "/t", option: given}, False), config)
     check_table_options(write_options({"path": "/t", KEY: "ID", TABLE_TYPE: "mor", NAME: "T"}, False), config)  # the same
+    # A date format is text, compared as written: minutes (mm) are not months (MM).
+    dated = TableConfig({**config.props, "hoodie.keygen.timebased.input.dateformat": "yyyy-MM-dd"})
+    with pytest.raises(OptionError, match="dateformat=yyyy-mm-dd differs from the table at /t, which has .*=yyyy-MM-dd"):
+        check_table_options(write_options({"path": "/t", "hoodie.keygen.timebased.input.dateformat": "yyyy-mm-dd"}, False), dated)
+    check_table_options(write_options({"path": "/t", "hoodie.keygen.timebased.input.dateformat": "yyyy-MM-dd"}, False), dated)
+    # Class names may be given without their package, in any case.
+    keyed = TableConfig({**config.props, "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator"})
+    check_table_options(write_options({"path": "/t", "hoodie.datasource.write.keygenerator.class": "simplekeygenerator"}, False), keyed)
 
 
 def test_a_failing_write_leaves_nothing(spark, session, tmp_path):

@@ -215,9 +215,13 @@ def check_table_options(write: WriteOptions, config: C.TableConfig) -> None:
 
 
 def _same(kind: str, key: str, given: str, stored: str) -> bool:
+    """Whether option ``key`` given as ``given`` says what the table's ``stored`` value says."""
+    given, stored = given.strip(), stored.strip()
     if kind == keys.COLUMNS:
         return [c.strip().lower() for c in given.split(",") if c.strip()] == [c.strip().lower() for c in stored.split(",") if c.strip()]
     if key == C.TABLE_TYPE:
         return C.table_type(given) == C.table_type(stored or C.COPY_ON_WRITE)
-    # Class names may be given without their package.
-    return given.strip().lower().rsplit(".", 1)[-1] == stored.strip().lower().rsplit(".", 1)[-1]
+    if kind in (keys.ENUM, keys.BOOL):
+        # Class names (key generator, payload) may be given without their package.
+        return given.lower().rsplit(".", 1)[-1] == stored.lower().rsplit(".", 1)[-1]
+    return given == stored  # text, such as a date format: "MM" is not "mm"
