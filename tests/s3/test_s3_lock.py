@@ -9,6 +9,7 @@ with the module, so that their JVMs boot while the tests in this process run.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ import hudiql
 import pyarrow.fs as pafs
 import pytest
 from hudiql.errors import FormatError, StorageError, WriteConflictError
-from hudiql.io.storage import OPTIONS_VARIABLE, Storage
+from hudiql.io.storage import OPTIONS_VARIABLE, Storage, _s3_client
 from hudiql.table.layout import LOCK_FILE
 
 from tests.conftest import hudiql_rows
@@ -118,6 +119,35 @@ def test_a_lock_released_while_a_waiter_reads_it_reads_as_released(s3, monkeypat
     storage.write(LOCK_FILE, b"held")
     with pytest.raises(FormatError, match=r"^missing file s3://.*/\.hoodie/lock$"):
         storage.read(LOCK_FILE)
+
+
+def test_a_lock_is_deleted_only_while_it_holds_what_was_read(s3, monkeypatch):
+    """Breaking a stale lock and releasing one delete it only while it holds what the deleter read:
+    a lock another writer took between the read and the delete stays (a conditional delete)."""
+    monkeypatch.setenv(OPTIONS_VARIABLE, json.dumps(s3.options))
+    storage = Storage(f"s3://{BUCKET}/locking/breaking")
+    storage.write(LOCK_FILE, b"stale")
+    assert storage.delete_if_holds(LOCK_FILE, b"another") is False
+    assert bucket_read(s3, storage.uri(LOCK_FILE)) == b"stale"
+
+    # Between the deleter's read and its delete, another writer breaks the stale lock and takes it.
+    client = _s3_client(storage._s3_options, storage.fs.region)
+    read = client.get_object
+
+    def read_then_taken(**request):
+        answer = {**read(**request)}
+        answer["Body"] = io.BytesIO(answer["Body"].read())
+        storage.delete(LOCK_FILE)
+        assert storage.create_exclusive(LOCK_FILE, b"fresh")
+        return answer
+
+    monkeypatch.setattr(client, "get_object", read_then_taken)
+    assert storage.delete_if_holds(LOCK_FILE, b"stale") is False
+    assert bucket_read(s3, storage.uri(LOCK_FILE)) == b"fresh"
+    monkeypatch.undo()
+    monkeypatch.setenv(OPTIONS_VARIABLE, json.dumps(s3.options))
+    assert storage.delete_if_holds(LOCK_FILE, b"fresh") is True and bucket_read(s3, storage.uri(LOCK_FILE)) is None
+    assert storage.delete_if_holds(LOCK_FILE, b"fresh") is False  # gone
 
 
 def test_writes_on_s3_take_the_lock(s3, spark, writers, monkeypatch):

@@ -430,6 +430,37 @@ class Storage:
         except BotoCoreError as exc:  # no credentials, endpoint unreachable
             raise self._unreachable(rel, exc) from None
 
+    def delete_if_holds(self, rel: str, content: bytes) -> bool:
+        """Delete ``rel`` only if it holds ``content``; whether it was deleted (``False``: it holds
+        something else, or is gone). On S3 the delete is conditional on the object read (``If-Match``
+        its ETag), so a file another process replaced since stays; a local file system has no
+        conditional delete: a file replaced between the read and the delete goes too."""
+        if self.fs.type_name == "s3" and self.can_create_exclusive:  # botocore is there
+            return self._delete_if_unchanged(rel, content)
+        if self.read_if_exists(rel) != content:
+            return False
+        self.delete(rel)
+        return True
+
+    def _delete_if_unchanged(self, rel: str, content: bytes) -> bool:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, _, key = self.full_path(rel).partition("/")
+        client = _s3_client(self._s3_options, self.fs.region)
+        try:
+            read = client.get_object(Bucket=bucket, Key=key)
+            if read["Body"].read() != content:
+                return False
+            client.delete_object(Bucket=bucket, Key=key, IfMatch=read["ETag"])
+            return True
+        except ClientError as exc:
+            # 404: gone; 412: replaced since the read; 409: a concurrent put or delete came first.
+            if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") in (404, 409, 412):
+                return False
+            raise self._unreachable(rel, exc) from None
+        except BotoCoreError as exc:  # no credentials, endpoint unreachable
+            raise self._unreachable(rel, exc) from None
+
     @_reaching
     def modified_time(self, rel: str) -> float | None:
         """When ``rel`` was last written, in seconds since the epoch; ``None`` if it does not exist."""

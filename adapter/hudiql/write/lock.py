@@ -8,7 +8,9 @@ conflict check and the completion of its instant only, never while its tasks wri
 is short. The file names its holder; a lock whose holder process on this host is gone, or that
 is older than ``hoodie.write.lock.filesystem.expire`` minutes, is stale and is broken (deleted,
 then taken again only if absent), so that a process killed while holding it does not block the
-table for ever. Writers on other hosts cannot see whether the holder lives: for them only the
+table for ever. Breaking and releasing delete the lock only while it holds what the deleter read
+(``Storage.delete_if_holds``: on S3 a conditional delete), so that of two writers breaking one
+stale lock, the slower does not delete the lock the faster one took meanwhile. Writers on other hosts cannot see whether the holder lives: for them only the
 expiry breaks a lock. Where no create-if-absent exists (S3 without botocore, other stores) a
 table has no lock and needs ``hoodie.write.concurrency.mode=SINGLE_WRITER``.
 
@@ -91,8 +93,7 @@ class TableLock:
 
     def release(self) -> None:
         # Only our own lock: a stale-lock breaker may have taken it over meanwhile.
-        if self._read() == self._content:
-            self.storage.delete(LOCK_FILE)
+        self.storage.delete_if_holds(LOCK_FILE, self._content)
 
     def _read(self) -> bytes | None:
         return self.storage.read_if_exists(LOCK_FILE)
@@ -111,10 +112,7 @@ class TableLock:
         dead = holder.get("host") == socket.gethostname() and not _process_alive(int(holder.get("pid", -1)))
         age_ms = time.time() * 1000 - int(holder.get("acquired_ms", 0))
         expired = self.expire_minutes > 0 and age_ms > self.expire_minutes * 60_000
-        if not (dead or expired) or self._read() != content:
-            return False
-        self.storage.delete(LOCK_FILE)
-        return True
+        return (dead or expired) and self.storage.delete_if_holds(LOCK_FILE, content)
 
 
 def _holder(content: bytes | None) -> dict | None:
