@@ -176,6 +176,31 @@ def test_write_to_a_planned_file_group_is_rejected(session, warehouse):
         session.sql("UPDATE t SET v = 10 WHERE id = 1")
 
 
+@pytest.mark.parametrize("table_type", ["cow", "mor"])
+def test_inserts_go_around_a_pending_clustering(session, warehouse, table_type):
+    """While a clustering plan waits to be run, new keys go to other file groups than its (as
+    Hudi's upsert partitioner skips them), so an INSERT succeeds; an update of a planned group is
+    still refused, and once the clustering ran every row is there."""
+    session.sql("CREATE TABLE t (id INT, v INT, dt STRING) USING hudi PARTITIONED BY (dt) "
+                f"TBLPROPERTIES (primaryKey = 'id', type = '{table_type}', 'hoodie.compact.inline' = 'false')")
+    table = warehouse / "t"
+    session.sql("INSERT INTO t VALUES (1, 1, 'x'), (2, 2, 'y')")
+    session.sql("INSERT INTO t VALUES (3, 3, 'x')")  # into the small file group of 'x'
+    [row] = session.sql("CALL run_clustering(table => 't', op => 'schedule')").collect()
+    planned = decode_clustering((table / ".hoodie" / f"{row['timestamp']}.replacecommit.requested").read_bytes())
+    assert planned.file_groups()
+    session.sql("INSERT INTO t VALUES (4, 4, 'x'), (5, 5, 'y')")
+    view = HudiTable.load(str(table)).file_system_view()
+    assert not {(s.partition_path, s.file_id) for s in view.latest_slices()
+                if s.base_instant > row["timestamp"]} & planned.file_groups()
+    with pytest.raises(WriteConflictError, match="is rewriting"):
+        session.sql("UPDATE t SET v = 10 WHERE id = 1")
+    session.sql("CALL run_clustering(table => 't', op => 'execute')")
+    expected = [(1, 1, "x"), (2, 2, "y"), (3, 3, "x"), (4, 4, "x"), (5, 5, "y")]
+    assert hudiql_rows(session, "SELECT id, v, dt FROM t") == expected
+    assert official_rows(table, ["id", "v", "dt"]) == expected
+
+
 def test_clustering_loses_to_a_write_after_its_plan(session, warehouse):
     """A write (of another program, which did not see the plan) committed between a clustering's
     plan and its run: the clustering fails with one line, nothing of it is committed or left,

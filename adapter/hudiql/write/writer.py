@@ -52,7 +52,7 @@ from hudiql.table.layout import (
     partition_metadata,
 )
 from hudiql.table.merge import MergeRule
-from hudiql.table.replace_plan import encode_requested
+from hudiql.table.replace_plan import encode_requested, pending_clusterings
 from hudiql.table.schema import (
     IS_DELETED,
     META_COLUMNS,
@@ -416,12 +416,16 @@ def _write_tagged(
         # Inserts fill small file groups first. On MOR only the smallest group without log files
         # in each partition qualifies, and its base file is rewritten with the inserts (as Hudi's
         # delta commit does when its index cannot find keys in logs): every key stays in a base
-        # file, and the other groups keep taking their updates as logs.
+        # file, and the other groups keep taking their updates as logs. As in Hudi's upsert
+        # partitioner, a group a pending clustering rewrites takes no inserts (they would conflict
+        # with the clustering).
         small_files: dict[str, list] = {}
         if operation is not Operation.BULK_INSERT:
             small_limit = int(keys.setting(settings, keys.SMALL_FILE_LIMIT))
+            clustered = {group for _, plan in pending_clusterings(table.timeline) for group in plan.file_groups()}
             for s in view.latest_slices():
-                if s.base_file and not s.log_files and s.base_file_size < small_limit:
+                if (s.base_file and not s.log_files and s.base_file_size < small_limit
+                        and (s.partition_path, s.file_id) not in clustered):
                     small_files.setdefault(s.partition_path, []).append(s)
             if mor:
                 small_files = {p: [min(slices, key=lambda s: s.base_file_size)] for p, slices in small_files.items()}
