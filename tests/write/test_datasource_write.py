@@ -230,3 +230,20 @@ def test_staging_beats_while_the_tasks_write(spark, tmp_path):
     rows.write.format("hudi").mode("append").save(str(table))
     assert _rows(spark.read.format("hudi").load(str(table)), "id", "v") == [(1, "a"), (2, "1")]
     assert _staged(table) == []
+
+
+def test_delete_reads_only_the_partitions_its_keys_name(spark, session, tmp_path):
+    path = tmp_path / "t"
+    _write(spark, [(1, "a", 1, "d1"), (2, "b", 1, "d1"), (3, "c", 1, "d2")], path, **{NAME: "t", KEY: "id", PARTITION: "day"})
+    [other] = (path / "d2").glob("*.parquet")
+    other.write_bytes(b"x" * other.stat().st_size)  # no parquet: a delete of keys in d1 never opens it
+    _write(spark, [(1, "d1")], path, schema="id INT, day STRING", **{OPERATION: "delete"})
+    session.sql(f"CREATE TABLE t USING hudi LOCATION '{path}'")
+    assert _rows(session.sql("SELECT * FROM t WHERE day = 'd1'"), "id", "v") == [(2, "b")]
+
+    # A table without partitions: its one partition path is the keys' too.
+    flat = tmp_path / "flat"
+    _write(spark, [(1, "a", 1, "d1"), (2, "b", 1, "d1")], flat, **{NAME: "flat", KEY: "id"})
+    _write(spark, [(2,)], flat, schema="id INT", **{OPERATION: "delete"})
+    assert _rows(spark.read.format("hudi").load(str(flat)), "id", "v") == [(1, "a")]
+    assert official_rows(str(flat), ["id", "v"]) == [(1, "a")]

@@ -347,12 +347,14 @@ def _delete(session: WritingSession, txn: WriteTransaction, rows: DataFrame) -> 
     keyed = prepare_insert(table, rows.select([f"`{c}`" for c in rows.columns if c.lower() in wanted]), None, None,
                            by_name=True).rows
     keys = keyed.select(table.keygen.record_key().alias("k"), table.keygen.partition_path(table.schema).alias("p"))
+    # Only the partitions the keys name are read (a list of paths, no rows, on the driver).
+    partitions = {r[0] for r in keys.select("p").distinct().collect()}
     planner = session.planner
     view = planner.register(keys)
     try:
         meta = exp.Tuple(expressions=[exp.column(RECORD_KEY, quoted=True), exp.column(PARTITION_PATH, quoted=True)])
         where = exp.In(this=meta, query=exp.select("k", "p").from_(view).subquery())
-        DmlPlanner(planner, txn).delete(S.Delete(S.TableName(None, table.config.name), None, where))
+        DmlPlanner(planner, txn).delete(S.Delete(S.TableName(None, table.config.name), None, where), partitions)
     finally:
         planner.drop([view])
 

@@ -229,10 +229,11 @@ class DmlPlanner:
         ]
         return self._filtered(table, st.table, st.alias, st.where, projections, UPDATE, checks)
 
-    def delete(self, st: S.Delete) -> DmlCounts:
+    def delete(self, st: S.Delete, partitions: set[str] | None = None) -> DmlCounts:
+        """``partitions``: the only partition paths the deleted rows can be in (``None``: any)."""
         table = self.table
         projections = [exp.alias_(_col(f.name), f.name, quoted=True) for f in table.schema.fields]
-        return self._filtered(table, st.table, st.alias, st.where, projections, DELETE_KIND, [])
+        return self._filtered(table, st.table, st.alias, st.where, projections, DELETE_KIND, [], partitions)
 
     # ---- shared steps -----------------------------------------------------------------------
     def _source_partitions(
@@ -257,9 +258,10 @@ class DmlPlanner:
         field = table.config.ordering_field
         return _col(field, qualifier) if field else exp.Null()
 
-    def _filtered(self, table, name: S.TableName, alias, where, projections, kind: str, checks) -> DmlCounts:
+    def _filtered(self, table, name: S.TableName, alias, where, projections, kind: str, checks,
+                  partitions: set[str] | None = None) -> DmlCounts:
         target = (alias or name.name).lower()
-        files = table.file_system_view()
+        files = table.file_system_view(sorted(partitions) if partitions is not None else None)
         keep = partition_filter(self.spark, table, files, where, {target, name.name}, True) if where else None
         view = self._register(snapshot(self.spark, table, files, keep))
         projections = projections + [
