@@ -163,3 +163,33 @@ def test_bad_credentials_and_endpoint_fail_with_one_line(s3, spark, tmp_path):
     assert files(s3, "bad") == before and not files(s3, "elsewhere") and not files(s3, "wh")
     good = connect(s3, spark, warehouse)
     assert hudiql_rows(good, "SELECT id FROM t") == [(1,)]
+
+
+def test_dbt_core_project_on_s3(s3, spark, tmp_path):
+    """dbt-core with a `type: hudiql` profile whose warehouse is on S3: the profile's
+    storage_options alone reach the bucket (the test's environment has no AWS variables), a second
+    run merges; a misspelt option is refused by name."""
+    import yaml
+    from dbt.cli.main import dbtRunner
+
+    project = tmp_path / "project"
+    (project / "models").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text("name: on_s3\nversion: '1.0'\nprofile: on_s3\nconfig-version: 2\n")
+    (project / "models" / "orders.sql").write_text(
+        "{{ config(materialized='incremental', unique_key='id') }}\n"
+        "select 1 as id, '{{ var(\"v\", \"a\") }}' as v union all select {{ var('id', 2) }}, 'b'")
+    warehouse = f"s3://{BUCKET}/dbt/warehouse"
+
+    def run(options: dict, *args: str):
+        target = {"type": "hudiql", "warehouse": warehouse, "threads": 1, "storage_options": options}
+        (tmp_path / "profiles.yml").write_text(yaml.safe_dump({"on_s3": {"target": "dev", "outputs": {"dev": target}}}))
+        return dbtRunner().invoke(["run", "--project-dir", str(project), "--profiles-dir", str(tmp_path), *args])
+
+    assert run(s3.options).success
+    assert run(s3.options, "--vars", "{v: a2, id: 3}").success
+    assert f"{BUCKET}/dbt/warehouse/orders/.hoodie/hoodie.properties" in files(s3, "dbt/warehouse/orders/.hoodie")
+    session = connect(s3, spark, warehouse)
+    assert hudiql_rows(session, "SELECT id, v FROM orders") == [(1, "a2"), (2, "b"), (3, "b")]
+
+    refused = run({**s3.options, "aws_secret_acces_key": "x"})
+    assert not refused.success and "did you mean 'aws_secret_access_key'" in str(refused.exception)

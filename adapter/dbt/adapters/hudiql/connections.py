@@ -21,6 +21,8 @@ and COMMIT send nothing.
           threads: 2
           master: local[*]               # only when dbt starts Spark itself
           spark_conf: {spark.driver.memory: 4g}
+          storage_options:               # tables on S3: over the AWS variables and ~/.aws/config
+            aws_endpoint_url: http://127.0.0.1:9000
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 import hudiql
-from hudiql.errors import HudiqlError
+from hudiql.errors import HudiqlError, OptionError
+from hudiql.io.storage import checked_options
 from hudiql.session import Result, Session
 
 logger = AdapterLogger("hudiql")
@@ -64,6 +67,8 @@ class HudiqlCredentials(Credentials):
     warehouse: str = "warehouse"
     master: str = "local[*]"
     spark_conf: dict[str, str] = field(default_factory=dict)
+    #: How tables on S3 are reached, over the AWS variables (``hudiql.connect(storage_options=...)``).
+    storage_options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.database is not None and self.database != self.schema:
@@ -72,6 +77,10 @@ class HudiqlCredentials(Credentials):
                 "of names, so leave database out (or set it to the schema)"
             )
         self.database = ""
+        try:
+            self.storage_options = checked_options(self.storage_options)
+        except OptionError as exc:
+            raise DbtRuntimeError(f"profiles.yml: {exc}") from None
 
     @property
     def type(self) -> str:
@@ -164,7 +173,8 @@ class HudiqlConnectionManager(SQLConnectionManager):
         try:
             spark = spark_session()
             session = hudiql.connect(warehouse=credentials.warehouse, spark=spark,
-                                     conf=None if spark else credentials.spark_settings())
+                                     conf=None if spark else credentials.spark_settings(),
+                                     storage_options=credentials.storage_options)
             if session.catalog.database_exists(credentials.schema):
                 session.database = credentials.schema
         except Exception as exc:
