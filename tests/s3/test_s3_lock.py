@@ -92,6 +92,17 @@ def test_create_exclusive_is_a_conditional_put(s3, writers, monkeypatch):
         wrong.create_exclusive("b/lock", b"x")
     assert bucket_read(s3, wrong.uri("b/lock")) is None
 
+    # No checksum headers S3 does not require: several S3-compatible stores refuse them.
+    sent = []
+    client = _s3_client(storage._s3_options, storage.fs.region)
+    client.meta.events.register("before-send.s3.PutObject", lambda request, **_: sent.append(dict(request.headers)))
+    try:
+        assert storage.create_exclusive("c/lock", b"x") is True
+    finally:
+        client.meta.events.unregister("before-send.s3.PutObject")
+    [headers] = sent
+    assert headers.get("If-None-Match") == b"*" and not [h for h in headers if h.lower().startswith("x-amz-checksum")]
+
     monkeypatch.setitem(sys.modules, "botocore", None)  # as if it were not installed
     assert not storage.can_create_exclusive
     assert "pip install 'hudiql[s3]'" in storage.create_exclusive_unavailable
@@ -174,6 +185,17 @@ def test_writes_on_s3_take_the_lock(s3, spark, writers, monkeypatch):
     session.sql(f"INSERT INTO {TABLE} VALUES (6, 'after the holder died')")  # breaks the stale lock
     assert hudiql_rows(session, f"SELECT id, src FROM {TABLE} WHERE id = 6") == [(6, "after the holder died")]
     assert bucket_read(s3, f"{TABLE_URI}/{LOCK_FILE}") is None
+
+    # No checksum headers S3 does not require: several S3-compatible stores refuse them.
+    sent = []
+    client = _s3_client(storage._s3_options, storage.fs.region)
+    client.meta.events.register("before-send.s3.PutObject", lambda request, **_: sent.append(dict(request.headers)))
+    try:
+        assert storage.create_exclusive("c/lock", b"x") is True
+    finally:
+        client.meta.events.unregister("before-send.s3.PutObject")
+    [headers] = sent
+    assert headers.get("If-None-Match") == b"*" and not [h for h in headers if h.lower().startswith("x-amz-checksum")]
 
     monkeypatch.setitem(sys.modules, "botocore", None)  # as if it were not installed
     with pytest.raises(WriteConflictError, match=rf"^table {TABLE_URI}: hudiql cannot lock a table on this storage "

@@ -187,8 +187,11 @@ def _s3_client(options: tuple[tuple[str, str], ...], region: str):
     arguments = {S3_OPTIONS[k][1]: v for k, v in given.items()}
     arguments["region_name"] = region
     addressing = "path" if ENDPOINT in given else "virtual"
-    return botocore.session.get_session().create_client(
-        "s3", config=botocore.config.Config(s3={"addressing_style": addressing}), **arguments)
+    # Checksums only where S3 requires them (as before botocore 1.36): several S3-compatible
+    # stores refuse the CRC32 headers botocore now adds to every PutObject.
+    config = botocore.config.Config(s3={"addressing_style": addressing}, request_checksum_calculation="when_required",
+                                    response_checksum_validation="when_required")
+    return botocore.session.get_session().create_client("s3", config=config, **arguments)
 
 
 @dataclass(frozen=True)
