@@ -421,8 +421,8 @@ class Session:
         if not table.keygen.is_partitioned:
             raise SqlError(f"SHOW PARTITIONS: table {st.table} is not partitioned")
         rows = []
-        wanted = set(matching_partitions(table, st.partition, "SHOW PARTITIONS ... PARTITION",
-                                         "SHOW PARTITIONS without PARTITION (...) lists them")) if st.partition else None
+        wanted = set(matching_partitions(self.spark, table, st.partition, "SHOW PARTITIONS ... PARTITION")
+                     ) if st.partition else None
         for path in table.file_system_view().partitions():
             if wanted is not None and path not in wanted:
                 continue
@@ -505,10 +505,8 @@ class Session:
         mode = overwrite_mode(self.conf, table, self.spark)
         with transaction(self.spark, table, self.conf, replace=True) as txn:
             static = static_partition_values(st.partition)
-            matching = matching_partitions(
-                txn.table, static, "INSERT OVERWRITE ... PARTITION",
-                f"SET {keys.OVERWRITE_MODE}=DYNAMIC to replace the partitions the rows land in",
-            ) if mode == "STATIC" else ()
+            matching = matching_partitions(self.spark, txn.table, static, "INSERT OVERWRITE ... PARTITION"
+                                           ) if mode == "STATIC" else ()
             replacement = overwrite_replacement(table.keygen.partition_fields, st.partition, mode, overwrite, matching)
             metadata = write_insert(txn, self._insert_rows(txn.table, st), operation, replacement)
         return self._dml_result(insert_counts(metadata) if metadata else DmlCounts())

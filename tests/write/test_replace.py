@@ -291,3 +291,21 @@ def test_show_partitions_with_a_partition_filter(session):
     # partitions an overwrite replaced without rewriting them are gone
     session.sql("INSERT OVERWRITE TABLE s VALUES (5,'e',1,1,'2021','12','04')")
     assert hudiql_rows(session, "SHOW PARTITIONS s") == [("year=2021/month=12/day=04",)]
+
+
+@pytest.mark.parametrize("kind", TYPES)
+def test_static_overwrite_of_a_date_partition(session, warehouse, kind):
+    """A DATE partition column (paths formatted by the timestamp key generator, day=20240501): a
+    static PARTITION (...) value names the path its rows are written to, for INSERT OVERWRITE (even
+    by an empty query) and SHOW PARTITIONS."""
+    session.sql("CREATE TABLE d (id INT, name STRING, ts BIGINT, day DATE) USING hudi PARTITIONED BY (day) "
+                f"TBLPROPERTIES (primaryKey='id', preCombineField='ts', type='{kind}')")
+    session.sql("INSERT INTO d VALUES (1,'a',1,DATE'2024-05-01'), (2,'b',1,DATE'2024-05-01'), (3,'c',1,DATE'2024-05-02')")
+    assert hudiql_rows(session, "SHOW PARTITIONS d PARTITION (day='2024-05-01')") == [("day=20240501",)]
+    assert hudiql_rows(session, "SHOW PARTITIONS d PARTITION (day='2024-05-09')") == []
+    session.sql("INSERT OVERWRITE d PARTITION (day='2024-05-01') SELECT 4, 'd', 1")
+    expected = [(3, "c", "2024-05-02"), (4, "d", "2024-05-01")]
+    assert rows(session, "d", "id, name, CAST(day AS STRING)") == expected
+    session.sql("INSERT OVERWRITE d PARTITION (day='2024-05-02') SELECT id, name, ts FROM d WHERE id < 0")
+    assert rows(session, "d", "id, name, CAST(day AS STRING)") == [(4, "d", "2024-05-01")]
+    assert official_rows(warehouse / "d", ["id", "name"]) == [(4, "d")]

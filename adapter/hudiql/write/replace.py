@@ -65,19 +65,19 @@ def overwrite_replacement(
     return Replacement(Operation.INSERT_OVERWRITE, static_partitions if mode == "STATIC" else (), touched=True)
 
 
-def matching_partitions(table: HudiTable, spec: PartitionSpec, what: str, instead: str) -> tuple[str, ...]:
-    """The table's live partitions whose values match ``spec`` (some partition columns -> value);
-    ``instead``: what to do when the table's paths cannot be matched."""
+def matching_partitions(spark: SparkSession, table: HudiTable, spec: PartitionSpec, what: str) -> tuple[str, ...]:
+    """The table's live partitions whose values match ``spec`` (some partition columns -> value)."""
     if not spec:
         return ()
-    wanted = {_partition_column(table, name, what): value for name, value in spec.items()}
+    live = table.file_system_view().partitions()
     if table.keygen.is_timestamp_based:
-        raise SqlError(
-            f"{what}: the partition paths of table {table.config.name} are formatted timestamps, which a "
-            f"PARTITION (...) value cannot match; {instead}"
-        )
+        # Its one partition column's value gives the path (a formatted timestamp the values cannot
+        # be read back from), as the key generator gives it to rows.
+        [path] = partition_paths(spark, table, [spec], what)
+        return (path,) if path in live else ()
+    wanted = {_partition_column(table, name, what): value for name, value in spec.items()}
     out = []
-    for path in table.file_system_view().partitions():
+    for path in live:
         values = table.keygen.partition_values(path)
         if values is not None and all(values.get(name) == value for name, value in wanted.items()):
             out.append(path)
