@@ -85,8 +85,8 @@ from hudiql.table.layout import TEMP_FOLDER
 from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlPlanner
-from hudiql.write.replace import overwrite_replacement
 from hudiql.write.heartbeat import Heartbeat, interval_ms, is_expired
+from hudiql.write.replace import overwrite_replacement
 from hudiql.write.transaction import WriteTransaction
 from hudiql.write.writer import Operation, prepare_insert, transaction, write_insert
 
@@ -246,8 +246,7 @@ def remove_stale_staging(storage: Storage, parent: str, settings: Mapping[str, s
     for entry in storage.list(parent):
         if entry.name.startswith(STAGING_PREFIX) and is_expired(storage, f"{entry.path}/{STAGING_HEARTBEAT}", settings):
             storage.delete_dir(entry.path)
-    if parent == NEW_TABLE_STAGING and not storage.list(parent):
-        storage.delete_dir(parent)
+    _remove_empty_new_table_staging(storage, parent)
 
 
 # ---- in the registering process ----------------------------------------------------------------------
@@ -362,8 +361,11 @@ def _delete(session: WritingSession, txn: WriteTransaction, rows: DataFrame) -> 
 def remove_staging(storage: Storage, staging: str, new_path: bool) -> None:
     """Remove a write's staging folder, and what staging made of a path that had no table."""
     storage.delete_dir(staging)
-    parent = posixpath.dirname(staging)
-    if parent == NEW_TABLE_STAGING and not storage.list(parent):
-        storage.delete_dir(parent)
+    _remove_empty_new_table_staging(storage, posixpath.dirname(staging))
     if new_path and storage.exists() and not storage.list(""):
         storage.delete_dir()  # the folder the staging created, for a write that created no table
+
+
+def _remove_empty_new_table_staging(storage: Storage, parent: str) -> None:
+    if parent == NEW_TABLE_STAGING and not storage.list(parent):
+        storage.delete_dir(parent)
