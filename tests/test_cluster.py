@@ -74,7 +74,7 @@ def test_executors_without_dependencies_fail_at_connect_with_one_line(cluster_ru
     assert "install hudiql's dependencies (pyarrow," in error["message"]
 
 
-def test_upsert_merge_mor_read_and_compaction_run_on_executors_with_the_shipped_package(cluster_run):
+def test_upsert_merge_mor_read_compaction_and_df_write_run_on_executors_with_the_shipped_package(cluster_run):
     run = cluster_run["plain"]
     # Without the shipped package the executors cannot import hudiql: every task below needs it.
     assert all(r.startswith("ModuleNotFoundError: No module named 'hudiql'") for r in run["before"]), run["before"]
@@ -87,6 +87,8 @@ def test_upsert_merge_mor_read_and_compaction_run_on_executors_with_the_shipped_
     assert run["mor_datasource"] == expected_mor  # spark.read.format("hudi"), read() in the executors
     assert run["compaction"] == "COMPLETED"
     assert run["mor_compacted"] == expected_mor  # the new base files, written by executor tasks
+    # df.write.format("hudi"): executor tasks stage the rows, the driver's session commits them
+    assert run["mor_written"] == [[1, "x", 1], [2, "y2", 3], [3, "z2", 2], [5, "w", 1]]
 
 
 def test_task_modules_do_not_import_the_engine():
@@ -169,6 +171,9 @@ def _child(bare: str, plain: str, warehouse: str, out: str) -> None:
     compaction = session.sql("CALL run_compaction(op => 'scheduleandexecute', table => 'm')").collect()
     run["compaction"] = compaction[0]["state"] if compaction else None
     run["mor_compacted"] = _rows(session, "SELECT id, v, ts FROM m ORDER BY id")
+    written = spark.createDataFrame([(3, "z2", 2), (5, "w", 1)], "id INT, v STRING, ts INT")
+    written.write.format("hudi").mode("append").save(str(Path(warehouse, "m")))  # staged by executor tasks
+    run["mor_written"] = _rows(session, "SELECT id, v, ts FROM m ORDER BY id")
     spark.stop()
     Path(out).write_text(json.dumps(result))
 
