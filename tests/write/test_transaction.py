@@ -6,6 +6,7 @@ Real concurrent processes are in test_concurrency.py."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -16,7 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import hudiql_rows, instants, official_rows, timeline
 from hudiql.errors import WriteConflictError
+from hudiql.io.storage import Storage
 from hudiql.sql.statements import TableName
+from hudiql.table.layout import LOCK_FILE
 from hudiql.write.transaction import WriteTransaction
 from hudiql.write.writer import Operation, transaction, write_rows
 
@@ -221,6 +224,30 @@ def test_a_stale_lock_of_a_dead_process_or_an_old_one_is_broken(session):
     session.sql("INSERT INTO t VALUES (1, 'y', 3, 'p1')")
     assert hudiql_rows(session, "SELECT id, name FROM t WHERE id = 1") == [(1, "y")]
     assert not (path / ".hoodie" / "lock").exists()
+
+
+def test_a_lock_is_deleted_only_while_its_name_holds_the_file_read(tmp_path, monkeypatch):
+    """Of two writers breaking one stale lock, the slower deletes nothing: deleters take turns on the
+    file they read (an exclusive flock), and by the slower one's turn the faster one has deleted it
+    and taken the lock anew, in another file."""
+    storage = Storage(str(tmp_path))
+    lock = tmp_path / LOCK_FILE
+    storage.write(LOCK_FILE, b"stale")
+    assert storage.delete_if_holds(LOCK_FILE, b"another") is False and lock.read_bytes() == b"stale"
+
+    take_turn = fcntl.flock
+
+    def faster_breaker_first(fd, operation):
+        if lock.read_bytes() == b"stale":  # the other breaker's turn came first
+            lock.unlink()
+            assert storage.create_exclusive(LOCK_FILE, b"fresh")
+        take_turn(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", faster_breaker_first)
+    assert storage.delete_if_holds(LOCK_FILE, b"stale") is False
+    assert lock.read_bytes() == b"fresh"
+    assert storage.delete_if_holds(LOCK_FILE, b"fresh") is True and not lock.exists()
+    assert storage.delete_if_holds(LOCK_FILE, b"fresh") is False  # gone
 
 
 # ---- heartbeats ---------------------------------------------------------------------------------------

@@ -194,6 +194,32 @@ def _s3_client(options: tuple[tuple[str, str], ...], region: str):
     return botocore.session.get_session().create_client("s3", config=config, **arguments)
 
 
+def _unlink_if_holds(path: str, content: bytes) -> bool:
+    """``Storage.delete_if_holds`` on a local file system."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed
+        read = b"".join(iter(lambda: os.read(fd, 1 << 16), b""))
+        if read != content:
+            return False
+        try:
+            named = os.stat(path)
+        except FileNotFoundError:
+            return False
+        opened = os.fstat(fd)
+        if (named.st_dev, named.st_ino) != (opened.st_dev, opened.st_ino):
+            return False  # deleted and created anew by another process since it was opened
+        os.unlink(path)
+        return True
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class FileInfo:
     """One entry of a directory listing; ``path`` is relative to the storage root."""
@@ -435,11 +461,15 @@ class Storage:
 
     def delete_if_holds(self, rel: str, content: bytes) -> bool:
         """Delete ``rel`` only if it holds ``content``; whether it was deleted (``False``: it holds
-        something else, or is gone). On S3 the delete is conditional on the object read (``If-Match``
-        its ETag), so a file another process replaced since stays; a local file system has no
-        conditional delete: a file replaced between the read and the delete goes too."""
+        something else, or is gone). A file another process replaced since it was read stays, where
+        every process deletes the name this way: on S3 the delete is conditional on the object read
+        (``If-Match`` its ETag); on a local file system deleters take turns on the file read (an
+        exclusive ``flock``) and delete the name only while it still names that file. Elsewhere a
+        read, then a delete."""
         if self.fs.type_name == "s3" and self.can_create_exclusive:  # botocore is there
             return self._delete_if_unchanged(rel, content)
+        if self.fs.type_name == "local":
+            return _unlink_if_holds(self.full_path(rel), content)
         if self.read_if_exists(rel) != content:
             return False
         self.delete(rel)

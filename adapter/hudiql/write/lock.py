@@ -9,11 +9,11 @@ is short. The file names its holder; a lock whose holder process on this host is
 is older than ``hoodie.write.lock.filesystem.expire`` minutes, is stale and is broken (deleted,
 then taken again only if absent), so that a process killed while holding it does not block the
 table for ever. Breaking and releasing delete the lock only while it holds what the deleter read
-(``Storage.delete_if_holds``: on S3 a conditional delete), so that of two writers breaking one
-stale lock, the slower does not delete the lock the faster one took meanwhile. Writers on other
-hosts cannot see whether the holder lives: for them only the expiry breaks a lock. Where no
-create-if-absent exists (S3 without botocore, other stores) a table has no lock and needs
-``hoodie.write.concurrency.mode=SINGLE_WRITER``.
+(``Storage.delete_if_holds``: on S3 a conditional delete, on a local disk a delete in turns under
+``flock``), so that of two writers breaking one stale lock, the slower does not delete the lock
+the faster one took meanwhile. Writers on other hosts cannot see whether the holder lives: for
+them only the expiry breaks a lock. Where no create-if-absent exists (S3 without botocore, other
+stores) a table has no lock and needs ``hoodie.write.concurrency.mode=SINGLE_WRITER``.
 
 Completing an instant needs no create-if-absent of its own: its file name is the instant time,
 which one writer claimed exclusively (``write.heartbeat``), and it is written under this lock.
