@@ -274,3 +274,21 @@ def test_fail_closed(spark, tmp_path, monkeypatch):
     assert code == 1 and f"registered at {moved}" in out and "refusing to recreate" in out
     assert not moved.exists()
     shutil.rmtree(table)
+
+
+def test_build_names_the_snapshots_it_does_not_build(spark, tmp_path):
+    """dbt build runs snapshots; hudiql's does not, and says so for each snapshot file (in dbt's
+    snapshot-paths), instead of leaving them out unseen. The rest builds."""
+    snapshot = """
+    {% snapshot people_snapshot %}
+    {{ config(unique_key='id', strategy='check', check_cols='all') }}
+    SELECT 1 AS id
+    {% endsnapshot %}
+    """
+    root = write_project(tmp_path / "p", {"models/m.sql": "SELECT 1 AS id", "history/people.sql": snapshot},
+                         "name: p\nsnapshot-paths: [history]\n")
+    code, out = run(root, "build", spark)
+    assert code == 0 and "OK created sql view model default.m " in out
+    warning = ("[WARNING]: history/people.sql holds snapshots, which hudiql does not build; dbt-core with the hudiql "
+               "adapter does (pip install 'hudiql[dbt]', then dbt snapshot)")
+    assert [line for line in out.splitlines() if "[WARNING]" in line][0].endswith(warning)

@@ -20,6 +20,7 @@ from hudiql.catalog import check_name
 from hudiql.project.artifacts.manifest import Manifest
 from hudiql.project.artifacts.nodes import EPHEMERAL_PREFIX, Node, Relation, Source, TestMetadata
 from hudiql.project.config import model_config as configs
+from hudiql.project.config.project import Project
 from hudiql.project.config.renderer import read_yaml
 from hudiql.project.context.providers import Invocation, ParseProvider
 from hudiql.project.errors import ConfigError, ProjectError
@@ -47,6 +48,11 @@ def _files(root: Path, folders: list[str], suffixes: tuple[str, ...]) -> list[tu
         if base.is_dir():
             out += [(p, base) for p in sorted(base.rglob("*")) if p.is_file() and p.name.endswith(suffixes)]
     return out
+
+
+def snapshot_files(project: Project) -> list[str]:
+    """The snapshot files of ``project`` (dbt's snapshots, which hudiql does not build), relative to it."""
+    return [str(path.relative_to(project.root)) for path, _ in _files(project.root, project.snapshot_paths, (".sql",))]
 
 
 class ProjectParser:
