@@ -276,19 +276,27 @@ def test_fail_closed(spark, tmp_path, monkeypatch):
     shutil.rmtree(table)
 
 
-def test_build_names_the_snapshots_it_does_not_build(spark, tmp_path):
-    """dbt build runs snapshots; hudiql's does not, and says so for each snapshot file (in dbt's
-    snapshot-paths), instead of leaving them out unseen. The rest builds."""
+def test_build_and_compile_name_the_snapshots_and_analyses_they_leave_out(spark, tmp_path):
+    """dbt build runs snapshots, dbt compile compiles analyses; hudiql's do neither, and say so for
+    each such file (in dbt's snapshot-paths, analysis-paths) instead of leaving it out unseen. The
+    rest builds."""
     snapshot = """
     {% snapshot people_snapshot %}
     {{ config(unique_key='id', strategy='check', check_cols='all') }}
     SELECT 1 AS id
     {% endsnapshot %}
     """
-    root = write_project(tmp_path / "p", {"models/m.sql": "SELECT 1 AS id", "history/people.sql": snapshot},
-                         "name: p\nsnapshot-paths: [history]\n")
+    files = {"models/m.sql": "SELECT 1 AS id", "history/people.sql": snapshot, "analyses/a.sql": "SELECT * FROM {{ ref('m') }}"}
+    root = write_project(tmp_path / "p", files, "name: p\nsnapshot-paths: [history]\nanalysis-paths: [analyses]\n")
+
+    def warnings(out: str) -> list[str]:
+        return [line.split("  ", 1)[1] for line in out.splitlines() if "[WARNING]" in line]
+
     code, out = run(root, "build", spark)
     assert code == 0 and "OK created sql view model default.m " in out
-    warning = ("[WARNING]: history/people.sql holds snapshots, which hudiql does not build; dbt-core with the hudiql "
-               "adapter does (pip install 'hudiql[dbt]', then dbt snapshot)")
-    assert [line for line in out.splitlines() if "[WARNING]" in line][0].endswith(warning)
+    assert warnings(out) == ["[WARNING]: history/people.sql holds snapshots, which hudiql leaves out; dbt-core with "
+                             "the hudiql adapter takes them (pip install 'hudiql[dbt]', then dbt snapshot)"]
+    code, out = run(root, "compile", spark)
+    assert code == 0 and warnings(out) == [
+        "[WARNING]: analyses/a.sql holds analyses, which hudiql leaves out; dbt-core with the hudiql adapter takes "
+        "them (pip install 'hudiql[dbt]', then dbt compile)"]

@@ -50,9 +50,10 @@ def _files(root: Path, folders: list[str], suffixes: tuple[str, ...]) -> list[tu
     return out
 
 
-def snapshot_files(project: Project) -> list[str]:
-    """The snapshot files of ``project`` (dbt's snapshots, which hudiql does not build), relative to it."""
-    return [str(path.relative_to(project.root)) for path, _ in _files(project.root, project.snapshot_paths, (".sql",))]
+def sql_files(project: Project, folders: list[str]) -> list[str]:
+    """The SQL files below ``folders`` of ``project``, relative to it (its snapshots or analyses,
+    which hudiql does not build)."""
+    return [str(path.relative_to(project.root)) for path, _ in _files(project.root, folders, (".sql",))]
 
 
 class ProjectParser:

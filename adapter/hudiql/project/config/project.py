@@ -19,7 +19,7 @@ from hudiql.table.keys import closest
 PROJECT_FILE = "dbt_project.yml"
 KEYS = {
     "name", "version", "config-version", "profile", "model-paths", "macro-paths", "seed-paths",
-    "test-paths", "snapshot-paths", "target-path", "clean-targets", "vars", "models", "seeds", "tests", "data_tests",
+    "test-paths", "snapshot-paths", "analysis-paths", "target-path", "clean-targets", "vars", "models", "seeds", "tests", "data_tests",
 }
 _MISSING = object()
 
@@ -33,8 +33,10 @@ class Project:
     macro_paths: list[str] = field(default_factory=lambda: ["macros"])
     seed_paths: list[str] = field(default_factory=lambda: ["seeds"])
     test_paths: list[str] = field(default_factory=lambda: ["tests"])
-    #: Where dbt finds snapshots, which hudiql does not build (``hudiql build`` names them).
+    #: Where dbt finds snapshots and analyses, which hudiql does not build (``build`` and
+    #: ``compile`` name them).
     snapshot_paths: list[str] = field(default_factory=lambda: ["snapshots"])
+    analysis_paths: list[str] = field(default_factory=lambda: ["analyses"])
     target_path: str = "target"
     vars: dict[str, Any] = field(default_factory=dict)
     trees: dict[str, dict[str, Any]] = field(default_factory=dict)  # resource type -> config tree
@@ -92,6 +94,7 @@ def load_project(root: Path, cli_vars: dict[str, Any]) -> Project:
         seed_paths=paths("seed-paths", "seeds"),
         test_paths=paths("test-paths", "tests"),
         snapshot_paths=paths("snapshot-paths", "snapshots"),
+        analysis_paths=paths("analysis-paths", "analyses"),
         target_path=str(data.get("target-path", "target")),
         vars=vars_,
         trees={

@@ -3,8 +3,8 @@ what it depends on, so a failing test skips everything downstream of it."""
 
 from __future__ import annotations
 
-from hudiql.project.parser import snapshot_files
-from hudiql.project.task.base import Loaded
+from hudiql.project.parser import sql_files
+from hudiql.project.task.base import Loaded, warn_left_out
 from hudiql.project.task.run import ModelRunner
 from hudiql.project.task.runnable import GraphRunnableTask
 from hudiql.project.task.seed import SeedRunner
@@ -16,8 +16,6 @@ class BuildTask(GraphRunnableTask):
     waits_for_tests = True
 
     def run_selected(self, loaded: Loaded, chosen: set[str]) -> int:
-        # dbt build runs snapshots too: say which ones this build leaves out, rather than skip them unseen.
-        for path in snapshot_files(loaded.invocation.project):
-            self.console.line(f"[WARNING]: {path} holds snapshots, which hudiql does not build; dbt-core with the "
-                              "hudiql adapter does (pip install 'hudiql[dbt]', then dbt snapshot)")
+        project = loaded.invocation.project
+        warn_left_out(self.console, sql_files(project, project.snapshot_paths), "snapshots", "dbt snapshot")
         return super().run_selected(loaded, chosen)
