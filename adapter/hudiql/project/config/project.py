@@ -19,7 +19,8 @@ from hudiql.table.keys import closest
 PROJECT_FILE = "dbt_project.yml"
 KEYS = {
     "name", "version", "config-version", "profile", "model-paths", "macro-paths", "seed-paths",
-    "test-paths", "snapshot-paths", "analysis-paths", "target-path", "clean-targets", "vars", "models", "seeds", "tests", "data_tests",
+    "test-paths", "snapshot-paths", "analysis-paths", "target-path", "clean-targets", "vars", "models",
+    "seeds", "tests", "data_tests",
 }
 _MISSING = object()
 

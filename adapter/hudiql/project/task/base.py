@@ -97,14 +97,6 @@ class ConfiguredTask(BaseTask):
         """The command on the chosen nodes (unique ids of nodes and sources)."""
 
 
-def warn_left_out(console: Console, files: list[str], what: str, dbt_command: str) -> None:
-    """One ``[WARNING]`` line per file of dbt's that a command leaves out (``what``: snapshots,
-    analyses), rather than skip it unseen."""
-    for path in files:
-        console.line(f"[WARNING]: {path} holds {what}, which hudiql leaves out; dbt-core with the hudiql adapter "
-                     f"takes them (pip install 'hudiql[dbt]', then {dbt_command})")
-
-
 class BaseRunner(ABC):
     """Runs one kind of node in a node scope of the adapter (its statements go to ``target/run``)."""
 

@@ -8,20 +8,16 @@ from hudiql.project.artifacts.nodes import Node
 from hudiql.project.artifacts.results import NodeResult, write_run_results
 from hudiql.project.cli.flags import EXIT_FAILED, EXIT_OK
 from hudiql.project.compilation import Compiler
-from hudiql.project.parser import sql_files
-from hudiql.project.task.base import Loaded, warn_left_out
+from hudiql.project.task.base import Loaded
 from hudiql.project.task.runnable import GraphRunnableTask
 
 
 class CompileTask(GraphRunnableTask):
+    leaves_out = "analyses"
+
     @property
     def resource_types(self) -> set[str]:
         return {"model", "test"}
-
-    def run_selected(self, loaded: Loaded, chosen: set[str]) -> int:
-        project = loaded.invocation.project
-        warn_left_out(self.console, sql_files(project, project.analysis_paths), "analyses", "dbt compile")
-        return super().run_selected(loaded, chosen)
 
     def execute(self, loaded: Loaded, nodes: list[Node]) -> int:
         compiler = Compiler(loaded.invocation, loaded.manifest, loaded.adapter)

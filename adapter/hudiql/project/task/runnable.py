@@ -16,9 +16,18 @@ from hudiql.project.artifacts.nodes import Node
 from hudiql.project.artifacts.results import NodeResult, write_run_results
 from hudiql.project.cli.flags import EXIT_FAILED, EXIT_OK
 from hudiql.project.compilation import Compiler
+from hudiql.project.config.project import Project
 from hudiql.project.graph.queue import GraphQueue, waits_for
+from hudiql.project.parser import sql_files
 from hudiql.project.task.base import BaseRunner, ConfiguredTask, Loaded
 from hudiql.project.task.printer import found_line, print_run_end, result_message, start_message
+
+
+#: dbt's resources hudiql does not build: where a project keeps them, and the dbt command that takes them.
+LEFT_OUT: dict[str, tuple[Callable[[Project], list[str]], str]] = {
+    "snapshots": (lambda project: project.snapshot_paths, "dbt snapshot"),
+    "analyses": (lambda project: project.analysis_paths, "dbt compile"),
+}
 
 
 class GraphRunnableTask(ConfiguredTask):
@@ -26,12 +35,20 @@ class GraphRunnableTask(ConfiguredTask):
     RUNNERS: dict[str, type[BaseRunner]] = {}
     #: ``build``: a node also waits for the tests of what it depends on (a failing test stops it).
     waits_for_tests = False
+    #: What the dbt command of the same name takes and hudiql leaves out (a key of ``LEFT_OUT``):
+    #: each file of it is named with a warning, rather than skipped unseen.
+    leaves_out: str | None = None
 
     @property
     def resource_types(self) -> set[str]:
         return set(self.RUNNERS)
 
     def run_selected(self, loaded: Loaded, chosen: set[str]) -> int:
+        if self.leaves_out:
+            folders, dbt_command = LEFT_OUT[self.leaves_out]
+            for path in sql_files(loaded.invocation.project, folders(loaded.invocation.project)):
+                self.console.line(f"[WARNING]: {path} holds {self.leaves_out}, which hudiql leaves out; dbt-core with "
+                                  f"the hudiql adapter takes them (pip install 'hudiql[dbt]', then {dbt_command})")
         self.console.line(found_line(loaded.manifest))
         manifest = loaded.manifest
         nodes = [manifest.nodes[u] for u in loaded.graph.order(chosen & set(manifest.nodes))
