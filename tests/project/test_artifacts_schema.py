@@ -23,7 +23,8 @@ PROJECT = {
     "seeds/people.yml": "seeds:\n  - name: people\n    description: who\n    config: {column_types: {id: int}}\n",
     "models/stg_people.sql": "SELECT id, upper(name) AS name FROM {{ ref('people') }}",
     "models/eph.sql": "{{ config(materialized='ephemeral') }} SELECT id, {{ shout('name') }} AS name FROM {{ ref('stg_people') }}",
-    "models/good.sql": "{{ config(materialized='table', unique_key='id', tags=['daily']) }} SELECT * FROM {{ ref('eph') }}",
+    "models/good.sql": "{{ config(materialized='table', unique_key='id', tags=['daily'], post_hook='SELECT count(*) FROM {{ this }}') }} "
+                       "SELECT * FROM {{ ref('eph') }}",
     "models/joined.sql": "SELECT e.id FROM {{ source('landing', 'events') }} e JOIN {{ ref('good') }} g ON e.id = g.id",
     "models/bad.sql": "{{ config(materialized='table') }} SELECT * FROM no_such_table",
     "models/after_bad.sql": "SELECT * FROM {{ ref('bad') }}",
@@ -137,6 +138,7 @@ def test_artifacts_validate_against_dbt_schemas(spark, tmp_path):
     assert not_null["test_metadata"]["kwargs"] == {"column_name": "id"} and not_null["checksum"]["name"] == "none"
     assert manifest["macros"]["macro.p.shout"]["macro_sql"] == PROJECT["macros/shout.sql"]
     assert manifest["macros"]["macro.hudiql.test_not_null"]["macro_sql"].startswith("{% macro test_not_null(model, column_name) %}")
+    assert good["config"]["post-hook"] == [{"sql": "SELECT count(*) FROM {{ this }}", "transaction": True, "index": 0}]
     assert manifest["sources"]["source.p.landing.events"]["relation_name"] == "default.landing_events"
     assert manifest["sources"]["source.p.landing.events"]["source_description"] == "raw events"
     assert list(manifest["disabled"]) == ["model.p.off"]

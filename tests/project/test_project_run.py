@@ -300,3 +300,44 @@ def test_build_and_compile_name_the_snapshots_and_analyses_they_leave_out(spark,
     assert code == 0 and warnings(out) == [
         "[WARNING]: analyses/a.sql holds analyses, which hudiql leaves out; dbt-core with the hudiql adapter takes "
         "them (pip install 'hudiql[dbt]', then dbt compile)"]
+
+
+HOOKED = {
+    "models/orders.sql": """
+        {{ config(materialized='incremental', unique_key='id', table_type='mor',
+                  options={'hoodie.compact.inline': 'false'},
+                  pre_hook=["CREATE TABLE IF NOT EXISTS audit (model STRING, event STRING) USING hudi",
+                            "INSERT INTO audit VALUES ('{{ this }}', 'pre')"],
+                  post_hook="CALL run_compaction(op => 'scheduleandexecute', table => '{{ this.identifier }}')") }}
+        SELECT 1 AS id, '{{ var('v', 'a') }}' AS v
+    """,
+    "models/broken.sql": "{{ config(materialized='table', post_hook='SELECT * FROM no_such_table') }} SELECT 1 AS id",
+}
+
+
+def test_hooks_run_around_the_materialization(spark, tmp_path):
+    """pre_hook and post_hook (a string or a list; the project's `+post-hook` first, then the
+    model's) run in the model's session around its materialization, rendered then ({{ this }});
+    a failing hook fails its model with the hook's error."""
+    project_yml = """
+    name: p
+    models:
+      p:
+        +post-hook: "INSERT INTO audit VALUES ('{{ this }}', 'project post')"
+    """
+    root = write_project(tmp_path / "p", HOOKED, project_yml)
+    code, out = run(root, "run", spark, select=["orders"])
+    assert code == 0, out
+    code, out = run(root, "run", spark, select=["orders"], vars={"v": "b"})  # an update: a log file
+    assert code == 0, out
+    assert rows(spark, root, "SELECT id, v FROM orders") == [(1, "b")]
+    assert rows(spark, root, "SELECT model, event, count(*) FROM audit GROUP BY model, event") == [
+        ("default.orders", "pre", 2), ("default.orders", "project post", 2)]
+    timeline = sorted(p.name for p in (root / "warehouse" / "orders" / ".hoodie").iterdir() if p.name.endswith(".commit"))
+    assert len(timeline) == 1  # the post-hook compacted the second run's log (the first left none)
+    ran = (root / "target" / "run" / "p" / "models" / "orders.sql").read_text()
+    assert "INSERT INTO audit VALUES ('default.orders', 'pre')" in ran and "CALL run_compaction" in ran
+
+    code, out = run(root, "run", spark, select=["broken"])
+    assert code == 1 and "no_such_table" in out
+    assert run_results(root)["model.p.broken"]["status"] == "error"

@@ -18,6 +18,7 @@ from jinja2 import nodes as jnodes
 
 from hudiql.project.artifacts.nodes import Node, Source
 from hudiql.project.artifacts.writer import timestamp, write_json
+from hudiql.project.config.model_config import HOOKS
 from hudiql.project.config.runtime import RuntimeConfig
 from hudiql.project.context.macros import MacroLibrary
 
@@ -98,7 +99,7 @@ class _ManifestWriter:
             "fqn": node.fqn,
             "alias": relation.identifier if relation else node.config.get("alias") or node.name,
             "checksum": self._checksum(node),
-            "config": node.config,
+            "config": _config(node.config),
             "tags": tags if isinstance(tags, list) else [tags],
             "meta": node.config.get("meta") or {},
             "description": node.description,
@@ -162,3 +163,12 @@ class _ManifestWriter:
             return []
         called = {c.node.name for c in self.library.env.parse(code).find_all(jnodes.Call) if isinstance(c.node, jnodes.Name)}
         return sorted(self.macro_ids[name] for name in called if name in self.macro_ids)
+
+
+def _config(config: dict[str, Any]) -> dict[str, Any]:
+    """A node's config as dbt writes it: hooks as ``pre-hook`` / ``post-hook`` lists of Hook objects."""
+    out = {k: v for k, v in config.items() if k not in HOOKS}
+    for key in HOOKS:
+        if key in config:
+            out[key.replace("_", "-")] = [{"sql": sql, "transaction": True, "index": i} for i, sql in enumerate(config[key])]
+    return out

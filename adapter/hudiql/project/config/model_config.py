@@ -24,11 +24,14 @@ from hudiql.table.keys import closest
 
 COMMON = {"enabled", "tags", "meta"}
 HUDI = {"unique_key", "partition_by", "table_type", "precombine_field", "options"}
+#: SQL run before and after a model's or seed's materialization, in its session (``{{ this }}`` is
+#: rendered then). Every level's hooks run, the project's first, as in dbt.
+HOOKS = ("pre_hook", "post_hook")
 VALID_KEYS: dict[str, set[str]] = {
-    "model": COMMON | HUDI | {
+    "model": COMMON | HUDI | set(HOOKS) | {
         "materialized", "on_schema_change", "incremental_strategy", "schema", "alias", "full_refresh",
     },
-    "seed": COMMON | HUDI | {"schema", "alias", "column_types", "delimiter"},  # seeds are reloaded every run
+    "seed": COMMON | HUDI | set(HOOKS) | {"schema", "alias", "column_types", "delimiter"},  # seeds are reloaded every run
     "test": COMMON | {"severity", "where"},
 }
 DEFAULTS: dict[str, dict[str, Any]] = {
@@ -102,6 +105,8 @@ def merge(*layers: dict[str, Any]) -> dict[str, Any]:
             if key == "tags" and key in out:
                 before = _as_list(out[key], "tags", "")
                 out[key] = before + [t for t in _as_list(value, "tags", "") if t not in before]
+            elif key in HOOKS and key in out:
+                out[key] = _hooks(out[key], key, "") + _hooks(value, key, "")
             elif key in ("meta", "options", "column_types") and isinstance(out.get(key), dict) and isinstance(value, dict):
                 out[key] = {**out[key], **value}
             else:
@@ -116,6 +121,15 @@ def _as_list(value: Any, key: str, where: str) -> list[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [v.strip() for v in value]
     raise ConfigError(f"{where}: config '{key}' must be a string or a list of strings, got {value!r}")
+
+
+def _hooks(value: Any, key: str, where: str) -> list[str]:
+    """A hook or a list of hooks (SQL text, not split on commas) as a list."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise ConfigError(f"{where}: config '{key}' must be SQL text or a list of it, got {value!r}")
 
 
 def _one_of(value: Any, key: str, allowed: tuple[str, ...], where: str) -> str:
@@ -146,6 +160,8 @@ def validate(resource_type: str, config: dict[str, Any], where: str, materializa
         return out
     for key in ("unique_key", "partition_by"):
         out[key] = _as_list(out[key], key, where) if out.get(key) is not None else []
+    for key in HOOKS:
+        out[key] = _hooks(out.get(key) or [], key, where)
     table_type = C.table_type(str(out["table_type"]))
     out["table_type"] = ("mor" if table_type == C.MERGE_ON_READ else "cow") if table_type else _one_of(
         out["table_type"], "table_type", ("cow", "mor"), where)

@@ -42,10 +42,16 @@ def read_yaml(path: Path) -> Any:
         raise ProjectError(f"cannot read {path}: {e.strerror}") from None
 
 
+#: Configs rendered when their node runs (a hook names ``this``), not when the project loads, as in dbt.
+RUNTIME_KEYS = ("pre-hook", "post-hook", "pre_hook", "post_hook")
+
+
 def render_values(value: Any, functions: Mapping[str, Callable[..., Any]], where: str = "") -> Any:
-    """``value`` with every string that holds Jinja rendered; dicts and lists recursively."""
+    """``value`` with every string that holds Jinja rendered; dicts and lists recursively (hooks
+    stay as written: ``RUNTIME_KEYS``)."""
     if isinstance(value, dict):
-        return {k: render_values(v, functions, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        return {k: v if str(k).lstrip("+") in RUNTIME_KEYS else render_values(v, functions, f"{where}.{k}" if where else str(k))
+                for k, v in value.items()}
     if isinstance(value, list):
         return [render_values(v, functions, f"{where}[{i}]") for i, v in enumerate(value)]
     if not isinstance(value, str) or ("{{" not in value and "{%" not in value):
