@@ -336,8 +336,16 @@ def test_hooks_run_around_the_materialization(spark, tmp_path):
     timeline = sorted(p.name for p in (root / "warehouse" / "orders" / ".hoodie").iterdir() if p.name.endswith(".commit"))
     assert len(timeline) == 1  # the post-hook compacted the second run's log (the first left none)
     ran = (root / "target" / "run" / "p" / "models" / "orders.sql").read_text()
-    assert "INSERT INTO audit VALUES ('default.orders', 'pre')" in ran and "CALL run_compaction" in ran
+    assert "INSERT INTO audit VALUES ('default.orders', 'pre')" in ran
+    assert ran.index("'project post'") < ran.index("CALL run_compaction")  # the project's hook first
 
     code, out = run(root, "run", spark, select=["broken"])
     assert code == 1 and "no_such_table" in out
     assert run_results(root)["model.p.broken"]["status"] == "error"
+
+
+def test_a_hook_that_is_not_sql_text_is_refused_naming_the_model(tmp_path):
+    root = write_project(tmp_path / "p", {"models/m.sql": "{{ config(post_hook=[1]) }} SELECT 1 AS id"},
+                         "name: p\nmodels:\n  p:\n    +post-hook: \"SELECT 1\"\n")
+    code, out = run(root, "compile")
+    assert code == 2 and "model m" in out and "config 'post_hook' must be SQL text or a list of it, got ['SELECT 1', 1]" in out

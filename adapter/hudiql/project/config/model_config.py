@@ -105,8 +105,8 @@ def merge(*layers: dict[str, Any]) -> dict[str, Any]:
             if key == "tags" and key in out:
                 before = _as_list(out[key], "tags", "")
                 out[key] = before + [t for t in _as_list(value, "tags", "") if t not in before]
-            elif key in HOOKS and key in out:
-                out[key] = _hooks(out[key], key, "") + _hooks(value, key, "")
+            elif key in HOOKS and key in out:  # validate() checks what they hold, naming the node
+                out[key] = [*_listed(out[key]), *_listed(value)]
             elif key in ("meta", "options", "column_types") and isinstance(out.get(key), dict) and isinstance(value, dict):
                 out[key] = {**out[key], **value}
             else:
@@ -121,6 +121,10 @@ def _as_list(value: Any, key: str, where: str) -> list[str]:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return [v.strip() for v in value]
     raise ConfigError(f"{where}: config '{key}' must be a string or a list of strings, got {value!r}")
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 def _hooks(value: Any, key: str, where: str) -> list[str]:
