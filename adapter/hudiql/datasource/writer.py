@@ -60,6 +60,7 @@ from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
@@ -345,17 +346,20 @@ def _delete(session: WritingSession, txn: WriteTransaction, rows: DataFrame) -> 
     wanted = {c.lower() for c in [*table.config.record_key_fields, *table.config.partition_fields]}
     keyed = prepare_insert(table, rows.select([f"`{c}`" for c in rows.columns if c.lower() in wanted]), None, None,
                            by_name=True).rows
+    # The keys feed two steps (the partitions they name, then the DELETE): the staged files are read once.
     keys = keyed.select(table.keygen.record_key().alias("k"), table.keygen.partition_path(table.schema).alias("p"))
-    # Only the partitions the keys name are read (a list of paths, no rows, on the driver).
-    partitions = {r[0] for r in keys.select("p").distinct().collect()}
+    keys = keys.persist(StorageLevel.MEMORY_AND_DISK)
     planner = session.planner
     view = planner.register(keys)
     try:
+        # Only the partitions the keys name are read (a list of paths, no rows, on the driver).
+        partitions = {r[0] for r in keys.select("p").distinct().collect()}
         meta = exp.Tuple(expressions=[exp.column(RECORD_KEY, quoted=True), exp.column(PARTITION_PATH, quoted=True)])
         where = exp.In(this=meta, query=exp.select("k", "p").from_(view).subquery())
         DmlPlanner(planner, txn).delete(S.Delete(S.TableName(None, table.config.name), None, where), partitions)
     finally:
         planner.drop([view])
+        keys.unpersist()
 
 
 def remove_staging(storage: Storage, staging: str, new_path: bool) -> None:
