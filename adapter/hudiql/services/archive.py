@@ -54,6 +54,7 @@ from hudiql.table.timeline import (
     instant_file_name,
 )
 from hudiql.write.lock import commit_lock
+from hudiql.write.prologue import open_for_write
 
 _WRITES = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 
@@ -163,7 +164,7 @@ def _delete_instant_files(table: HudiTable, pending_files: list[str], completed_
 
 def archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
     """Archive what Hudi's rules let go (``instants_to_archive``); the instants moved."""
-    table.timeline.ensure_writable()
+    open_for_write(table, settings)
     if not instants_to_archive(table, settings):
         return []  # the timeline is short enough: no lock (a later writer only adds instants)
     with commit_lock(table.storage, settings, "archive"):

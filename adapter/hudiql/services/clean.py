@@ -56,6 +56,7 @@ from hudiql.table.timeline import (
 )
 from hudiql.write.heartbeat import claim_instant_time
 from hudiql.write.lock import commit_lock
+from hudiql.write.prologue import open_for_write
 
 #: The instants whose count the retention policies measure, pending ones included.
 _COMMIT_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION)
@@ -210,7 +211,7 @@ def plan(table: HudiTable, settings: Mapping[str, str], now: datetime) -> Cleane
 
 def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
     """Plan a clean under the table lock; its requested instant, or ``None`` when nothing is to go."""
-    table.timeline.ensure_writable()
+    open_for_write(table, settings)
     with commit_lock(table.storage, settings, "clean plan"):
         table = table.snapshot()
         if table.timeline.pending((CLEAN,)):
@@ -251,7 +252,7 @@ def execute(table: HudiTable, instant: Instant) -> CleanMetadata:
 def run(table: HudiTable, settings: Mapping[str, str], plan_new: bool = True) -> list[CleanMetadata]:
     """Finish the cleans a crash left pending, then (``plan_new``) plan and run one when the
     trigger fires; what each deleted."""
-    table.timeline.ensure_writable()
+    open_for_write(table, settings)
     done = [execute(table, i) for i in table.timeline.pending((CLEAN,))]
     if plan_new:
         current = table.snapshot() if done else table

@@ -62,6 +62,7 @@ from hudiql.write.conflict import ConflictRule
 from hudiql.write.heartbeat import claim_instant_time
 from hudiql.write.index import IndexConfig
 from hudiql.write.lock import commit_lock
+from hudiql.write.prologue import open_for_write
 from hudiql.write.transaction import WriteTransaction
 
 INLINE = K.INLINE_CLUSTERING
@@ -118,7 +119,7 @@ def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str
         raise HudiqlError(f"table {table.config.name} uses the bucket index, whose file groups are its buckets; "
                           "clustering would put a bucket's keys in other file groups, so hudiql does not cluster it")
     columns = sort_columns(table, configured_sort_columns(settings) if order is None else order)
-    table.timeline.ensure_writable()
+    open_for_write(table, settings)
     _refuse_pending(table)
     rollback_failed_writes(table, settings)
     with commit_lock(table.storage, settings, "clustering plan"):

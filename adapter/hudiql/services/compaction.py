@@ -44,6 +44,7 @@ from hudiql.table.timeline import (
 from hudiql.write.conflict import ConflictRule
 from hudiql.write.heartbeat import claim_instant_time
 from hudiql.write.lock import commit_lock
+from hudiql.write.prologue import open_for_write
 from hudiql.write.transaction import WriteTransaction
 
 INLINE = K.INLINE_COMPACT
@@ -96,7 +97,7 @@ def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
     """
     if not table.config.is_mor:
         raise HudiqlError(f"table {table.config.name} is copy-on-write; only merge-on-read tables are compacted")
-    table.timeline.ensure_writable()
+    open_for_write(table, settings)
     rollback_failed_writes(table, settings)
     with commit_lock(table.storage, settings, "compaction plan"):
         table = table.snapshot()

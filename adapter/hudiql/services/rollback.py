@@ -90,6 +90,7 @@ from hudiql.table.timeline import (
 )
 from hudiql.write.heartbeat import claim_instant_time, heartbeat_path, is_expired
 from hudiql.write.lock import commit_lock
+from hudiql.write.prologue import open_for_write
 
 _MARKER_RE = re.compile(r"^(?P<file>.+)\.marker\.[A-Z]+$")
 
@@ -238,7 +239,7 @@ def rollback_to_instant(table: HudiTable, settings: Mapping[str, str], instant_t
     """``CALL rollback_to_instant``: roll back the latest completed commit, refusing anything
     else by name (nothing is changed then)."""
     proc, name = "rollback_to_instant", table.config.name
-    table.timeline.ensure_writable()
+    open_for_write(table, settings)
     rollback_failed_writes(table, settings)
     with commit_lock(table.storage, settings, f"rollback {instant_time}"):
         table = table.snapshot()
@@ -304,7 +305,7 @@ def restore_to_savepoint(table: HudiTable, settings: Mapping[str, str], savepoin
     ``savepoint_time`` (whose files are ``savepointed``, paths relative to the table), as one
     restore; refused while a write is pending or when a newer savepoint exists."""
     proc, name = "rollback_to_savepoint", table.config.name
-    table.timeline.ensure_writable()
+    open_for_write(table, settings)
     with commit_lock(table.storage, settings, f"restore {savepoint_time}"):
         table = table.snapshot()
         finish_pending(table, settings)

@@ -37,6 +37,7 @@ from hudiql.table.savepoint import encode_savepoint, savepointed_paths
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import CLEAN, SAVEPOINT, Instant, State, instant_file_name
 from hudiql.write.lock import commit_lock
+from hudiql.write.prologue import open_for_write
 
 
 def list_savepoints(table: HudiTable) -> list[str]:
@@ -64,7 +65,7 @@ def create(table: HudiTable, settings: Mapping[str, str], commit_time: str, user
     when empty); its instant time. Refused for an unknown, pending or savepointed commit, and for
     one older than what the last clean retained (its files may be gone)."""
     proc, name = "create_savepoint", table.config.name
-    table.timeline.ensure_writable()
+    open_for_write(table, settings)
     with commit_lock(table.storage, settings, f"savepoint {commit_time}"):
         table = table.snapshot()
         timeline = table.timeline
@@ -95,7 +96,7 @@ def delete(table: HudiTable, settings: Mapping[str, str], instant_times: str) ->
     """``CALL delete_savepoint``: delete the completed savepoints ``instant_times`` (comma
     separated; the latest when empty); all are checked before any is deleted."""
     proc, name = "delete_savepoint", table.config.name
-    table.timeline.ensure_writable()
+    open_for_write(table, settings)
     with commit_lock(table.storage, settings, "delete savepoint"):
         table = table.snapshot()
         existing = list_savepoints(table)

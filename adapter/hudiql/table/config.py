@@ -60,6 +60,8 @@ MERGE_MODE = "hoodie.record.merge.mode"
 TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
 POPULATE_META_FIELDS = "hoodie.populate.meta.fields"
 CREATE_SCHEMA = "hoodie.table.create.schema"
+METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
+METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
 CHECKSUM = "hoodie.table.checksum"
 TIMESTAMP_TYPE = "hoodie.keygen.timebased.timestamp.type"
 TIMESTAMP_SCALAR_UNIT = "hoodie.keygen.timebased.timestamp.scalar.time.unit"
@@ -315,6 +317,11 @@ class TableConfig:
     @property
     def populate_meta_fields(self) -> bool:
         return self.props.get(POPULATE_META_FIELDS, "true").lower() == "true"
+
+    @property
+    def metadata_partitions(self) -> list[str]:
+        """The metadata table's partitions that readers may use (``files``: the file listings)."""
+        return _fields(self.props.get(METADATA_PARTITIONS))
 
     @property
     def create_schema(self) -> str | None:

@@ -25,6 +25,8 @@ PROPERTIES_FILE = f"{META_FOLDER}/hoodie.properties"
 TEMP_FOLDER = f"{META_FOLDER}/.temp"
 HEARTBEAT_FOLDER = f"{META_FOLDER}/.heartbeat"
 LOCK_FILE = f"{META_FOLDER}/lock"
+#: The metadata table (a Hudi table of its own) that Hudi writers keep since 0.11.
+METADATA_TABLE_FOLDER = f"{META_FOLDER}/metadata"
 PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 BASE_FILE_EXTENSION = ".parquet"

@@ -1,7 +1,8 @@
 """The write transaction: one per statement that writes, and one per compaction run.
 
 A transaction owns everything between a write's snapshot and its completed instant:
-1. ``start``, before the statement reads the table: writes whose writer died are rolled back
+1. ``start``, before the statement reads the table: a table hudiql cannot write is refused and a
+   metadata table the write would leave stale is removed (``write.prologue``); writes whose writer died are rolled back
    (``services.rollback``); under the table lock the timeline is read, the instant time is
    claimed with a heartbeat (``write.heartbeat``) and the instant goes requested -> inflight:
    ``txn.table`` is the statement's snapshot (config, timeline, file-system view: read once and
@@ -50,6 +51,7 @@ from hudiql.write import conflict
 from hudiql.write.conflict import ConflictRule
 from hudiql.write.heartbeat import WriterHeartbeat, claim_instant_time, heartbeat_path, interval_ms, is_expired
 from hudiql.write.lock import commit_lock
+from hudiql.write.prologue import open_for_write
 
 
 class WriteTransaction:
@@ -76,7 +78,7 @@ class WriteTransaction:
         """A new instant of ``action`` on ``table``, inflight (``requested``: the content of its
         requested file); ``txn.table`` is the snapshot of the table taken with it (``table``'s own
         timeline is only used to claim the instant)."""
-        table.timeline.ensure_writable()
+        open_for_write(table, settings)
         keys.check_retention(settings)  # before anything is written: its services must be able to run
         rollback_failed_writes(table, settings)
         heartbeat = instant = None
@@ -103,6 +105,7 @@ class WriteTransaction:
     def resume(cls, spark: SparkSession, table: HudiTable, settings: Mapping[str, str], planned: Instant) -> WriteTransaction:
         """Run a planned instant (a requested compaction, or one whose runner died: rolled back
         to requested first). Refused while another process runs it."""
+        open_for_write(table, settings)
         storage = table.storage
         path = heartbeat_path(planned.timestamp)
         if storage.exists(path):
