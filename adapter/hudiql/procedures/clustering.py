@@ -136,8 +136,8 @@ def _run_clustering(ctx: Context, args: dict[str, object]) -> list[tuple]:
         chosen = [planned] if planned is not None else []
     if op != "schedule":
         for instant in chosen:
-            clustering.execute(ctx.spark, table.snapshot(), instant, settings)
-    return clustering.describe(table.snapshot(), None, bool(args["show_involved_partition"]),
+            clustering.execute(ctx.spark, table.refreshed(), instant, settings)
+    return clustering.describe(table.refreshed(), None, bool(args["show_involved_partition"]),
                                {i.timestamp for i in chosen})
 
 

@@ -168,7 +168,7 @@ def archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
     if not instants_to_archive(table, settings):
         return []  # the timeline is short enough: no lock (a later writer only adds instants)
     with commit_lock(table.storage, settings, "archive"):
-        table = table.snapshot()  # a writer's conflict check reads the timeline: decide under the lock
+        table = table.refreshed()  # a writer's conflict check reads the timeline: decide under the lock
         chosen = instants_to_archive(table, settings)
         if not chosen:
             return []

@@ -213,7 +213,7 @@ def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
     """Plan a clean under the table lock; its requested instant, or ``None`` when nothing is to go."""
     open_for_write(table, settings)
     with commit_lock(table.storage, settings, "clean plan"):
-        table = table.snapshot()
+        table = table.refreshed()
         if table.timeline.pending((CLEAN,)):
             return None  # another writer's clean is under way: it deletes what this one would
         heartbeat = claim_instant_time(table, settings)  # no writer takes the clean's instant time
@@ -255,7 +255,7 @@ def run(table: HudiTable, settings: Mapping[str, str], plan_new: bool = True) ->
     open_for_write(table, settings)
     done = [execute(table, i) for i in table.timeline.pending((CLEAN,))]
     if plan_new:
-        current = table.snapshot() if done else table
+        current = table.refreshed() if done else table
         by_age = K.setting(settings, K.CLEANER_POLICY).upper() != K.KEEP_LATEST_FILE_VERSIONS
         now = datetime.now(timezone.utc)
         # Nothing is old enough yet: no need for the lock (the plan under it would be empty too).
@@ -264,7 +264,7 @@ def run(table: HudiTable, settings: Mapping[str, str], plan_new: bool = True) ->
         if is_due(current.timeline, settings):
             instant = schedule(current, settings)
             if instant is not None:
-                done.append(execute(current.snapshot(), instant))
+                done.append(execute(current.refreshed(), instant))
     return done
 
 

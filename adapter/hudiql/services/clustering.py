@@ -123,7 +123,7 @@ def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str
     _refuse_pending(table)
     rollback_failed_writes(table, settings)
     with commit_lock(table.storage, settings, "clustering plan"):
-        table = table.snapshot()
+        table = table.refreshed()
         _refuse_pending(table)
         heartbeat = claim_instant_time(table, settings)  # no writer takes the plan's instant time
         try:
@@ -336,15 +336,14 @@ def is_due(table: HudiTable, settings: Mapping[str, str]) -> bool:
 def cluster_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
     """After a write, with ``hoodie.clustering.inline``: run the clusterings already planned
     (their file groups take no write until they complete), then plan and run one when due.
-    ``table`` is read again only when clustering is on."""
+    ``table``: as the write left it; listed again after a clustering ran."""
     if K.setting(settings, INLINE).strip().lower() != "true":
         return []
     check_settings(settings)
-    table = table.snapshot()
-    done = [execute(spark, table.snapshot(), instant, settings) for instant, _ in pending_clusterings(table.timeline)]
-    table = table.snapshot()
+    done = [execute(spark, table.refreshed(), instant, settings) for instant, _ in pending_clusterings(table.timeline)]
+    table = table.refreshed() if done else table
     if is_due(table, settings):
         instant = schedule(table, settings)
         if instant is not None:
-            done.append(execute(spark, table.snapshot(), instant, settings))
+            done.append(execute(spark, table.refreshed(), instant, settings))
     return done

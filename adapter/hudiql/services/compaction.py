@@ -100,7 +100,7 @@ def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
     open_for_write(table, settings)
     rollback_failed_writes(table, settings)
     with commit_lock(table.storage, settings, "compaction plan"):
-        table = table.snapshot()
+        table = table.refreshed()
         timeline = table.timeline
         heartbeat = claim_instant_time(table, settings)  # no writer takes the plan's instant time
         try:
@@ -190,12 +190,12 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: M
 
 def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
     """Execute every pending compaction, oldest first."""
-    return [execute(spark, table.snapshot(), i, settings) for i in pending_compactions(table)]
+    return [execute(spark, table.refreshed(), i, settings) for i in pending_compactions(table)]
 
 
 def schedule_and_execute(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> CommitMetadata | None:
     instant = schedule(table, settings)
-    return execute(spark, table.snapshot(), instant, settings) if instant else None
+    return execute(spark, table.refreshed(), instant, settings) if instant else None
 
 
 def describe(table: HudiTable) -> list[tuple[str, int, str]]:
@@ -221,10 +221,10 @@ def run_procedure(spark: SparkSession, table: HudiTable, op: str, settings: Mapp
     else:
         if op == "scheduleandexecute":
             schedule(table, settings)
-            table = table.snapshot()
+            table = table.refreshed()
         wanted = {i.timestamp for i in pending_compactions(table)}
         run(spark, table, settings)
-    return [row for row in describe(table.snapshot()) if row[0] in wanted]
+    return [row for row in describe(table.refreshed()) if row[0] in wanted]
 
 
 def compact_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
@@ -234,7 +234,7 @@ def compact_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str,
     if K.setting(settings, INLINE).strip().lower() != "true":
         return []
     done = run(spark, table, settings)
-    table = table.snapshot()
+    table = table.refreshed() if done else table
     if is_due(table, settings):
         compacted = schedule_and_execute(spark, table, settings)
         done += [compacted] if compacted else []

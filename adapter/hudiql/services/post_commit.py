@@ -18,21 +18,29 @@ from hudiql.table.table import HudiTable
 
 
 def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> None:
-    """Run the services ``settings`` ask for on ``table`` (loaded again: the write is in it)."""
-    if table.config.is_mor:
-        _service(table, "inline compaction", "CALL run_compaction",
-                 lambda: compaction.compact_inline(spark, table.snapshot(), settings))
-    _service(table, "inline clustering", "CALL run_clustering",
-             lambda: clustering.cluster_inline(spark, table, settings))
-    _service(table, "cleaning", "CALL run_clean", lambda: clean.clean_inline(table.snapshot(), settings))
-    _service(table, "archiving", "CALL archive_commits", lambda: archive.archive_inline(table.snapshot(), settings))
+    """Run the services ``settings`` ask for on ``table``: the table as the write's commit left it
+    (its timeline listed under the commit's lock). A service that changed the table hands the next
+    one the timeline listed again; one that did nothing, the same table."""
+    services: list[tuple[str, str, Callable[[HudiTable], list]]] = [
+        ("inline compaction", "CALL run_compaction", lambda t: compaction.compact_inline(spark, t, settings)),
+        ("inline clustering", "CALL run_clustering", lambda t: clustering.cluster_inline(spark, t, settings)),
+        ("cleaning", "CALL run_clean", lambda t: clean.clean_inline(t, settings)),
+        ("archiving", "CALL archive_commits", lambda t: archive.archive_inline(t, settings)),
+    ]
+    if not table.config.is_mor:
+        services = services[1:]
+    for name, instead, work in services:
+        if _service(table, name, instead, work):
+            table = table.refreshed()
 
 
-def _service(table: HudiTable, name: str, instead: str, work: Callable[[], object]) -> None:
+def _service(table: HudiTable, name: str, instead: str, work: Callable[[HudiTable], list]) -> bool:
+    """Run one service; whether it may have changed the table (it did something, or failed)."""
     try:
-        work()
+        return bool(work(table))
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, the write committed
         error = exc if isinstance(exc, HudiqlError) else from_spark_error(exc)
         reason = str(error) if error is not None else f"{type(exc).__name__}: {spark_message(str(exc))}"
         warn(f"the write committed, but {name} of table {table.config.name} did not run ({reason}); "
              f"it runs after a later write, or with {instead}")
+        return True

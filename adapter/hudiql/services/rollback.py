@@ -36,17 +36,17 @@ Example: a writer died after starting its instant and writing a file.
 
 Example: the latest commit rolled back; its file is gone, a completed rollback instant stays.
     >>> from hudiql.table.commit import CommitMetadata, WriteStat
-    >>> timeline = table.snapshot().timeline
+    >>> timeline = table.refreshed().timeline
     >>> instant = timeline.start(COMMIT, "20240102000000000")
     >>> table.storage.write("dt=1/f-1_0-1-0_20240102000000000.parquet", b"rows")
     >>> meta = CommitMetadata(write_stats=[WriteStat("f-1", "dt=1", "dt=1/f-1_0-1-0_20240102000000000.parquet")])
     >>> _ = timeline.complete(instant, meta.to_json())
-    >>> rolled = rollback_to_instant(table.snapshot(), {}, "20240102000000000")
+    >>> rolled = rollback_to_instant(table.refreshed(), {}, "20240102000000000")
     >>> rolled.instant_time, [posixpath.basename(p) for p in rolled.deleted["dt=1"]]
     ('20240102000000000', ['f-1_0-1-0_20240102000000000.parquet'])
-    >>> [(i.action, i.state.value) for i in table.snapshot().timeline.instants]
+    >>> [(i.action, i.state.value) for i in table.refreshed().timeline.instants]
     [('rollback', 'completed')]
-    >>> rollback_to_instant(table.snapshot(), {}, "20240102000000000")
+    >>> rollback_to_instant(table.refreshed(), {}, "20240102000000000")
     Traceback (most recent call last):
     hudiql.errors.SqlError: CALL rollback_to_instant: table orders has no instant 20240102000000000; CALL show_commits(table => 'orders') lists its commits
 """
@@ -118,20 +118,31 @@ def rollback(table: HudiTable, instant: Instant, keep_requested: bool = False) -
     table.timeline.remove_pending(instant, keep_requested)
 
 
-def rollback_failed_writes(table: HudiTable, settings: Mapping[str, str]) -> list[str]:
-    """Roll back the pending commits / deltacommits / replacecommits (not clusterings) whose writer died; returns
-    their instant times. A rollback or restore a crash left pending is finished first: the commit
-    it was undoing looks pending too, but only its plan knows its files."""
-    if table.timeline.pending((ROLLBACK, RESTORE)):
-        with commit_lock(table.storage, settings, "rollback"):
-            table = table.snapshot()
-            finish_pending(table, settings)
-            table = table.snapshot()
+def failed_writes(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
+    """The pending commits / deltacommits / replacecommits (not clusterings) of ``table``'s
+    timeline whose writer died."""
     # A clustering's plan waits to be run (its run rolls a crashed attempt back to the plan), as in Hudi.
-    failed = [
+    return [
         i for i in table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
         if clustering_plan(table.timeline, i) is None and is_expired(table.storage, heartbeat_path(i.timestamp), settings)
     ]
+
+
+def needs_rollback(table: HudiTable, settings: Mapping[str, str]) -> bool:
+    """Whether ``rollback_failed_writes`` has anything to do on ``table``'s timeline."""
+    return bool(table.timeline.pending((ROLLBACK, RESTORE)) or failed_writes(table, settings))
+
+
+def rollback_failed_writes(table: HudiTable, settings: Mapping[str, str]) -> list[str]:
+    """Roll back the writes whose writer died (``failed_writes``); returns their instant times.
+    A rollback or restore a crash left pending is finished first: the commit it was undoing looks
+    pending too, but only its plan knows its files."""
+    if table.timeline.pending((ROLLBACK, RESTORE)):
+        with commit_lock(table.storage, settings, "rollback"):
+            table = table.refreshed()
+            finish_pending(table, settings)
+            table = table.refreshed()
+    failed = failed_writes(table, settings)
     for instant in failed:
         rollback(table, instant)
         table.storage.delete(heartbeat_path(instant.timestamp))
@@ -223,7 +234,7 @@ def finish_pending(table: HudiTable, settings: Mapping[str, str]) -> None:
     for pending in table.timeline.pending((ROLLBACK,)):
         _execute(table, pending, decode_plan(table.timeline.read_requested(pending), pending.file_name))
     for pending in table.timeline.pending((RESTORE,)):
-        _restore(table.snapshot(), settings, pending)
+        _restore(table.refreshed(), settings, pending)
 
 
 def _completed_writes(table: HudiTable) -> list[Instant]:
@@ -242,9 +253,9 @@ def rollback_to_instant(table: HudiTable, settings: Mapping[str, str], instant_t
     open_for_write(table, settings)
     rollback_failed_writes(table, settings)
     with commit_lock(table.storage, settings, f"rollback {instant_time}"):
-        table = table.snapshot()
+        table = table.refreshed()
         finish_pending(table, settings)
-        table = table.snapshot()
+        table = table.refreshed()
         found = [i for i in table.timeline.instants if i.timestamp == instant_time and i.action != SAVEPOINT]
         if not found:
             raise _refuse(proc, f"table {name} has no instant {instant_time}; CALL show_commits(table => '{name}') "
@@ -289,7 +300,7 @@ def _restore(table: HudiTable, settings: Mapping[str, str], restore: Instant) ->
                                         for i in timeline.completed((ROLLBACK,)) if i.timestamp > restore.timestamp)
             if m.instant_time in planned}
     for instant_time, _ in plan.instants:
-        current = table.snapshot()
+        current = table.refreshed()
         instant = next((i for i in _completed_writes(current) if i.timestamp == instant_time), None)
         if instant is not None:
             done[instant_time] = _roll_back_locked(current, settings, instant)
@@ -307,9 +318,9 @@ def restore_to_savepoint(table: HudiTable, settings: Mapping[str, str], savepoin
     proc, name = "rollback_to_savepoint", table.config.name
     open_for_write(table, settings)
     with commit_lock(table.storage, settings, f"restore {savepoint_time}"):
-        table = table.snapshot()
+        table = table.refreshed()
         finish_pending(table, settings)
-        table = table.snapshot()
+        table = table.refreshed()
         pending = table.timeline.pending(ROLLBACK_ACTIONS)
         if pending:
             raise _refuse(proc, f"{pending[0].action} {pending[0].timestamp} is pending; wait until it completes "
@@ -328,6 +339,6 @@ def restore_to_savepoint(table: HudiTable, settings: Mapping[str, str], savepoin
         try:
             restore = table.timeline.request(RESTORE, heartbeat.instant_time, encode_restore_plan(
                 RestorePlan(savepoint_time, [(i.timestamp, i.action) for i in later])))
-            return _restore(table.snapshot(), settings, restore)
+            return _restore(table.refreshed(), settings, restore)
         finally:
             heartbeat.stop()

@@ -13,14 +13,14 @@ Example:
     >>> table.storage.write("dt=1/f-0_0-1-0_20240101000000000.parquet", b"rows")
     >>> meta = CommitMetadata(write_stats=[WriteStat("f-0", "dt=1", "dt=1/f-0_0-1-0_20240101000000000.parquet")])
     >>> _ = table.timeline.complete(instant, meta.to_json())
-    >>> create(table.snapshot(), {}, "", "admin", "before the backfill")
+    >>> create(table.refreshed(), {}, "", "admin", "before the backfill")
     '20240101000000000'
-    >>> list_savepoints(table.snapshot()), sorted(files(table.snapshot(), "20240101000000000"))
+    >>> list_savepoints(table.refreshed()), sorted(files(table.refreshed(), "20240101000000000"))
     (['20240101000000000'], ['dt=1/f-0_0-1-0_20240101000000000.parquet'])
-    >>> create(table.snapshot(), {}, "20240101000000000", "", "")
+    >>> create(table.refreshed(), {}, "20240101000000000", "", "")
     Traceback (most recent call last):
     hudiql.errors.SqlError: CALL create_savepoint: commit 20240101000000000 of table orders is savepointed already
-    >>> delete(table.snapshot(), {}, "20240101000000000"), list_savepoints(table.snapshot())
+    >>> delete(table.refreshed(), {}, "20240101000000000"), list_savepoints(table.refreshed())
     (['20240101000000000'], [])
 """
 
@@ -67,7 +67,7 @@ def create(table: HudiTable, settings: Mapping[str, str], commit_time: str, user
     proc, name = "create_savepoint", table.config.name
     open_for_write(table, settings)
     with commit_lock(table.storage, settings, f"savepoint {commit_time}"):
-        table = table.snapshot()
+        table = table.refreshed()
         timeline = table.timeline
         completed = timeline.completed(ROLLBACK_ACTIONS)
         if not commit_time:
@@ -98,7 +98,7 @@ def delete(table: HudiTable, settings: Mapping[str, str], instant_times: str) ->
     proc, name = "delete_savepoint", table.config.name
     open_for_write(table, settings)
     with commit_lock(table.storage, settings, "delete savepoint"):
-        table = table.snapshot()
+        table = table.refreshed()
         existing = list_savepoints(table)
         if not existing:
             raise SqlError(f"CALL {proc}: table {name} has no savepoint")

@@ -1,4 +1,6 @@
-"""A Hudi table on storage: its config, timeline, schema, key generator and file system view.
+"""A Hudi table on storage, as one statement sees it: its config (``hoodie.properties``, read once),
+its timeline (listed when first needed, listed again only by ``refreshed()``), schema, key generator
+and file system view.
 
 Example:
     >>> _ = session.sql("CREATE TABLE orders (id BIGINT, ts TIMESTAMP, day STRING) USING hudi PARTITIONED BY (day) "
@@ -36,7 +38,7 @@ def has_table(storage: Storage) -> bool:
 
 
 class HudiTable:
-    """One table, as loaded at one moment; ``snapshot()`` for a newer timeline. Its timeline is read
+    """One table, as loaded at one moment; ``refreshed()`` for a newer timeline. Its timeline is read
     when first needed, unless given."""
 
     def __init__(self, storage: Storage, config: TableConfig, timeline: Timeline | None = None) -> None:
@@ -44,6 +46,8 @@ class HudiTable:
         self.config = config
         self._timeline = timeline
         self._full_view: FileSystemView | None = None
+        #: Checked by ``write.prologue.open_for_write`` (once per statement: its services share it).
+        self.opened_for_write = False
 
     @classmethod
     def load(cls, base_uri: str) -> HudiTable:
@@ -68,12 +72,19 @@ class HudiTable:
     @property
     def timeline(self) -> Timeline:
         if self._timeline is None:
-            self._timeline = Timeline.load(self.storage)
+            self._timeline = Timeline.load(self.storage, self.config)
         return self._timeline
 
-    def snapshot(self) -> HudiTable:
-        """This table with its timeline read now (the config as loaded)."""
-        return HudiTable(self.storage, self.config, Timeline.load(self.storage))
+    def refreshed(self) -> HudiTable:
+        """This table with its timeline listed again (the config as loaded: a statement reads
+        ``hoodie.properties`` once)."""
+        return self.with_timeline(Timeline.load(self.storage, self.config, self._timeline))
+
+    def with_timeline(self, timeline: Timeline) -> HudiTable:
+        """This table as of ``timeline`` (one the caller listed, or extended with an instant it wrote)."""
+        table = HudiTable(self.storage, self.config, timeline)
+        table.opened_for_write = self.opened_for_write
+        return table
 
     def as_of(self, instant_time: str) -> HudiTable:
         """This table as a reader as of ``instant_time`` sees it: the commits up to it, its

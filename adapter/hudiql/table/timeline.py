@@ -122,6 +122,20 @@ def parse_query_instant(text: str, zone: tzinfo = timezone.utc) -> str:
     raise HudiqlError(f"'{text}' is not an instant; write 'yyyyMMddHHmmss[SSS]', 'yyyy-MM-dd HH:mm:ss[.SSS]' or 'yyyy-MM-dd'")
 
 
+def ensure_writable(config: TableConfig, base_uri: str) -> None:
+    """Refuse to write a table whose timeline is of another layout than 1 (``HudiqlError``)."""
+    _ensure_layout_writable(config.timeline_layout_version, base_uri)
+
+
+def _ensure_layout_writable(layout_version: int, base_uri: str) -> None:
+    # Layout 1 instants in a layout 2 table are invisible to every reader.
+    if layout_version != 1:
+        raise HudiqlError(
+            f"table {base_uri} uses timeline layout {layout_version}; hudiql can read it "
+            "but writes only timeline layout 1 (table version 6): copy its rows into a table hudiql created"
+        )
+
+
 def instant_file_name(action: str, state: State, ts: str) -> str:
     """File name of an instant in timeline layout 1."""
     if action == COMMIT:
@@ -181,20 +195,26 @@ class CommittedInstants:
 class Timeline:
     """All instants of one table, oldest first."""
 
-    def __init__(self, storage: Storage, instants: list[Instant], layout_version: int, folder: str = META_FOLDER) -> None:
+    def __init__(self, storage: Storage, instants: list[Instant], layout_version: int, folder: str = META_FOLDER,
+                 contents: dict[str, bytes] | None = None) -> None:
         self.storage = storage
         self.instants = instants
         self.layout_version = layout_version
         self.folder = folder
+        #: Completed instant files read so far, by path: they never change, so one statement reads
+        #: each once, whichever timeline of the table (listed again, extended, as of) asks.
+        self._contents = {} if contents is None else contents
         #: Set on a reader's view as of an instant (``as_of``): the instant, and the active
         #: timeline's first completed write (what was archived before it stays committed).
         self.as_of_instant: str | None = None
         self._active_start: str | None = None
 
     @classmethod
-    def load(cls, storage: Storage) -> Timeline:
-        """The instants of the table at ``storage``, in the folder its layout version names."""
-        config = TableConfig.load(storage)
+    def load(cls, storage: Storage, config: TableConfig | None = None, earlier: Timeline | None = None) -> Timeline:
+        """The instants of the table at ``storage``, in the folder its layout version names: one
+        listing. ``config``: the table's, as loaded (``hoodie.properties`` is read when not given);
+        ``earlier``: a timeline of the table listed before, whose completed instants were read."""
+        config = config or TableConfig.load(storage)
         layout = config.timeline_layout_version
         folder = f"{META_FOLDER}/{config.timeline_path}" if layout >= 2 else META_FOLDER
         # Files of one instant: by time, and a savepoint apart (Hudi writes it at the time of its commit).
@@ -215,7 +235,7 @@ class Timeline:
                 if other_action in (COMPACTION, LOG_COMPACTION):
                     action = other_action
             instants.append(Instant(ts, action, state, path, completion))
-        return cls(storage, sorted(instants), layout, folder)
+        return cls(storage, sorted(instants), layout, folder, earlier._contents if earlier is not None else None)
 
     # ---- queries -------------------------------------------------------------------------
     def completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> list[Instant]:
@@ -250,7 +270,7 @@ class Timeline:
             (['001'], False)
         """
         view = Timeline(self.storage, [i for i in self.instants if i.timestamp <= instant_time], self.layout_version,
-                        self.folder)
+                        self.folder, self._contents)
         view._active_start = self.committed().start
         view.as_of_instant = instant_time
         return view
@@ -259,7 +279,12 @@ class Timeline:
         return [i for i in self.instants if not i.is_completed and (actions is None or i.action in actions)]
 
     def read(self, instant: Instant) -> bytes:
-        return self.storage.read(instant.file_name)
+        if not instant.is_completed:
+            return self.storage.read(instant.file_name)
+        content = self._contents.get(instant.file_name)
+        if content is None:
+            content = self._contents[instant.file_name] = self.storage.read(instant.file_name)
+        return content
 
     def requested_path(self, instant: Instant) -> str:
         return f"{self.folder}/{instant.timestamp}.{instant.action}.requested"
@@ -281,17 +306,9 @@ class Timeline:
         return format_instant_time(parse_instant_time(instant_time) + timedelta(milliseconds=1))
 
     # ---- transitions (layout 1) ------------------------------------------------------------
-    def ensure_writable(self) -> None:
-        """Refuse to write a timeline of another layout: layout 1 instants there are invisible to every reader."""
-        assert self.as_of_instant is None, "a timeline as of an instant is read, never written"
-        if self.layout_version != 1:
-            raise HudiqlError(
-                f"table {self.storage.base_uri} uses timeline layout {self.layout_version}; hudiql can read it "
-                "but writes only timeline layout 1 (table version 6): copy its rows into a table hudiql created"
-            )
-
     def _path(self, action: str, state: State, ts: str) -> str:
-        self.ensure_writable()
+        assert self.as_of_instant is None, "a timeline as of an instant is read, never written"
+        _ensure_layout_writable(self.layout_version, self.storage.base_uri)
         return f"{META_FOLDER}/{instant_file_name(action, state, ts)}"
 
     def request(self, action: str, timestamp: str, plan: bytes = b"") -> Instant:
@@ -310,13 +327,16 @@ class Timeline:
         return Instant(instant.timestamp, instant.action, State.INFLIGHT, path)
 
     def with_instant(self, instant: Instant) -> Timeline:
-        """This timeline and an instant just written to it, without listing the folder again."""
-        return Timeline(self.storage, sorted([*self.instants, instant]), self.layout_version, self.folder)
+        """This timeline and an instant just written to it (in its new state), without listing the
+        folder again."""
+        others = [i for i in self.instants if (i.timestamp, i.action == SAVEPOINT) != (instant.timestamp, instant.action == SAVEPOINT)]
+        return Timeline(self.storage, sorted([*others, instant]), self.layout_version, self.folder, self._contents)
 
     def complete(self, instant: Instant, content: bytes) -> Instant:
         """Make the instant visible: one atomic write of its completed file."""
         path = self._path(instant.action, State.COMPLETED, instant.timestamp)
         self.storage.write_atomic(path, content)
+        self._contents[path] = content
         return Instant(instant.timestamp, instant.action, State.COMPLETED, path)
 
     def remove_pending(self, instant: Instant, keep_requested: bool = False) -> None:

@@ -19,12 +19,16 @@ from collections.abc import Mapping
 from hudiql.errors import warn
 from hudiql.table.metadata_table import has_metadata_table, remove_metadata_table
 from hudiql.table.table import HudiTable
+from hudiql.table.timeline import ensure_writable
 from hudiql.write.lock import commit_lock
 
 
 def open_for_write(table: HudiTable, settings: Mapping[str, str]) -> None:
-    """Make ``table`` ready to be changed by hudiql, or refuse it (``HudiqlError``)."""
-    table.timeline.ensure_writable()
+    """Make ``table`` ready to be changed by hudiql, or refuse it (``HudiqlError``); once per
+    statement (its services share the table)."""
+    if table.opened_for_write:
+        return
+    ensure_writable(table.config, table.base_uri)
     if has_metadata_table(table.storage, table.config):
         with commit_lock(table.storage, settings, "metadata table removal"):
             config = remove_metadata_table(table.storage)
@@ -32,3 +36,4 @@ def open_for_write(table: HudiTable, settings: Mapping[str, str]) -> None:
         warn(f"removed the metadata table of table {table.config.name} (.hoodie/metadata): hudiql does not "
              "maintain it yet, and readers that list files through it would miss what hudiql writes; "
              "Hudi writers with hoodie.metadata.enable=true build it again")
+    table.opened_for_write = True

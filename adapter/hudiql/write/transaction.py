@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from pyspark.sql import SparkSession
 
 from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
-from hudiql.services.rollback import files_from_markers, rollback, rollback_failed_writes
+from hudiql.services.rollback import files_from_markers, needs_rollback, rollback, rollback_failed_writes
 from hudiql.table import keys
 from hudiql.table.commit import CommitMetadata
 from hudiql.table.layout import marker_folder
@@ -67,6 +67,8 @@ class WriteTransaction:
         self._resumed = resumed  # a planned instant (compaction): a rollback keeps its plan
         self._done = False
         self.committed = False
+        #: The table as this commit left it (``commit``): the timeline with the completed instant.
+        self.committed_table: HudiTable | None = None
 
     @property
     def instant_time(self) -> str:
@@ -80,22 +82,27 @@ class WriteTransaction:
         timeline is only used to claim the instant)."""
         open_for_write(table, settings)
         keys.check_retention(settings)  # before anything is written: its services must be able to run
-        rollback_failed_writes(table, settings)
         heartbeat = instant = None
         try:
-            with commit_lock(table.storage, settings, f"{action} start"):
-                # The instant time is claimed under the lock, from the timeline read under it, so
-                # instant order is lock order: a plan made before (compaction, clustering) is older
-                # than this write and in its snapshot, one made after sees this write in flight and
-                # waits. A time claimed before the lock could be older than a plan this write then
-                # writes into, and readers take a slice's writes from its base instant on.
-                snapshot = table.snapshot()
-                heartbeat = claim_instant_time(snapshot, settings)
-                instant = snapshot.timeline.start(action, heartbeat.instant_time, requested)
-                snapshot = HudiTable(table.storage, table.config, snapshot.timeline.with_instant(instant))
+            for attempt in range(2):
+                with commit_lock(table.storage, settings, f"{action} start"):
+                    # The instant time is claimed under the lock, from the timeline read under it, so
+                    # instant order is lock order: a plan made before (compaction, clustering) is older
+                    # than this write and in its snapshot, one made after sees this write in flight and
+                    # waits. A time claimed before the lock could be older than a plan this write then
+                    # writes into, and readers take a slice's writes from its base instant on.
+                    snapshot = table.refreshed()  # the statement's one listing before its commit
+                    if attempt == 1 or not needs_rollback(snapshot, settings):
+                        heartbeat = claim_instant_time(snapshot, settings)
+                        instant = snapshot.timeline.start(action, heartbeat.instant_time, requested)
+                        snapshot = snapshot.with_timeline(snapshot.timeline.with_instant(instant))
+                        break
+                # A writer died: its write is rolled back (outside the lock, which rollback takes), then
+                # the timeline is listed again.
+                rollback_failed_writes(snapshot, settings)
         except BaseException:
             if instant is not None:
-                table.timeline.remove_pending(instant)
+                snapshot.timeline.remove_pending(instant)
             if heartbeat is not None:
                 heartbeat.stop()
             raise
@@ -143,12 +150,15 @@ class WriteTransaction:
         for path in files_from_markers(self.table, self.instant_time):
             if path not in written:
                 self.table.storage.delete(path)  # a failed task attempt's file
+        current = self.table.timeline  # with one writer (no lock), nothing else completes
         with commit_lock(self.table.storage, self.settings, f"{self.instant.action} {self.instant_time}") as lock:
             if lock is not None:
-                current = Timeline.load(self.table.storage)
+                current = Timeline.load(self.table.storage, self.table.config)
                 conflict.check(self.spark, self.table.storage, self.table.timeline, current, self.instant, metadata, rule)
             metadata.extra_metadata.update(keys.commit_extra_metadata(self.settings))
             completed = self.table.timeline.complete(self.instant, metadata.to_json())
+        # What the post-commit services start from: the listing under the lock, and this commit.
+        self.committed_table = self.table.with_timeline(current.with_instant(completed))
         self._done = self.committed = True
         self.table.storage.delete_dir(marker_folder(self.instant_time))
         self._heartbeat.stop()

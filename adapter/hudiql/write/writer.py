@@ -21,7 +21,7 @@ Example (statements reach ``write_rows`` through ``Session.sql``):
     ...     meta = write_rows(txn, rows, Operation.UPSERT)
     >>> meta.operation_type, meta.total("num_inserts"), [s.partition_path for s in meta.write_stats]
     ('UPSERT', 2, [''])
-    >>> table.snapshot().timeline.completed()[0].action
+    >>> table.refreshed().timeline.completed()[0].action
     'commit'
 """
 
@@ -180,8 +180,8 @@ def transaction(spark: SparkSession, table: HudiTable, conf: dict[str, str], rep
     with planned_shuffles(spark):
         with WriteTransaction.start(spark, table, settings, action, requested) as txn:
             yield txn
-    if txn.committed:
-        post_commit.run(spark, txn.table, settings)
+    if txn.committed_table is not None:
+        post_commit.run(spark, txn.committed_table, settings)
 
 
 def write_rows(

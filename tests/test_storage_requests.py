@@ -1,0 +1,67 @@
+"""What one statement costs its driver in storage requests (``io.requests``): a statement loads its
+table once (``hoodie.properties`` read once), lists the timeline once under the lock when it starts
+and once more under the lock when it commits (to check what completed meanwhile); its post-commit
+services reuse that listing. A query reads each once.
+
+On an object store each request is a round trip, so these bounds are what keeps a small statement
+small. The table: 10 partitions, four commits of history. On the merge-on-read table inline
+compaction is left for later (``max.delta.commits``): when it is due it runs as a service of its
+own, with its own plan under the lock.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hudiql.io.requests import counted_requests
+from hudiql.table.layout import META_FOLDER, PROPERTIES_FILE
+
+WRITES = {
+    "insert 10 rows": "INSERT INTO t SELECT id, 'x', 9, CAST(id % 10 AS STRING) FROM range(5000, 5010)",
+    "merge 1,000 rows": "MERGE INTO t USING (SELECT id, 'm' AS v, 10 AS ts, CAST(id % 10 AS STRING) AS part "
+                        "FROM range(1500, 2500)) s ON t.id = s.id "
+                        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+    "update one row": "UPDATE t SET v = 'u' WHERE id = 17",
+    "delete one row": "DELETE FROM t WHERE id = 18",
+}
+QUERIES = {
+    "count": "SELECT count(*) FROM t",
+    "point query": "SELECT * FROM t WHERE id = 5",
+}
+
+
+@pytest.fixture(params=["cow", "mor"])
+def table(request, session):
+    session.sql(f"""
+        CREATE TABLE t (id BIGINT, v STRING, ts BIGINT, part STRING) USING hudi PARTITIONED BY (part)
+        TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts', type = '{request.param}',
+                       'hoodie.compact.inline.max.delta.commits' = '20')""")
+    for commit in range(4):
+        session.sql(f"INSERT INTO t SELECT id, 'v{commit}', {commit}, CAST(id % 10 AS STRING) "
+                    f"FROM range({commit * 500}, {(commit + 1) * 500})")
+    return session
+
+
+def test_a_write_reads_the_properties_once_and_lists_the_timeline_twice(table):
+    for name, statement in WRITES.items():
+        with counted_requests() as count:
+            table.sql(statement).collect()
+        assert count.reads_of(PROPERTIES_FILE) == 1, name
+        assert count.lists_of(META_FOLDER) == 2, name
+
+
+def test_a_query_reads_the_properties_once_and_lists_the_timeline_once(table):
+    for name, query in QUERIES.items():
+        with counted_requests() as count:
+            table.sql(query).collect()
+        assert count.reads_of(PROPERTIES_FILE) == 1, name
+        assert count.lists_of(META_FOLDER) == 1, name
+
+
+def test_a_commit_file_is_read_at_most_once_per_statement(table):
+    """Completed instants never change: a statement reads each once, whoever asks."""
+    for name, statement in {**WRITES, **QUERIES}.items():
+        with counted_requests() as count:
+            table.sql(statement).collect()
+        instant_reads = {path: n for (kind, path), n in count.by_path.items()
+                         if kind == "read" and path.startswith(META_FOLDER + "/2")}
+        assert all(n == 1 for n in instant_reads.values()), (name, instant_reads)
