@@ -195,7 +195,7 @@ class Console:
 
     def _run_one(self, statement: S.Statement) -> None:
         started = time.monotonic()
-        header = keys.setting(self.session.conf, keys.PRINT_HEADER).lower() == "true"
+        header = keys.flag(self.session.conf, keys.PRINT_HEADER)
         lines, fetched = self._worker.call(lambda: self._lines(statement, header), self._cancel)
         for line in lines:
             self.out.write(line + "\n")

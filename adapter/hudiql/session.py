@@ -39,6 +39,7 @@ from hudiql.errors import (
 from hudiql.io.storage import Storage, configure, resolve_options
 from hudiql.read.query import QueryPlanner
 from hudiql.read.snapshot import table_columns
+from hudiql.services.post_commit import transaction
 from hudiql.sql import ddl
 from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, derive_table_properties
@@ -57,7 +58,6 @@ from hudiql.write.writer import (
     fixed_columns,
     prepare_insert,
     static_partition_values,
-    transaction,
     write_insert,
     write_replacement,
     write_rows,
@@ -170,7 +170,7 @@ class Session:
 
     def settings(self, table: HudiTable) -> dict[str, str]:
         """What a write of ``table`` in this session runs with: its properties, then the session's SETs."""
-        return {**table.config.props, **self.conf}
+        return keys.effective_settings(table.config.props, self.conf)
 
     def view(self, name: S.TableName) -> View | None:
         """View ``name`` (a temporary view first, as in Spark), or ``None``."""

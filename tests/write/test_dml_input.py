@@ -18,7 +18,8 @@ from conftest import hudiql_rows
 from hudiql.errors import ColumnError
 from hudiql.sql import statements as S
 from hudiql.write.dml import DmlCounts, insert_counts
-from hudiql.write.writer import Operation, insert_rows, transaction, write_rows
+from hudiql.services.post_commit import transaction
+from hudiql.write.writer import Operation, insert_rows, write_rows
 
 
 def latest_extra_metadata(base: Path) -> dict:

@@ -15,7 +15,8 @@ from decimal import Decimal
 import pytest
 from hudiql.errors import ColumnError, SqlError, TableExistsError, TableNotFoundError, WriteConflictError
 from hudiql.sql.statements import TableName
-from hudiql.write.writer import Operation, transaction, write_rows
+from hudiql.services.post_commit import transaction
+from hudiql.write.writer import Operation, write_rows
 
 from conftest import hudiql_rows, instants, official_rows
 

@@ -21,7 +21,8 @@ from hudiql.io.storage import Storage
 from hudiql.sql.statements import TableName
 from hudiql.table.layout import LOCK_FILE
 from hudiql.write.transaction import WriteTransaction
-from hudiql.write.writer import Operation, transaction, write_rows
+from hudiql.services.post_commit import transaction
+from hudiql.write.writer import Operation, write_rows
 
 COLS = "id, name, ts, part"
 

@@ -78,7 +78,7 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
     path = options.get(PATH_OPTION)
     if not path:
         raise OptionError('format("hudi") needs the table\'s path: spark.read.format("hudi").load("/path/to/table")')
-    if keys.setting(given, keys.INCLUDE_DELETES).lower() == "true":
+    if keys.flag(given, keys.INCLUDE_DELETES):
         raise OptionError(
             f'{keys.INCLUDE_DELETES}=true is not supported by format("hudi"); read deleted records with hudiql SQL: '
             f"hudiql.connect(spark=spark).sql(\"SET {keys.INCLUDE_DELETES}=true\"), then SELECT ... FROM "
@@ -86,11 +86,11 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
         )
     read = ReadOptions(
         path=path,
-        query_type=keys.setting(given, keys.QUERY_TYPE).lower(),
+        query_type=keys.choice(given, keys.QUERY_TYPE),
         as_of=keys.setting(given, keys.AS_OF_INSTANT).strip(),
         begin=keys.setting(given, keys.BEGIN_INSTANT).strip(),
         end=keys.setting(given, keys.END_INSTANT).strip(),
-        fallback=keys.setting(given, keys.INCREMENTAL_FALLBACK).lower() == "true",
+        fallback=keys.flag(given, keys.INCREMENTAL_FALLBACK),
     )
     if read.query_type == INCREMENTAL and not read.begin:
         raise OptionError(f"an incremental read needs .option('{keys.BEGIN_INSTANT}', '<instant>' or 'earliest')")

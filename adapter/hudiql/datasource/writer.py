@@ -79,8 +79,10 @@ from hudiql.io.storage import Storage, configure
 from hudiql.read.query import QueryPlanner
 from hudiql.read.snapshot import read_base_files
 from hudiql.sql import statements as S
+from hudiql.services.post_commit import transaction
 from hudiql.sql.options import TableDefinition, derive_table_properties
 from hudiql.table import config as C
+from hudiql.table import keys
 from hudiql.table.config import TableConfig
 from hudiql.table.layout import TEMP_FOLDER
 from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, without_meta_columns
@@ -89,7 +91,7 @@ from hudiql.write.dml import DmlPlanner
 from hudiql.write.heartbeat import Heartbeat, interval_ms, is_expired
 from hudiql.write.replace import overwrite_replacement
 from hudiql.write.transaction import WriteTransaction
-from hudiql.write.writer import Operation, prepare_insert, transaction, write_insert
+from hudiql.write.writer import Operation, prepare_insert, write_insert
 
 
 class WritingSession(Protocol):
@@ -258,7 +260,7 @@ def answer(session: WritingSession, request: StagingStarted | StagedWrite | Stag
     ``abort()`` ask of it from Spark's Python workers (``callback``)."""
     configure(session.storage_options, session.spark.sparkContext.environment)
     if isinstance(request, StagingStarted):
-        _beat(request.path, request.staging, {**session.conf, **request.settings})
+        _beat(request.path, request.staging, keys.effective_settings({}, session.conf, request.settings))
     elif isinstance(request, StagedWrite):
         commit_staged(session, request)
     else:
@@ -322,9 +324,9 @@ def _staged_rows(session: WritingSession, storage: Storage, staged: StagedWrite)
 def _write(session: WritingSession, table: HudiTable, rows: DataFrame, write: WriteOptions) -> None:
     """``rows`` written to ``table`` as ``write`` says, the way the SQL statement that does the same writes them."""
     spark = session.spark
-    conf = {**session.conf, **write.settings}
+    conf = session.conf
     if write.operation == DELETE:
-        with transaction(spark, table, conf) as txn:
+        with transaction(spark, table, conf, statement=write.settings) as txn:
             _delete(session, txn, rows)
         return
     # As INSERT: upsert keeps one row per key, which a table without a record key has not.
@@ -333,7 +335,7 @@ def _write(session: WritingSession, table: HudiTable, rows: DataFrame, write: Wr
     replacement = None
     if write.replaces:
         replacement = overwrite_replacement(table.keygen.partition_fields, None, "STATIC", Operation(write.replaces))
-    with transaction(spark, table, conf, replace=replacement is not None) as txn:
+    with transaction(spark, table, conf, replace=replacement is not None, statement=write.settings) as txn:
         # Columns by name; a new one is added to the table, as Hudi's data source evolves the schema on write.
         insert = prepare_insert(txn.table, rows, None, None, by_name=True, schema_evolution=True)
         write_insert(txn, insert, operation, replacement)

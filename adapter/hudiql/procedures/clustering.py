@@ -113,7 +113,7 @@ def _run_clustering(ctx: Context, args: dict[str, object]) -> list[tuple]:
     overrides = options("run_clustering", str(args.get("options", "")))
     for key, value in overrides.items():
         keys.validate_session_option(key, value)
-    settings = {**ctx.settings, **overrides}
+    settings = keys.effective_settings(ctx.settings, statement=overrides)
     if op == "execute":
         pending = [i for i, _ in pending_clusterings(table.timeline)]
         chosen = pending

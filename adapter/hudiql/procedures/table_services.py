@@ -52,7 +52,7 @@ def _run_clean(ctx: Context, args: dict[str, object]) -> list[tuple]:
     overrides.update({key: str(args[arg]) for arg, key in _CLEAN_OPTIONS.items() if arg in args})
     for key, value in overrides.items():
         keys.validate_session_option(key, value)
-    settings = {**ctx.settings, **overrides}
+    settings = keys.effective_settings(ctx.settings, statement=overrides)
     keys.check_retention(settings)
     metadata = clean.run(ctx.table, settings, plan_new=bool(args["schedule_in_line"]))
     return [(m.start_clean_time, m.time_taken_ms, m.total_files_deleted, m.earliest_commit_to_retain, None, m.version)

@@ -87,11 +87,11 @@ def changes(
 ) -> DataFrame:
     """The latest state of the rows the commits in ``span`` wrote, as a DataFrame of the table's
     columns (or of ``columns``, in table order), ``_hoodie_is_deleted`` last when deletes are asked for."""
-    include_deletes = keys.setting(settings, keys.INCLUDE_DELETES).lower() == "true"
+    include_deletes = keys.flag(settings, keys.INCLUDE_DELETES)
     wanted = None if columns is None else list(dict.fromkeys([*columns, COMMIT_TIME]))
     problem = unreadable_reason(table, span, include_deletes)
     if problem is not None:
-        if keys.setting(settings, keys.INCREMENTAL_FALLBACK).lower() != "true":
+        if not keys.flag(settings, keys.INCREMENTAL_FALLBACK):
             raise SqlError(f"incremental read of table {table.config.name} after {span.begin or EARLIEST} up to "
                            f"{span.end}: {problem}; begin later, or SET {keys.INCREMENTAL_FALLBACK}=true to "
                            "compute it from a full scan")

@@ -149,7 +149,7 @@ class QueryPlanner:
         conf = self.session.conf
         version = node.args.get("version")
         as_of = version.expression.name if version is not None else keys.setting(conf, keys.AS_OF_INSTANT)
-        if not as_of and keys.setting(conf, keys.QUERY_TYPE).lower() == "incremental":
+        if not as_of and keys.choice(conf, keys.QUERY_TYPE) == "incremental":
             begin = keys.setting(conf, keys.BEGIN_INSTANT)
             if not begin:
                 raise SqlError(f"SET {keys.BEGIN_INSTANT}=<instant> (or 'earliest') before an incremental query "
@@ -211,7 +211,7 @@ class QueryPlanner:
         """The table a name reads, and whether read-optimized: ``t_ro`` reads the base files of
         merge-on-read table ``t`` (``t_rt`` its snapshot), as Hudi's Hive sync names them;
         ``SET hoodie.datasource.query.type=read_optimized`` makes every query read-optimized."""
-        mode = keys.setting(self.session.conf, keys.QUERY_TYPE).lower()  # SET validated it
+        mode = keys.choice(self.session.conf, keys.QUERY_TYPE)  # SET validated it
         location = self.session.catalog.location(database, name)
         if location is not None:
             return HudiTable.load(location), mode == "read_optimized"

@@ -65,7 +65,7 @@ def _first_at_or_after(instants: list[Instant], floor: str) -> Instant | None:
 
 def _compaction_bound(timeline: Timeline, settings: Mapping[str, str]) -> str | None:
     """The oldest instant the compaction trigger still counts from (Hudi keeps it active)."""
-    if K.setting(settings, K.TRIGGER_STRATEGY).strip().upper() not in ("NUM_COMMITS", "NUM_AND_TIME"):
+    if K.choice(settings, K.TRIGGER_STRATEGY) not in ("NUM_COMMITS", "NUM_AND_TIME"):
         return None
     compactions = timeline.completed((COMPACTION,))
     since = compactions[-1].timestamp if compactions else ""
@@ -74,7 +74,7 @@ def _compaction_bound(timeline: Timeline, settings: Mapping[str, str]) -> str | 
         return None
     if not since:
         since = timeline.instants[0].timestamp
-    keep = int(K.setting(settings, K.MAX_DELTA_COMMITS))
+    keep = K.number(settings, K.MAX_DELTA_COMMITS)
     return since if len(deltas) < keep else deltas[len(deltas) - keep].timestamp
 
 
@@ -113,7 +113,7 @@ def _commit_bounds(table: HudiTable, commits: list[Instant], settings: Mapping[s
 def instants_to_archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
     """The instants an archive run of ``table`` (a snapshot) moves, oldest first."""
     timeline = table.timeline
-    keep_min, keep_max = int(K.setting(settings, K.KEEP_MIN_COMMITS)), int(K.setting(settings, K.KEEP_MAX_COMMITS))
+    keep_min, keep_max = K.number(settings, K.KEEP_MIN_COMMITS), K.number(settings, K.KEEP_MAX_COMMITS)
     chosen: list[Instant] = []
     for action in (CLEAN, ROLLBACK):
         done = timeline.completed((action,))
@@ -173,7 +173,7 @@ def archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
         if not chosen:
             return []
         entries, pending_files, completed_files = _entries(table, chosen)
-        write_archive(table.storage, entries, int(K.setting(settings, K.ARCHIVAL_BATCH)))
+        write_archive(table.storage, entries, K.number(settings, K.ARCHIVAL_BATCH))
         _delete_instant_files(table, pending_files, completed_files)
         for instant in chosen:
             table.storage.delete_dir(marker_folder(instant.timestamp))  # markers a crashed write left
@@ -182,7 +182,7 @@ def archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
 
 def archive_inline(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
     """After a commit, with ``hoodie.archive.automatic``."""
-    if K.setting(settings, K.ARCHIVE_AUTOMATIC).strip().lower() != "true":
+    if not K.flag(settings, K.ARCHIVE_AUTOMATIC):
         return []
     return archive(table, settings)
 

@@ -76,10 +76,10 @@ class _Slice:
 def earliest_commit_to_retain(timeline: Timeline, settings: Mapping[str, str], now: datetime) -> Instant | None:
     """The oldest commit whose view of the table readers keep; ``None``: nothing may be cleaned
     by commit age (too few commits, or the policy keeps file versions)."""
-    policy = K.setting(settings, K.CLEANER_POLICY).upper()
+    policy = K.choice(settings, K.CLEANER_POLICY)
     completed = timeline.completed(_COMMIT_ACTIONS)
     if policy == K.KEEP_LATEST_COMMITS:
-        retained = int(K.setting(settings, K.CLEANER_COMMITS_RETAINED))
+        retained = K.number(settings, K.CLEANER_COMMITS_RETAINED)
         if len(completed) <= retained:
             return None
         earliest = completed[len(completed) - retained]
@@ -90,7 +90,7 @@ def earliest_commit_to_retain(timeline: Timeline, settings: Mapping[str, str], n
             return before[-1] if before else None
         return earliest
     if policy == K.KEEP_LATEST_BY_HOURS:
-        hours = int(K.setting(settings, K.CLEANER_HOURS_RETAINED))
+        hours = K.number(settings, K.CLEANER_HOURS_RETAINED)
         floor = format_instant_time(now - timedelta(hours=hours))
         return next((i for i in completed if i.timestamp >= floor), None)
     return None
@@ -106,7 +106,7 @@ def is_due(timeline: Timeline, settings: Mapping[str, str]) -> bool:
     only trigger)."""
     last = _last_clean(timeline)
     since = [i for i in timeline.completed(_COMMIT_ACTIONS) if last is None or i.timestamp > last.timestamp]
-    return len(since) >= int(K.setting(settings, K.CLEAN_MAX_COMMITS))
+    return len(since) >= K.number(settings, K.CLEAN_MAX_COMMITS)
 
 
 def _partitions_to_clean(table: HudiTable, earliest: Instant | None, settings: Mapping[str, str]) -> list[str] | None:
@@ -120,9 +120,9 @@ def _partitions_to_clean(table: HudiTable, earliest: Instant | None, settings: M
     """
     timeline = table.timeline
     last = _last_clean(timeline)
-    policy = K.setting(settings, K.CLEANER_POLICY).upper()
+    policy = K.choice(settings, K.CLEANER_POLICY)
     if (earliest is None or last is None or policy == K.KEEP_LATEST_FILE_VERSIONS
-            or K.setting(settings, K.CLEANER_INCREMENTAL).lower() != "true"):
+            or not K.flag(settings, K.CLEANER_INCREMENTAL)):
         return None
     since = decode_metadata(timeline.read(last)).earliest_commit_to_retain
     committed = timeline.committed()
@@ -178,14 +178,14 @@ def _compacting(timeline: Timeline) -> set[tuple[str, str, str]]:
 def plan(table: HudiTable, settings: Mapping[str, str], now: datetime) -> CleanerPlan:
     """What a clean of ``table`` (a snapshot taken under the table lock) deletes now."""
     timeline = table.timeline
-    policy = K.setting(settings, K.CLEANER_POLICY).upper()
+    policy = K.choice(settings, K.CLEANER_POLICY)
     earliest = earliest_commit_to_retain(timeline, settings, now)
     completed = timeline.completed(_COMMIT_ACTIONS)
     last_completed = completed[-1].timestamp if completed else ""
     by_version = policy == K.KEEP_LATEST_FILE_VERSIONS
     if earliest is None and not by_version:
         return CleanerPlan(policy, None, last_completed)
-    keep_versions = int(K.setting(settings, K.CLEANER_FILE_VERSIONS_RETAINED))
+    keep_versions = K.number(settings, K.CLEANER_FILE_VERSIONS_RETAINED)
     savepointed, compacting = _savepointed(timeline), _compacting(timeline)
     replaced = _replaced_before(timeline, earliest)
     files: dict[str, list[str]] = {}
@@ -256,7 +256,7 @@ def run(table: HudiTable, settings: Mapping[str, str], plan_new: bool = True) ->
     done = [execute(table, i) for i in table.timeline.pending((CLEAN,))]
     if plan_new:
         current = table.refreshed() if done else table
-        by_age = K.setting(settings, K.CLEANER_POLICY).upper() != K.KEEP_LATEST_FILE_VERSIONS
+        by_age = K.choice(settings, K.CLEANER_POLICY) != K.KEEP_LATEST_FILE_VERSIONS
         now = datetime.now(timezone.utc)
         # Nothing is old enough yet: no need for the lock (the plan under it would be empty too).
         if by_age and earliest_commit_to_retain(current.timeline, settings, now) is None:
@@ -270,7 +270,7 @@ def run(table: HudiTable, settings: Mapping[str, str], plan_new: bool = True) ->
 
 def clean_inline(table: HudiTable, settings: Mapping[str, str]) -> list[CleanMetadata]:
     """After a commit, with ``hoodie.clean.automatic``."""
-    if K.setting(settings, K.CLEAN_AUTOMATIC).strip().lower() != "true":
+    if not K.flag(settings, K.CLEAN_AUTOMATIC):
         return []
     return run(table, settings)
 

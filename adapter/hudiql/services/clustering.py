@@ -76,8 +76,7 @@ _MB = 1024.0 * 1024.0
 
 def check_settings(settings: Mapping[str, str]) -> None:
     """Refuse a bad clustering setting before anything is planned."""
-    for key in (INLINE, *_NUMBER_KEYS):
-        K.KEYS[key].check(K.setting(settings, key))
+    K.check_values(settings, (INLINE, *_NUMBER_KEYS))
 
 
 def configured_sort_columns(settings: Mapping[str, str]) -> str:
@@ -145,10 +144,10 @@ def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str
 def plan_clustering(table: HudiTable, settings: Mapping[str, str], partitions: list[str] | None,
                     columns: tuple[str, ...]) -> ClusteringPlan | None:
     """The groups Hudi's size-based strategy makes of the table's small file slices."""
-    small = int(K.setting(settings, K.CLUSTERING_SMALL_FILE_LIMIT))
-    target = int(K.setting(settings, K.CLUSTERING_TARGET_FILE_SIZE))
-    max_groups = int(K.setting(settings, K.CLUSTERING_MAX_GROUPS))
-    assumed = int(K.setting(settings, K.MAX_FILE_SIZE))  # what a slice without a base file counts as
+    small = K.number(settings, K.CLUSTERING_SMALL_FILE_LIMIT)
+    target = K.number(settings, K.CLUSTERING_TARGET_FILE_SIZE)
+    max_groups = K.number(settings, K.CLUSTERING_MAX_GROUPS)
+    assumed = K.number(settings, K.MAX_FILE_SIZE)  # what a slice without a base file counts as
 
     def size(s: FileSlice) -> int:
         return s.base_file_size if s.base_file else assumed
@@ -286,8 +285,8 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: M
         rows = rows.repartition(parallel, _GROUP).sortWithinPartitions(_GROUP, *[f"`{c}`" for c in plan.sort_columns])
         task = ClusteringTask(
             table.base_uri, instant.timestamp, to_arrow(with_meta_columns(txn.table.schema)),
-            tuple(g.partition_path for g in plan.groups), int(K.setting(settings, K.CLUSTERING_TARGET_FILE_SIZE)),
-            K.setting(settings, K.COMPRESSION).lower(),
+            tuple(g.partition_path for g in plan.groups), K.number(settings, K.CLUSTERING_TARGET_FILE_SIZE),
+            K.choice(settings, K.COMPRESSION),
         )
         stats = [WriteStat.from_row(r.asDict()) for r in rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()]
         replaced: dict[str, list[str]] = {}
@@ -330,14 +329,14 @@ def is_due(table: HudiTable, settings: Mapping[str, str]) -> bool:
     timeline = table.timeline
     last = next((i.timestamp for i in reversed(timeline.instants) if clustering_plan(timeline, i) is not None), "")
     commits = [i for i in timeline.completed() if i.timestamp > last]
-    return len(commits) >= int(K.setting(settings, K.CLUSTERING_MAX_COMMITS))
+    return len(commits) >= K.number(settings, K.CLUSTERING_MAX_COMMITS)
 
 
 def cluster_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
     """After a write, with ``hoodie.clustering.inline``: run the clusterings already planned
     (their file groups take no write until they complete), then plan and run one when due.
     ``table``: as the write left it; listed again after a clustering ran."""
-    if K.setting(settings, INLINE).strip().lower() != "true":
+    if not K.flag(settings, INLINE):
         return []
     check_settings(settings)
     done = [execute(spark, table.refreshed(), instant, settings) for instant, _ in pending_clusterings(table.timeline)]

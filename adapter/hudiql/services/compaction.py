@@ -51,7 +51,6 @@ INLINE = K.INLINE_COMPACT
 TRIGGER_STRATEGY = K.TRIGGER_STRATEGY
 MAX_DELTA_COMMITS = K.MAX_DELTA_COMMITS
 MAX_DELTA_SECONDS = K.MAX_DELTA_SECONDS
-_TRIGGER_KEYS = (INLINE, TRIGGER_STRATEGY, MAX_DELTA_COMMITS, MAX_DELTA_SECONDS)
 
 def pending_compactions(table: HudiTable) -> list[Instant]:
     return [i for i in table.timeline.instants if i.action == COMPACTION and not i.is_completed]
@@ -61,26 +60,20 @@ def read_plan(table: HudiTable, instant: Instant) -> list[CompactionOperation]:
     return decode_plan(table.timeline.read_requested(instant))
 
 
-def check_settings(settings: dict[str, str]) -> None:
-    """Refuse a bad trigger setting before a write starts, not after it committed."""
-    for key in _TRIGGER_KEYS:
-        K.KEYS[key].check(K.setting(settings, key))
-
-
 def is_due(table: HudiTable, settings: dict[str, str]) -> bool:
     """Whether the inline trigger fires: delta commits and/or time since the last compaction."""
-    check_settings(settings)
-    strategy = K.setting(settings, TRIGGER_STRATEGY).strip().upper()
+    K.check_values(settings, K.COMPACTION_KEYS)
+    strategy = K.choice(settings, TRIGGER_STRATEGY)
     timeline = table.timeline
     compactions = [i for i in timeline.instants if i.action == COMPACTION]
     since = compactions[-1].timestamp if compactions else ""
     deltas = [i for i in timeline.completed((DELTA_COMMIT,)) if i.timestamp > since]
     if not deltas:
         return False
-    enough_commits = len(deltas) >= int(K.setting(settings, MAX_DELTA_COMMITS))
+    enough_commits = len(deltas) >= K.number(settings, MAX_DELTA_COMMITS)
     start = since or deltas[0].timestamp
     elapsed = time.time() - parse_instant_time(start).timestamp()
-    enough_time = elapsed >= int(K.setting(settings, MAX_DELTA_SECONDS))
+    enough_time = elapsed >= K.number(settings, MAX_DELTA_SECONDS)
     return {
         "NUM_COMMITS": enough_commits,
         "TIME_ELAPSED": enough_time,
@@ -175,7 +168,7 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: M
             [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],
             "partition_path string, file_id string, base_instant string, base_file string, log_files array<string>",
         )
-        task = CompactionTask(reader, instant.timestamp, K.setting(settings, K.COMPRESSION).lower())
+        task = CompactionTask(reader, instant.timestamp, K.choice(settings, K.COMPRESSION))
         rows = ops.repartition(max(1, min(len(operations), spark.sparkContext.defaultParallelism * 2))).mapInArrow(
             task.udf(), STATS_SCHEMA
         ).collect()
@@ -231,7 +224,7 @@ def compact_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str,
     """After a delta commit, with ``hoodie.compact.inline``: run the compactions already
     planned, oldest first (a plan left by a crash or by ``op => 'schedule'`` would otherwise
     stay pending), then plan and run one when the inline trigger fires."""
-    if K.setting(settings, INLINE).strip().lower() != "true":
+    if not K.flag(settings, INLINE):
         return []
     done = run(spark, table, settings)
     table = table.refreshed() if done else table

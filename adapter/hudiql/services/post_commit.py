@@ -1,5 +1,5 @@
-"""Table services that run after a write committed, in Hudi's order: inline compaction of
-merge-on-read tables, inline clustering, cleaning, archiving.
+"""The write of one statement, and the table services that run after it committed, in Hudi's order:
+inline compaction of merge-on-read tables, inline clustering, cleaning, archiving.
 
 The write has succeeded once its instant completed, so a service that cannot run (another
 writer in flight, a failure) is skipped with a one-line warning and runs after a later write;
@@ -8,13 +8,42 @@ it never turns the statement into a failure that a user would retry, applying it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
 from hudiql.errors import HudiqlError, from_spark_error, spark_message, warn
 from hudiql.services import archive, clean, clustering, compaction
+from hudiql.table.replace_plan import encode_requested
 from hudiql.table.table import HudiTable
+from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
+from hudiql.write.transaction import WriteTransaction
+from hudiql.write.writer import planned_shuffles, write_settings
+
+
+@contextmanager
+def transaction(spark: SparkSession, table: HudiTable, conf: Mapping[str, str], replace: bool = False,
+                statement: Mapping[str, str] | None = None) -> Iterator[WriteTransaction]:
+    """The write transaction of one statement that writes ``table``, with the session's ``conf``
+    and the ``statement``'s own options (``replace``: a replacecommit, for ``write_rows`` with a
+    ``Replacement`` or ``write_replacement``).
+
+    Started before the statement reads the table: ``txn.table`` is the snapshot its planning and
+    its write read. ``write_rows`` / ``write_decided`` commit it (a statement that changes
+    nothing leaves it uncommitted: it is rolled back, without a trace); then the post-commit
+    services run.
+    """
+    settings = write_settings(table, conf, statement)
+    if replace:
+        action, requested = REPLACE_COMMIT, encode_requested()
+    else:
+        action, requested = DELTA_COMMIT if table.config.is_mor else COMMIT, b""
+    with planned_shuffles(spark):
+        with WriteTransaction.start(spark, table, settings, action, requested) as txn:
+            yield txn
+    if txn.committed_table is not None:
+        run(spark, txn.committed_table, settings)
 
 
 def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> None:

@@ -73,8 +73,8 @@ def describe(table: HudiTable, extended: bool, session_conf: Mapping[str, str]) 
     for label, key in _DERIVED:
         rows.append((label, derived[key], key))
     # What concurrent writers of this session get: a SET wins over the table's property.
-    settings = {**config.props, **session_conf}
-    rows.append(("Concurrency Mode", keys.setting(settings, keys.CONCURRENCY_MODE).upper(), keys.CONCURRENCY_MODE))
+    settings = keys.effective_settings(config.props, session_conf)
+    rows.append(("Concurrency Mode", keys.choice(settings, keys.CONCURRENCY_MODE), keys.CONCURRENCY_MODE))
     rows.append(("", "", None))
     rows.append(("# Table Properties", "", None))
     for key, value in sorted(config.props.items()):

@@ -208,6 +208,22 @@ class Key:
         if self.kind == COLUMNS and not [c for c in text.split(",") if c.strip()]:
             raise OptionError(f"{self.name} is empty; give one or more column names, separated by commas")
 
+    def parse(self, value: str) -> str | int | bool:
+        """``value`` read as this key's kind, once checked: INT a number, BOOL a flag, MEGABYTES a
+        size in bytes (decimals allowed, as Hudi's Flink options give it), ENUM the value as the
+        registry spells it; any other kind the text as given."""
+        self.check(value)
+        text = value.strip()
+        if self.kind == INT:
+            return int(text)
+        if self.kind == BOOL:
+            return text.lower() == "true"
+        if self.kind == MEGABYTES:
+            return max(1, int(float(text) * 1024 * 1024))
+        if self.kind == ENUM:
+            return next(v for v in self.values if v.lower() == text.lower())
+        return value
+
 
 def _enum(name: str, where: str, values: tuple[str, ...], default: str | None = None, **kw) -> Key:
     return Key(name, where, ENUM, default, values, **kw)
@@ -425,6 +441,77 @@ def setting(settings: Mapping[str, str], name: str) -> str:
     if default is None:
         raise KeyError(f"{name} has no default")
     return default
+
+
+def effective_settings(table_properties: Mapping[str, str], session: Mapping[str, str] | None = None,
+                       statement: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What a statement runs with, by the one rule of precedence: a table's property, under the
+    session's ``SET``, under the statement's own option (a ``df.write`` option).
+
+    Example:
+        >>> effective_settings({MAX_FILE_SIZE: "1", CLEAN_AUTOMATIC: "false"}, {MAX_FILE_SIZE: "2"}, {MAX_FILE_SIZE: "3"})
+        {'hoodie.parquet.max.file.size': '3', 'hoodie.clean.automatic': 'false'}
+    """
+    return {**table_properties, **(session or {}), **(statement or {})}
+
+
+#: The settings a merge-on-read write checks before it starts: its post-commit compaction reads them
+#: after the commit, when a bad one could no longer fail the statement.
+COMPACTION_KEYS = (INLINE_COMPACT, TRIGGER_STRATEGY, MAX_DELTA_COMMITS, MAX_DELTA_SECONDS, WRITE_BATCH_SIZE,
+                   WRITE_TASK_MAX_SIZE)
+
+
+def check_values(settings: Mapping[str, str], names: tuple[str, ...]) -> None:
+    """Refuse (``OptionError``) the first of ``names`` whose value in ``settings`` is not valid."""
+    for name in names:
+        KEYS[name].check(setting(settings, name))
+
+
+def _typed(settings: Mapping[str, str], name: str, kind: str):
+    key = KEYS[name]
+    assert key.kind == kind, f"{name} is a {key.kind} option, not {kind}"
+    return key.parse(setting(settings, name))
+
+
+def number(settings: Mapping[str, str], name: str) -> int:
+    """The whole number ``settings`` give ``name`` (an INT key), else its default.
+
+    >>> number({}, CLEANER_COMMITS_RETAINED), number({CLEANER_COMMITS_RETAINED: " 3 "}, CLEANER_COMMITS_RETAINED)
+    (10, 3)
+    """
+    return _typed(settings, name, INT)
+
+
+def flag(settings: Mapping[str, str], name: str) -> bool:
+    """Whether ``settings`` turn ``name`` (a BOOL key) on, else its default.
+
+    >>> flag({CLEAN_AUTOMATIC: "FALSE"}, CLEAN_AUTOMATIC), flag({}, CLEAN_AUTOMATIC)
+    (False, True)
+    """
+    return _typed(settings, name, BOOL)
+
+
+def size(settings: Mapping[str, str], name: str) -> int:
+    """The size in bytes ``settings`` give ``name`` (a MEGABYTES key), else its default.
+
+    >>> size({WRITE_BATCH_SIZE: "0.5"}, WRITE_BATCH_SIZE)
+    524288
+    >>> size({WRITE_BATCH_SIZE: "0"}, WRITE_BATCH_SIZE)
+    Traceback (most recent call last):
+    ...
+    hudiql.errors.OptionError: write.batch.size=0 is not valid; give a size in MB greater than 0 (e.g. 256)
+    """
+    return _typed(settings, name, MEGABYTES)
+
+
+def choice(settings: Mapping[str, str], name: str) -> str:
+    """The value ``settings`` give ``name`` (an ENUM key), else its default, spelled as the
+    registry spells it.
+
+    >>> choice({CLEANER_POLICY: "keep_latest_file_versions"}, CLEANER_POLICY), choice({}, COMPRESSION)
+    ('KEEP_LATEST_FILE_VERSIONS', 'snappy')
+    """
+    return _typed(settings, name, ENUM)
 
 
 def commit_extra_metadata(settings: Mapping[str, str]) -> dict[str, str]:

@@ -295,7 +295,7 @@ class DmlPlanner:
         elif from_source:
             keyed = rule.precombine(keyed, [RECORD_KEY], SEQUENCE, SOURCE_ORDERING)
         combined = keyed.drop(SOURCE_ORDERING)
-        enforce = keys.setting(self.conf, keys.ENFORCE_ORDERING).lower() != "false"
+        enforce = keys.flag(self.conf, keys.ENFORCE_ORDERING)
         if not enforce and rule.is_event_time and table.config.is_mor:
             raise SqlError(
                 f"{keys.ENFORCE_ORDERING}=false cannot apply to merge-on-read table {table.config.name}: every reader "

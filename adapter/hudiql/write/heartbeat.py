@@ -42,7 +42,7 @@ def heartbeat_path(instant_time: str) -> str:
 
 def interval_ms(settings: Mapping[str, str]) -> int:
     """How often a writer with ``settings`` beats."""
-    return int(keys.setting(settings, keys.HEARTBEAT_INTERVAL_MS))
+    return keys.number(settings, keys.HEARTBEAT_INTERVAL_MS)
 
 
 class Heartbeat:
@@ -102,7 +102,7 @@ def is_expired(storage: Storage, path: str, settings: Mapping[str, str]) -> bool
         beat_ms = int(storage.read(path).decode())
     except (ValueError, HudiqlError):  # caught mid-write, or gone since: judge by our own interval
         beat_ms = interval_ms(settings)
-    allowed_ms = beat_ms * int(keys.setting(settings, keys.HEARTBEAT_MISSES))
+    allowed_ms = beat_ms * keys.number(settings, keys.HEARTBEAT_MISSES)
     return (time.time() - beaten) * 1000 > allowed_ms
 
 

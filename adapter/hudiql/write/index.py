@@ -81,7 +81,7 @@ class IndexConfig:
         """The index a table's properties (and session settings) ask for; validated."""
         for key in (INDEX_TYPE, BUCKET_ENGINE, NUM_BUCKETS):
             K.KEYS[key].check(K.setting(settings, key))
-        if K.setting(settings, INDEX_TYPE).strip().upper() == SIMPLE:
+        if K.choice(settings, INDEX_TYPE) == SIMPLE:
             return cls(SIMPLE)
         if not record_key_fields:
             raise OptionError(f"{INDEX_TYPE}=BUCKET needs a record key; add PRIMARY KEY (...) to the table")

@@ -51,9 +51,9 @@ class TableLock:
     def __init__(self, storage: Storage, settings: Mapping[str, str], holder: str) -> None:
         self.storage = storage
         self.holder = holder
-        self.wait_ms = int(keys.setting(settings, keys.LOCK_WAIT_MS))
-        self.retry_ms = int(keys.setting(settings, keys.LOCK_RETRY_WAIT_MS))
-        self.expire_minutes = int(keys.setting(settings, keys.LOCK_EXPIRE_MINUTES))
+        self.wait_ms = keys.number(settings, keys.LOCK_WAIT_MS)
+        self.retry_ms = keys.number(settings, keys.LOCK_RETRY_WAIT_MS)
+        self.expire_minutes = keys.number(settings, keys.LOCK_EXPIRE_MINUTES)
         self._content = b""
 
     def __enter__(self) -> TableLock:
@@ -137,6 +137,6 @@ def _process_alive(pid: int) -> bool:
 
 def commit_lock(storage: Storage, settings: Mapping[str, str], holder: str) -> AbstractContextManager:
     """The table lock, unless ``hoodie.write.concurrency.mode=SINGLE_WRITER`` promises one writer."""
-    if keys.setting(settings, keys.CONCURRENCY_MODE).upper() == keys.SINGLE_WRITER:
+    if keys.choice(settings, keys.CONCURRENCY_MODE) == keys.SINGLE_WRITER:
         return nullcontext()
     return TableLock(storage, settings, holder)

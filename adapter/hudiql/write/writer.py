@@ -9,15 +9,15 @@
 4. a shuffle by file group; each group is merged and written by one task (``MergeTask``), or,
    on merge-on-read, its changes are appended as a new log file (``AppendTask``);
 5. the tasks' write stats become the commit metadata, which the write transaction
-   (``write.transaction``) checks for conflicts and completes atomically; then the post-commit
-   services run (``services.post_commit``).
+   (``write.transaction``) checks for conflicts and completes atomically. (A statement's write runs
+   in ``services.post_commit.transaction``, which runs the table services after the commit.)
 Any failure rolls the instant back: its files are removed and nothing becomes visible.
 
 Example (statements reach ``write_rows`` through ``Session.sql``):
     >>> _ = session.sql("CREATE TABLE orders (id BIGINT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
     >>> table = HudiTable.load(warehouse + "/orders")
     >>> rows = spark.createDataFrame([(1, "a"), (2, "b")], "id BIGINT, v STRING")
-    >>> with transaction(spark, table, conf={}) as txn:
+    >>> with WriteTransaction.start(spark, table, write_settings(table, {}), COMMIT) as txn:
     ...     meta = write_rows(txn, rows, Operation.UPSERT)
     >>> meta.operation_type, meta.total("num_inserts"), [s.partition_path for s in meta.write_stats]
     ('UPSERT', 2, [''])
@@ -28,7 +28,7 @@ Example (statements reach ``write_rows`` through ``Session.sql``):
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -41,7 +41,6 @@ from pyspark.sql import types as T
 
 from hudiql.errors import ColumnError, DataError, HudiqlError, from_spark_error
 from hudiql.file_group.log_file.format import wrapper_for
-from hudiql.services import compaction, post_commit
 from hudiql.sql.options import check_column_names
 from hudiql.table import keys
 from hudiql.table.commit import STATS_SCHEMA, CommitMetadata, WriteStat
@@ -162,28 +161,6 @@ class Replacement:
         return {p: [g.file_id for g in view.file_groups(p)] for p in partitions}
 
 
-@contextmanager
-def transaction(spark: SparkSession, table: HudiTable, conf: dict[str, str], replace: bool = False) -> Iterator[WriteTransaction]:
-    """The write transaction of one statement that writes ``table``, with the session's ``conf``
-    (``replace``: a replacecommit, for ``write_rows`` with a ``Replacement`` or ``write_replacement``).
-
-    Started before the statement reads the table: ``txn.table`` is the snapshot its planning and
-    its write read. ``write_rows`` / ``write_decided`` commit it (a statement that changes
-    nothing leaves it uncommitted: it is rolled back, without a trace); then the post-commit
-    services run.
-    """
-    settings = _write_settings(table, conf)
-    if replace:
-        action, requested = REPLACE_COMMIT, encode_requested()
-    else:
-        action, requested = DELTA_COMMIT if table.config.is_mor else COMMIT, b""
-    with planned_shuffles(spark):
-        with WriteTransaction.start(spark, table, settings, action, requested) as txn:
-            yield txn
-    if txn.committed_table is not None:
-        post_commit.run(spark, txn.committed_table, settings)
-
-
 def write_rows(
     txn: WriteTransaction, rows: DataFrame, operation: Operation, replacement: Replacement | None = None
 ) -> CommitMetadata | None:
@@ -280,18 +257,18 @@ def planned_shuffles(spark: SparkSession) -> Iterator[None]:
 _ADAPTIVE = "spark.sql.adaptive.enabled"
 
 
-def _write_settings(table: HudiTable, conf: dict[str, str]) -> dict[str, str]:
-    """The write's settings (table properties, then the session's), checked before anything is written."""
+def write_settings(table: HudiTable, conf: Mapping[str, str], statement: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A write's settings (``keys.effective_settings``: table properties, the session's ``conf``,
+    the ``statement``'s own options), checked before anything is written."""
     if not table.config.populate_meta_fields:
         raise HudiqlError(
             f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
         )
-    settings = {**table.config.props, **conf}
+    settings = keys.effective_settings(table.config.props, conf, statement)
     if table.config.is_mor:
-        compaction.check_settings(settings)
-        for key in (keys.WRITE_BATCH_SIZE, keys.WRITE_TASK_MAX_SIZE):
-            megabytes(settings, key)
-    IndexConfig.for_table(table.config.props, conf, table.config.record_key_fields)  # a session may not change it
+        keys.check_values(settings, keys.COMPACTION_KEYS)
+    # A session or statement may repeat the table's index options, not change them.
+    IndexConfig.for_table(table.config.props, {**conf, **(statement or {})}, table.config.record_key_fields)
     return settings
 
 
@@ -421,7 +398,7 @@ def _write_tagged(
         # with the clustering).
         small_files: dict[str, list] = {}
         if operation is not Operation.BULK_INSERT:
-            small_limit = int(keys.setting(settings, keys.SMALL_FILE_LIMIT))
+            small_limit = keys.number(settings, keys.SMALL_FILE_LIMIT)
             clustered = {group for _, plan in pending_clusterings(table.timeline) for group in plan.file_groups()}
             for s in view.latest_slices():
                 if (s.base_file and not s.log_files and s.base_file_size < small_limit
@@ -447,7 +424,7 @@ def _write_tagged(
         base_files={s.file_id: s.base_file for s in view.latest_slices() if s.base_file},
         concat=operation is not Operation.UPSERT or not table.has_record_key,
         generate_keys=not table.has_record_key,
-        compression=keys.setting(settings, keys.COMPRESSION).lower(),
+        compression=keys.choice(settings, keys.COMPRESSION),
         append=append.write_group if append is not None else None,
     )
     stats: list[DataFrame] = []  # one collect for every task: one Spark job
@@ -509,8 +486,8 @@ def _assign_buckets(
     (On merge-on-read a small file group so chosen that receives no insert appends its updates
     as a log all the same: ``MergeTask.append``.)
     """
-    max_file_size = int(keys.setting(settings, keys.MAX_FILE_SIZE))
-    record_size = int(keys.setting(settings, keys.RECORD_SIZE_ESTIMATE)) or table.average_record_size()
+    max_file_size = keys.number(settings, keys.MAX_FILE_SIZE)
+    record_size = keys.number(settings, keys.RECORD_SIZE_ESTIMATE) or table.average_record_size()
     buckets = None
     if insert_counts is None and most_inserts is not None:
         buckets = assign_inserts(most_inserts, small_files, record_size, max_file_size)
@@ -555,22 +532,10 @@ def _append_task(
         ordering_field=ordering,
         ordering_wrapper=wrapper_for(next(f["type"] for f in avro_schema["fields"] if f["name"] == ordering)) if ordering else None,
         targets=targets,
-        block_format=keys.setting(settings, keys.LOG_BLOCK_FORMAT).lower(),
-        batch_size=megabytes(settings, keys.WRITE_BATCH_SIZE),
-        task_max_size=megabytes(settings, keys.WRITE_TASK_MAX_SIZE),
+        block_format=keys.choice(settings, keys.LOG_BLOCK_FORMAT),
+        batch_size=keys.size(settings, keys.WRITE_BATCH_SIZE),
+        task_max_size=keys.size(settings, keys.WRITE_TASK_MAX_SIZE),
     )
-
-
-def megabytes(settings: dict[str, str], key: str) -> int:
-    """A buffer size given in MB, as Hudi's Flink options give it (decimals allowed), in bytes."""
-    text = keys.setting(settings, key)
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if value <= 0:
-        raise HudiqlError(f"{key}={text} is not valid; give a size in MB greater than 0 (e.g. 256)")
-    return max(1, int(value * 1024 * 1024))
 
 
 def _write_partition_metadata(table: HudiTable, partitions: list[str], instant_time: str) -> None:
