@@ -23,6 +23,7 @@ import argparse
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 
 from common import REPO, snapshot_hudiql, spark_session, timed
@@ -44,6 +45,7 @@ def load_counter():
     spec = importlib.util.spec_from_file_location(
         "bench_requests", os.path.join(REPO, "adapter", "hudiql", "io", "requests.py"))
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks itself up there
     spec.loader.exec_module(module)
     return module
 

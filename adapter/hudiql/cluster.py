@@ -26,7 +26,7 @@ from pathlib import Path
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-import hudiql
+from hudiql import __version__
 from hudiql.errors import ExecutorSetupError
 
 #: The SparkContexts whose executors got the package and passed the check.
@@ -73,13 +73,13 @@ def package_zip(folder: str) -> str:
 
 
 def _package_folder() -> Path:
-    return Path(hudiql.__file__).resolve().parent
+    return Path(__file__).resolve().parent
 
 
 def _check_executors(context: SparkContext) -> list[str]:
     """Why executors could not import hudiql (at this version), one reason each; empty when all could.
     One task per core, so that every executor is likely asked."""
-    version = hudiql.__version__
+    version = __version__
 
     # Nested, so that Spark ships the function by value: the worker must not need hudiql to
     # unpickle the check of whether it has hudiql.
@@ -89,9 +89,9 @@ def _check_executors(context: SparkContext) -> list[str]:
 
         try:
             module = importlib.import_module("hudiql")
-            # The package imports its engine on first use: import it here, and with it every
-            # dependency a task may need.
-            importlib.import_module("hudiql.session")
+            # The package imports its engine on first use: import what Spark's tasks run (the
+            # writer's and the readers' task modules), and with it every dependency a task may need.
+            importlib.import_module("hudiql.write.writer")
         except Exception as exc:  # any failure to import is the answer
             return [f"{type(exc).__name__}: {exc} (Python {sys.version.split()[0]})"]
         found = getattr(module, "__version__", "?")

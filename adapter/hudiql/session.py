@@ -38,7 +38,6 @@ from hudiql.errors import (
 )
 from hudiql.io.storage import Storage, configure, resolve_options
 from hudiql.read.query import QueryPlanner
-from hudiql.read.snapshot import table_columns
 from hudiql.services.post_commit import transaction
 from hudiql.sql import ddl
 from hudiql.sql import statements as S
@@ -403,7 +402,7 @@ class Session:
         return Result(self.spark.createDataFrame([(n,) for n in names], "namespace string"), True)
 
     def _run_ShowColumns(self, st: S.ShowColumns) -> Result:
-        rows = [(f.name,) for f in table_columns(self.table(st.table)).fields]
+        rows = [(f.name,) for f in self.table(st.table).columns.fields]
         return Result(self.spark.createDataFrame(rows, "col_name string"), True)
 
     def _run_ShowTblProperties(self, st: S.ShowTblProperties) -> Result:

@@ -15,7 +15,7 @@ from hudiql.project.cli.flags import Flags
 from hudiql.project.console import Console
 from hudiql.project.task.debug import DebugTask
 from hudiql.sql.statements import TableName
-from hudiql.write.transaction import WriteTransaction
+from hudiql.transaction.write_transaction import WriteTransaction
 from test_project_helpers import run, run_results, write_project
 
 from conftest import official_rows

@@ -36,7 +36,7 @@ SHORT_WAIT = {"hoodie.write.lock.wait_time_ms": "300"}
 #: A process that takes the table lock and holds it until it is killed (argv: the table's URI).
 HOLD_LOCK = ("import sys, time\n"
              "from hudiql.io.storage import Storage\n"
-             "from hudiql.write.lock import TableLock\n"
+             "from hudiql.transaction.lock import TableLock\n"
              "TableLock(Storage(sys.argv[1]), {}, 'a writer that dies').acquire()\n"
              "print('LOCKED', flush=True)\n"
              "time.sleep(600)\n")

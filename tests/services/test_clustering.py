@@ -15,7 +15,7 @@ import pytest
 from hudiql.errors import ColumnError, HudiqlError, SqlError, WriteConflictError
 from hudiql.table.replace_plan import decode_clustering
 from hudiql.table.table import HudiTable
-from hudiql.write.heartbeat import WriterHeartbeat
+from hudiql.transaction.heartbeat import WriterHeartbeat
 
 from conftest import hudiql_rows, instants, official_rows, timeline
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from hudiql.errors import SqlError
-from hudiql.services import rollback
+from hudiql.transaction import rollback
 from hudiql.table.rollback_plan import decode_metadata, decode_plan, encode_plan
 from hudiql.table.table import HudiTable
 

@@ -17,7 +17,7 @@ import hudiql
 from hudiql.errors import OptionError
 from hudiql.table import keys as K
 from hudiql.table.keys import is_alterable, validate_session_option, validate_table_options
-from hudiql.write.index import IndexConfig
+from hudiql.table.index_config import IndexConfig
 
 NO_ASYNC = ("hudiql cleans and archives after each commit, in the statement (hoodie.clean.automatic, "
             "hoodie.archive.automatic); remove the option or set it to false")

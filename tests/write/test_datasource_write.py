@@ -15,7 +15,7 @@ from hudiql.errors import OptionError
 from hudiql.table.config import TableConfig
 from hudiql.io.storage import Storage
 from hudiql.table.table import HudiTable
-from hudiql.write.heartbeat import Heartbeat
+from hudiql.transaction.heartbeat import Heartbeat
 from pyspark.sql import functions as F
 
 from tests.conftest import official_rows, timeline

@@ -1,6 +1,6 @@
 """A write never leaves a metadata table stale: hudiql, which does not maintain one yet, removes it
 under the table lock before it changes the table, as Hudi's writer does with
-``hoodie.metadata.enable=false`` (``table.metadata_table``, ``write.prologue``).
+``hoodie.metadata.enable=false`` (``table.metadata_table``, ``transaction.prologue``).
 
 The real v8 table (``v8_trips_8i3u1d``) has a metadata table that the official reader lists the table
 through. No real v6 table of the test data carries one, although Hudi 0.11-0.15 writers keep one by

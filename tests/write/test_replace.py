@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hudiql.errors import HudiqlError, SqlError, TableNotFoundError
 from hudiql.table.replace_plan import decode_requested
-from hudiql.write.transaction import WriteTransaction
+from hudiql.transaction.write_transaction import WriteTransaction
 
 from conftest import hudiql_rows, instants, official_rows
 

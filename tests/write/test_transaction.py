@@ -20,7 +20,7 @@ from hudiql.errors import WriteConflictError
 from hudiql.io.storage import Storage
 from hudiql.sql.statements import TableName
 from hudiql.table.layout import LOCK_FILE
-from hudiql.write.transaction import WriteTransaction
+from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.services.post_commit import transaction
 from hudiql.write.writer import Operation, write_rows
 
@@ -138,7 +138,7 @@ def test_a_write_that_waited_for_the_lock_while_a_compaction_was_planned_is_newe
     write's instant is later than the plan, and its rows survive that compaction and the next one
     (an instant time taken before the lock was older than the plan whose slice the write went to,
     and the next compaction left those logs out)."""
-    from hudiql.write import transaction as transaction_module
+    from hudiql.transaction import write_transaction as transaction_module
 
     path = create(session, "m", mor=True)
     session.sql("INSERT INTO m VALUES (1, 'log', 2, 'p1'), (3, 'log', 2, 'p2')")  # log files to compact

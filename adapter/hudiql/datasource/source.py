@@ -46,7 +46,6 @@ from hudiql.read.incremental import (
     file_groups_written,
     unreadable_reason,
 )
-from hudiql.read.snapshot import table_columns
 from hudiql.read.time_travel import table_as_of
 from hudiql.table import keys
 from hudiql.table.schema import COMMIT_TIME, to_arrow
@@ -100,7 +99,7 @@ class ReadPlan:
 
     @property
     def schema(self) -> T.StructType:
-        return table_columns(self.table)
+        return self.table.columns
 
     def partitions(self) -> list[InputPartition]:
         """The slices as (partition path, base file, log files), in input partitions of about

@@ -88,9 +88,9 @@ from hudiql.table.layout import TEMP_FOLDER
 from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlPlanner
-from hudiql.write.heartbeat import Heartbeat, interval_ms, is_expired
+from hudiql.transaction.heartbeat import Heartbeat, interval_ms, is_expired
 from hudiql.write.replace import overwrite_replacement
-from hudiql.write.transaction import WriteTransaction
+from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.write.writer import Operation, prepare_insert, write_insert
 
 

@@ -13,7 +13,7 @@ Python workers in one environment variable (``OPTIONS_VARIABLE``); credentials a
 machine provides (``~/.aws/credentials``, an instance role) are found there by the AWS SDK.
 
 ``create_exclusive`` (create a file only if it is absent) is what the table lock
-(``write.lock``) and the claim of an instant time (``write.heartbeat``) stand on, so it decides
+(``transaction.lock``) and the claim of an instant time (``transaction.heartbeat``) stand on, so it decides
 whether several processes may write one table. Local file systems give it by a hard link. On S3
 it is a conditional put (``PutObject`` with ``If-None-Match: *``, which S3 offers since 2024):
 S3 refuses it with 412 when the object exists, and a single PUT shows its object whole or not

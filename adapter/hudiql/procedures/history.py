@@ -22,7 +22,8 @@ from datetime import datetime, timedelta, timezone
 from hudiql.errors import SqlError
 from hudiql.file_group import FileSlice
 from hudiql.procedures.base import BOOL, INT, REQUIRED, STRING, TABLE, Context, Parameter, Procedure
-from hudiql.services import archive, rollback, savepoint
+from hudiql.services import archive, savepoint
+from hudiql.transaction import rollback
 from hudiql.table.archived_timeline import ArchivedInstant
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.table.layout import join_partition, parse_data_file_name

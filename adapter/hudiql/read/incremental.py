@@ -39,7 +39,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudiql.errors import SqlError, warn
-from hudiql.read.snapshot import snapshot, table_columns
+from hudiql.read.snapshot import snapshot
 from hudiql.read.time_travel import earliest_readable_instant, query_instant
 from hudiql.table import keys
 from hudiql.table.archived_timeline import archive_files
@@ -160,8 +160,8 @@ def _deleted(
     before = snapshot(spark, table.as_of(span.begin), None, keep_partition, file_groups=groups)
     after = snapshot(spark, end_table, None, keep_partition, columns=identity, file_groups=groups)
     gone = before.join(after, identity, "left_anti").withColumn(COMMIT_TIME, F.lit(span.end))
-    names = table_columns(end_table).fieldNames() if columns is None else [
-        c for c in table_columns(end_table).fieldNames() if c in set(columns)]
+    names = end_table.columns.fieldNames() if columns is None else [
+        c for c in end_table.columns.fieldNames() if c in set(columns)]
     # Columns added since begin read as null in a deleted record.
     return gone.select(*[F.col(f"`{c}`") if c in before.columns else F.lit(None).alias(c) for c in names])
 

@@ -28,7 +28,7 @@ from sqlglot import exp
 from hudiql.catalog import Catalog, View
 from hudiql.errors import SqlError, TableNotFoundError, spark_message
 from hudiql.read.incremental import LATEST_STATE, ChangeRange, change_range, changes
-from hudiql.read.snapshot import snapshot, table_columns
+from hudiql.read.snapshot import snapshot
 from hudiql.read.time_travel import table_as_of
 from hudiql.sql.parser import DIALECT, table_name, table_name_text
 from hudiql.sql.statements import TableName
@@ -160,7 +160,7 @@ class QueryPlanner:
             table = table_as_of(table, as_of)
         files = table.file_system_view()
         keep = _partition_filter(self.session.spark, table, files, node)
-        columns = needed_columns(query, table_columns(table).fieldNames())
+        columns = needed_columns(query, table.columns.fieldNames())
         return snapshot(self.session.spark, table, files, keep, read_optimized, columns)
 
     def _changes_dataframe(self, query: exp.Expression, node: exp.Table) -> tuple[DataFrame, str]:
@@ -187,7 +187,7 @@ class QueryPlanner:
 
     def _changes(self, query: exp.Expression, node: exp.Table, table: HudiTable, span: ChangeRange) -> DataFrame:
         keep = _partition_filter(self.session.spark, table, table.file_system_view(), node)
-        columns = needed_columns(query, table_columns(table).fieldNames())
+        columns = needed_columns(query, table.columns.fieldNames())
         return changes(self.session.spark, table, span, self.session.conf, keep, columns)
 
     def _view_dataframe(self, view: View) -> DataFrame:

@@ -33,13 +33,8 @@ from hudiql.file_group import FileSlice
 from hudiql.file_group.reader import SliceReader
 from hudiql.io.storage import Storage
 from hudiql.table.fsview import FileSystemView
-from hudiql.table.schema import RECORD_KEY, conform, to_arrow, with_meta_columns
+from hudiql.table.schema import RECORD_KEY, conform, to_arrow
 from hudiql.table.table import HudiTable
-
-
-def table_columns(table: HudiTable) -> T.StructType:
-    """The columns a query sees: the five meta columns first (when stored), then the data columns."""
-    return with_meta_columns(table.schema) if table.config.populate_meta_fields else table.schema
 
 
 def snapshot(
@@ -67,7 +62,7 @@ def snapshot(
         slices = [s for s in slices if keep_partition(s.partition_path)]
     if file_groups is not None:
         slices = [s for s in slices if (s.partition_path, s.file_id) in file_groups]
-    schema = table_columns(table)
+    schema = table.columns
     if columns is not None:
         wanted = set(columns)
         schema = T.StructType([f for f in schema.fields if f.name in wanted])
@@ -78,7 +73,7 @@ def snapshot(
     parts = []
     if plain:
         paths = [s.base_path for s in plain]
-        parts.append(read_base_files(spark, table.storage, paths, table_columns(table), schema.fieldNames()))
+        parts.append(read_base_files(spark, table.storage, paths, table.columns, schema.fieldNames()))
     if merged:
         parts.append(_merge_slices(spark, table, merged, schema, changed_after))
     if not parts:
@@ -149,9 +144,9 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
     if not table.config.populate_meta_fields:
         raise FormatError(f"table {table.base_uri} has log files but no meta fields; hudiql cannot merge them")
     reader = SliceReader(
-        table.base_uri, to_arrow(table_columns(table)), table.merge_rule, table.timeline.committed()
+        table.base_uri, to_arrow(table.columns), table.merge_rule, table.timeline.committed()
     )
-    out = schema if schema.fields else T.StructType([_row_carrier(table_columns(table))])
+    out = schema if schema.fields else T.StructType([_row_carrier(table.columns)])
     # Largest slices first: Spark starts the heaviest tasks first and the light ones fill in.
     ordered = sorted(slices, key=lambda s: -(s.base_file_size + s.log_size))
     parallelism = max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4))

@@ -53,8 +53,8 @@ from hudiql.table.timeline import (
     format_instant_time,
     instant_file_name,
 )
-from hudiql.write.lock import commit_lock
-from hudiql.write.prologue import open_for_write
+from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.prologue import open_for_write
 
 _WRITES = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 

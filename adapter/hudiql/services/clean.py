@@ -54,9 +54,9 @@ from hudiql.table.timeline import (
     Timeline,
     format_instant_time,
 )
-from hudiql.write.heartbeat import claim_instant_time
-from hudiql.write.lock import commit_lock
-from hudiql.write.prologue import open_for_write
+from hudiql.transaction.heartbeat import claim_instant_time
+from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.prologue import open_for_write
 
 #: The instants whose count the retention policies measure, pending ones included.
 _COMMIT_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION)

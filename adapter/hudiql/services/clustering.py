@@ -16,7 +16,7 @@
   commit metadata), so an incremental read sees nothing new; only ``_hoodie_file_name`` names the
   new file. The instant completes as a replacecommit (operation ``CLUSTER``) that replaces the
   planned file groups.
-- conflicts (``write.conflict``): a write to a file group of a pending plan fails, and the
+- conflicts (``transaction.conflict``): a write to a file group of a pending plan fails, and the
   clustering fails when a write changed its file groups since the plan; its plan is then
   removed (it could never run).
 - inline (``hoodie.clustering.inline``): after a write, pending plans run first, then a new one
@@ -42,7 +42,7 @@ from hudiql.errors import ColumnError, HudiqlError, WriteConflictError
 from hudiql.file_group import FileSlice
 from hudiql.io.storage import Storage
 from hudiql.read.snapshot import snapshot
-from hudiql.services.rollback import rollback_failed_writes
+from hudiql.transaction.rollback import rollback_failed_writes
 from hudiql.table import keys as K
 from hudiql.table import layout
 from hudiql.table.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
@@ -58,12 +58,12 @@ from hudiql.table.replace_plan import (
 from hudiql.table.schema import FILE_NAME, conform, to_arrow, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant
-from hudiql.write.conflict import ConflictRule
-from hudiql.write.heartbeat import claim_instant_time
-from hudiql.write.index import IndexConfig
-from hudiql.write.lock import commit_lock
-from hudiql.write.prologue import open_for_write
-from hudiql.write.transaction import WriteTransaction
+from hudiql.transaction.conflict import ConflictRule
+from hudiql.transaction.heartbeat import claim_instant_time
+from hudiql.table.index_config import IndexConfig
+from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.prologue import open_for_write
+from hudiql.transaction.write_transaction import WriteTransaction
 
 INLINE = K.INLINE_CLUSTERING
 _NUMBER_KEYS = (K.CLUSTERING_MAX_COMMITS, K.CLUSTERING_SMALL_FILE_LIMIT, K.CLUSTERING_TARGET_FILE_SIZE,

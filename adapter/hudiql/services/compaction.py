@@ -3,7 +3,7 @@
 - schedule: a ``<t>.compaction.requested`` instant holding the plan, one operation per file
   group whose latest slice has log files. Like Hudi, it refuses when a write earlier than ``t``
   is still in flight; ``t`` is later than every instant.
-- execute: a write transaction (``write.transaction``) of the planned instant: Spark tasks merge
+- execute: a write transaction (``transaction.write_transaction``) of the planned instant: Spark tasks merge
   each operation's base file and logs into a new base file named with the compaction instant;
   the instant completes as a ``commit`` with ``compacted: true``. A failed run is rolled back to
   requested and can run again; a run whose process died, once its heartbeat expired.
@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 from hudiql.errors import HudiqlError, WriteConflictError
 from hudiql.file_group.reader import SliceReader
 from hudiql.io.storage import Storage
-from hudiql.services.rollback import rollback_failed_writes
+from hudiql.transaction.rollback import rollback_failed_writes
 from hudiql.table import keys as K
 from hudiql.table import layout
 from hudiql.table.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
@@ -41,11 +41,11 @@ from hudiql.table.timeline import (
     Instant,
     parse_instant_time,
 )
-from hudiql.write.conflict import ConflictRule
-from hudiql.write.heartbeat import claim_instant_time
-from hudiql.write.lock import commit_lock
-from hudiql.write.prologue import open_for_write
-from hudiql.write.transaction import WriteTransaction
+from hudiql.transaction.conflict import ConflictRule
+from hudiql.transaction.heartbeat import claim_instant_time
+from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.prologue import open_for_write
+from hudiql.transaction.write_transaction import WriteTransaction
 
 INLINE = K.INLINE_COMPACT
 TRIGGER_STRATEGY = K.TRIGGER_STRATEGY

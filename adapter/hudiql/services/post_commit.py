@@ -18,7 +18,7 @@ from hudiql.services import archive, clean, clustering, compaction
 from hudiql.table.replace_plan import encode_requested
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
-from hudiql.write.transaction import WriteTransaction
+from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.write.writer import planned_shuffles, write_settings
 
 

@@ -1,5 +1,5 @@
 """Savepoints: a completed commit marked so that its files outlive cleaning and archiving, and the
-table can be restored to it (``services.rollback.restore_to_savepoint``).
+table can be restored to it (``transaction.rollback.restore_to_savepoint``).
 
 A savepoint is Hudi's ``<t>.savepoint.inflight`` then ``<t>.savepoint`` at the time of its commit,
 holding ``HoodieSavepointMetadata`` (``table.savepoint``): per partition, the files of the slices a
@@ -30,14 +30,14 @@ import time
 from collections.abc import Mapping
 
 from hudiql.errors import SqlError
-from hudiql.services.rollback import ROLLBACK_ACTIONS
+from hudiql.transaction.rollback import ROLLBACK_ACTIONS
 from hudiql.table.clean_plan import decode_metadata as decode_clean_metadata
 from hudiql.table.layout import META_FOLDER
 from hudiql.table.savepoint import encode_savepoint, savepointed_paths
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import CLEAN, SAVEPOINT, Instant, State, instant_file_name
-from hudiql.write.lock import commit_lock
-from hudiql.write.prologue import open_for_write
+from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.prologue import open_for_write
 
 
 def list_savepoints(table: HudiTable) -> list[str]:

@@ -28,7 +28,6 @@ from collections.abc import Mapping
 
 from pyspark.sql import types as T
 
-from hudiql.read.snapshot import table_columns
 from hudiql.table import config as C
 from hudiql.table import keys
 from hudiql.table.table import HudiTable
@@ -48,7 +47,7 @@ _DERIVED = [
 
 def describe(table: HudiTable, extended: bool, session_conf: Mapping[str, str]) -> list[tuple[str, str, str | None]]:
     rows: list[tuple[str, str, str | None]] = [
-        (f.name, f.dataType.simpleString(), None) for f in table_columns(table).fields
+        (f.name, f.dataType.simpleString(), None) for f in table.columns.fields
     ]
     if table.config.partition_fields:
         rows.append(("# Partition Information", "", None))

@@ -38,7 +38,7 @@ from hudiql.table import config as C
 from hudiql.table import keys as K
 from hudiql.table.keys import validate_table_options
 from hudiql.table.schema import storage_type, to_avro_json
-from hudiql.write.index import IndexConfig
+from hudiql.table.index_config import IndexConfig
 
 SPARK = "spark"
 FLINK = "flink"

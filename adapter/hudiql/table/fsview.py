@@ -221,7 +221,7 @@ def _live_since(groups: dict[tuple[str, str], FileGroup], candidates: list[tuple
 
     A delta commit writes only to slices begun before it (a compaction is not scheduled before an
     earlier write completes, and a write claims its instant under the lock plans are made under:
-    ``write.transaction``; a log older than its slice would be left out here), the live slices of a file group begin at its newest base file (later
+    ``transaction.write_transaction``; a log older than its slice would be left out here), the live slices of a file group begin at its newest base file (later
     ones are pending compactions), and readers never merge the files of older slices.
     """
     oldest_log: dict[int, str] = {}  # per file group (by identity)

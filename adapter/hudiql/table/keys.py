@@ -358,7 +358,7 @@ _KEY_LIST: list[Key] = [
     Key(CLUSTERING_SORT_COLUMNS, BOTH, COLUMNS, alterable=True, doc="the columns clustered files are sorted by"),
     Key(CLUSTERING_MAX_GROUPS, BOTH, INT, "30", minimum=1, unit=" of groups", alterable=True,
         doc="clustering groups one plan holds"),
-    # -- concurrent writers: optimistic concurrency control (write.transaction) ----------------------
+    # -- concurrent writers: optimistic concurrency control (transaction.write_transaction) ----------------------
     _enum(CONCURRENCY_MODE, BOTH, (OPTIMISTIC, SINGLE_WRITER), OPTIMISTIC, alterable=True,
           refused={"non_blocking_concurrency_control": "it needs table version 8; hudiql writes version 6 and "
                                                        "checks conflicts at commit (OPTIMISTIC_CONCURRENCY_CONTROL)"},

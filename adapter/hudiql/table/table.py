@@ -27,7 +27,7 @@ from hudiql.table.fsview import FileSystemView, read_commit_metadata
 from hudiql.table.keygen import KeyGenerator
 from hudiql.table.layout import META_FOLDER, PROPERTIES_FILE
 from hudiql.table.merge import MergeRule
-from hudiql.table.schema import from_avro, without_meta_columns
+from hudiql.table.schema import from_avro, with_meta_columns, without_meta_columns
 from hudiql.table.timeline import Timeline
 
 
@@ -46,7 +46,7 @@ class HudiTable:
         self.config = config
         self._timeline = timeline
         self._full_view: FileSystemView | None = None
-        #: Checked by ``write.prologue.open_for_write`` (once per statement: its services share it).
+        #: Checked by ``transaction.prologue.open_for_write`` (once per statement: its services share it).
         self.opened_for_write = False
 
     @classmethod
@@ -113,6 +113,11 @@ class HudiTable:
         if self.config.create_schema:
             return without_meta_columns(from_avro(self.config.create_schema))
         raise FormatError(f"table {self.base_uri} has no schema in hoodie.properties nor in any commit")
+
+    @property
+    def columns(self) -> T.StructType:
+        """The columns a query sees: the five meta columns first (when stored), then the data columns."""
+        return with_meta_columns(self.schema) if self.config.populate_meta_fields else self.schema
 
     def file_system_view(self, partitions: list[str] | None = None) -> FileSystemView:
         """The file groups of this snapshot (of ``partitions`` only, when given). The whole

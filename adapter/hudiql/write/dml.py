@@ -45,7 +45,7 @@ from hudiql.table.commit import CommitMetadata
 from hudiql.table.schema import FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, find_column
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
-from hudiql.write.transaction import WriteTransaction
+from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.write.writer import (
     DmlCounts,
     evolved_schema,

@@ -12,88 +12,30 @@
 
 ``BLOOM`` and the other Hudi index types are refused (``hudiql.table.keys`` says why).
 
-Example:
-    >>> index = IndexConfig.from_settings({"hoodie.index.type": "BUCKET",
-    ...                                    "hoodie.bucket.index.num.buckets": "4"}, ["id"])
-    >>> index.num_buckets
-    4
+Which index a table uses is its ``IndexConfig`` (``table.index_config``).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudiql.errors import HudiqlError, OptionError
+from hudiql.errors import HudiqlError
 from hudiql.read.snapshot import FILE_NAME, read_base_files
-from hudiql.table import keys as K
 from hudiql.table.fsview import FileSystemView
+from hudiql.table.index_config import NUM_BUCKETS, IndexConfig
 from hudiql.table.keygen import EMPTY_KEY, NULL_KEY
 from hudiql.table.layout import bucket_file_id, bucket_of_file_id
 from hudiql.table.schema import PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import FILE_ID
 
-INDEX_TYPE = K.INDEX_TYPE
-BUCKET_ENGINE = K.BUCKET_ENGINE
-NUM_BUCKETS = K.NUM_BUCKETS
-HASH_FIELD = K.HASH_FIELD
-DEFAULT_NUM_BUCKETS = int(K.KEYS[NUM_BUCKETS].default)
-
-SIMPLE = K.SIMPLE_INDEX
-BUCKET = K.BUCKET_INDEX
-
 #: Set on tagged rows of a bucket index: the row's bucket has no file group yet.
 NEW_GROUP = "__hudiql_new_group"
 _INT_RANGE = 1 << 32
-
-
-@dataclass(frozen=True)
-class IndexConfig:
-    kind: str  # SIMPLE or BUCKET
-    num_buckets: int = DEFAULT_NUM_BUCKETS
-    hash_fields: tuple[str, ...] = ()
-
-    @property
-    def is_bucket(self) -> bool:
-        return self.kind == BUCKET
-
-    @classmethod
-    def for_table(cls, table_props: dict[str, str], session_conf: dict[str, str], record_key_fields: list[str]) -> IndexConfig:
-        """The table's index. Its options are table properties: the file groups on storage were
-        laid out by them, so a session setting may repeat them but not change them."""
-        index = cls.from_settings(table_props, record_key_fields)
-        overrides = {k: v for k, v in session_conf.items() if k in (INDEX_TYPE, BUCKET_ENGINE, NUM_BUCKETS, HASH_FIELD)}
-        if overrides and cls.from_settings({**table_props, **overrides}, record_key_fields) != index:
-            stored = ", ".join(f"{k}={table_props.get(k, '(not set)')}" for k in overrides)
-            raise OptionError(
-                f"{', '.join(f'{k}={v}' for k, v in overrides.items())} differs from the table's {stored}; "
-                "a table's index is fixed when the table is created"
-            )
-        return index
-
-    @classmethod
-    def from_settings(cls, settings: dict[str, str], record_key_fields: list[str]) -> IndexConfig:
-        """The index a table's properties (and session settings) ask for; validated."""
-        for key in (INDEX_TYPE, BUCKET_ENGINE, NUM_BUCKETS):
-            K.KEYS[key].check(K.setting(settings, key))
-        if K.choice(settings, INDEX_TYPE) == SIMPLE:
-            return cls(SIMPLE)
-        if not record_key_fields:
-            raise OptionError(f"{INDEX_TYPE}=BUCKET needs a record key; add PRIMARY KEY (...) to the table")
-        raw = K.setting(settings, NUM_BUCKETS)
-        hash_fields = [f.strip() for f in settings.get(HASH_FIELD, "").split(",") if f.strip()] or record_key_fields
-        unknown = [f for f in hash_fields if f not in record_key_fields]
-        if unknown:
-            raise OptionError(
-                f"{HASH_FIELD}={','.join(hash_fields)}: {', '.join(unknown)} is not a record key field; "
-                f"the hash fields must be among {', '.join(record_key_fields)}"
-            )
-        return cls(BUCKET, int(raw), tuple(hash_fields))
 
 
 def tag(

@@ -9,7 +9,7 @@
 4. a shuffle by file group; each group is merged and written by one task (``MergeTask``), or,
    on merge-on-read, its changes are appended as a new log file (``AppendTask``);
 5. the tasks' write stats become the commit metadata, which the write transaction
-   (``write.transaction``) checks for conflicts and completes atomically. (A statement's write runs
+   (``transaction.write_transaction``) checks for conflicts and completes atomically. (A statement's write runs
    in ``services.post_commit.transaction``, which runs the table services after the commit.)
 Any failure rolls the instant back: its files are removed and nothing becomes visible.
 
@@ -51,7 +51,7 @@ from hudiql.table.layout import (
     partition_metadata,
 )
 from hudiql.table.merge import MergeRule
-from hudiql.table.replace_plan import encode_requested, pending_clusterings
+from hudiql.table.replace_plan import pending_clusterings
 from hudiql.table.schema import (
     IS_DELETED,
     META_COLUMNS,
@@ -68,10 +68,10 @@ from hudiql.table.schema import (
     with_meta_columns,
 )
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
+from hudiql.table.timeline import COMMIT  # noqa: F401 - the docstring example
 from hudiql.write.append_handle import AppendTask, LogTarget
 from hudiql.write.bucket import Bucket, assign_inserts
-from hudiql.write.conflict import ConflictRule
+from hudiql.transaction.conflict import ConflictRule
 from hudiql.write.handle import (
     DELETE,
     FILE_ID,
@@ -79,8 +79,9 @@ from hudiql.write.handle import (
     SEQUENCE,
     MergeTask,
 )
-from hudiql.write.index import NEW_GROUP, IndexConfig, plan_constant, tag
-from hudiql.write.transaction import WriteTransaction
+from hudiql.table.index_config import IndexConfig
+from hudiql.write.index import NEW_GROUP, plan_constant, tag
+from hudiql.transaction.write_transaction import WriteTransaction
 
 
 @dataclass(frozen=True)

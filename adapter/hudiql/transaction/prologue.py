@@ -20,7 +20,7 @@ from hudiql.errors import warn
 from hudiql.table.metadata_table import has_metadata_table, remove_metadata_table
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import ensure_writable
-from hudiql.write.lock import commit_lock
+from hudiql.transaction.lock import commit_lock
 
 
 def open_for_write(table: HudiTable, settings: Mapping[str, str]) -> None:

@@ -16,7 +16,7 @@ them only the expiry breaks a lock. Where no create-if-absent exists (S3 without
 stores) a table has no lock and needs ``hoodie.write.concurrency.mode=SINGLE_WRITER``.
 
 Completing an instant needs no create-if-absent of its own: its file name is the instant time,
-which one writer claimed exclusively (``write.heartbeat``), and it is written under this lock.
+which one writer claimed exclusively (``transaction.heartbeat``), and it is written under this lock.
 
 Example:
     >>> storage = Storage(warehouse + "/orders")

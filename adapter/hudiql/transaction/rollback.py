@@ -4,7 +4,7 @@ savepoint (every commit after it rolled back).
 **Failed writes.** Writers mark every file they create under ``.hoodie/.temp/<instant>/`` before
 creating it, so a rollback finds them all, even after a crash. As Hudi's LAZY failed-writes policy
 does, a new write first rolls back the pending writes whose writer died (its heartbeat expired,
-``write.heartbeat``); the instant of a writer still running is left alone.
+``transaction.heartbeat``); the instant of a writer still running is left alone.
 
 **A completed commit** (``CALL rollback_to_instant``): only the latest completed commit,
 delta commit, replace commit or compaction, as Hudi allows, and not one a savepoint protects. Under
@@ -88,9 +88,9 @@ from hudiql.table.timeline import (
     State,
     instant_file_name,
 )
-from hudiql.write.heartbeat import claim_instant_time, heartbeat_path, is_expired
-from hudiql.write.lock import commit_lock
-from hudiql.write.prologue import open_for_write
+from hudiql.transaction.heartbeat import claim_instant_time, heartbeat_path, is_expired
+from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.prologue import open_for_write
 
 _MARKER_RE = re.compile(r"^(?P<file>.+)\.marker\.[A-Z]+$")
 

@@ -2,16 +2,16 @@
 
 A transaction owns everything between a write's snapshot and its completed instant:
 1. ``start``, before the statement reads the table: a table hudiql cannot write is refused and a
-   metadata table the write would leave stale is removed (``write.prologue``); writes whose writer died are rolled back
-   (``services.rollback``); under the table lock the timeline is read, the instant time is
-   claimed with a heartbeat (``write.heartbeat``) and the instant goes requested -> inflight:
+   metadata table the write would leave stale is removed (``transaction.prologue``); writes whose writer died are rolled back
+   (``transaction.rollback``); under the table lock the timeline is read, the instant time is
+   claimed with a heartbeat (``transaction.heartbeat``) and the instant goes requested -> inflight:
    ``txn.table`` is the statement's snapshot (config, timeline, file-system view: read once and
    passed down). A compaction is planned under the same lock, so it is either in the snapshot
    (the write goes to the slices it opens) or planned later, seeing this write in flight.
 2. The writer's tasks write files, each marked under ``.hoodie/.temp/<instant>/`` first.
 3. ``commit``: files of failed task attempts are removed; under the table lock
-   (``write.lock``), the timeline is read again and the write is checked against every instant
-   that completed since the snapshot (``write.conflict``); the instant completes with one atomic
+   (``transaction.lock``), the timeline is read again and the write is checked against every instant
+   that completed since the snapshot (``transaction.conflict``); the instant completes with one atomic
    write. From here on the statement has succeeded.
 4. On any failure before that, ``abort``: the files and the instant are removed; nothing is visible.
 Post-commit services (``services.post_commit``: inline compaction, cleaning) run after the transaction,
@@ -41,17 +41,17 @@ from collections.abc import Mapping
 from pyspark.sql import SparkSession
 
 from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
-from hudiql.services.rollback import files_from_markers, needs_rollback, rollback, rollback_failed_writes
+from hudiql.transaction.rollback import files_from_markers, needs_rollback, rollback, rollback_failed_writes
 from hudiql.table import keys
 from hudiql.table.commit import CommitMetadata
 from hudiql.table.layout import marker_folder
 from hudiql.table.table import HudiTable
 from hudiql.table.timeline import Instant, State, Timeline
-from hudiql.write import conflict
-from hudiql.write.conflict import ConflictRule
-from hudiql.write.heartbeat import WriterHeartbeat, claim_instant_time, heartbeat_path, interval_ms, is_expired
-from hudiql.write.lock import commit_lock
-from hudiql.write.prologue import open_for_write
+from hudiql.transaction import conflict
+from hudiql.transaction.conflict import ConflictRule
+from hudiql.transaction.heartbeat import WriterHeartbeat, claim_instant_time, heartbeat_path, interval_ms, is_expired
+from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.prologue import open_for_write
 
 
 class WriteTransaction:
