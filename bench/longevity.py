@@ -104,7 +104,7 @@ def data_files(table_dir: str, layout) -> list[tuple[str, str, str, int]]:
 
 def measure(hudiql, table_dir: str, retained: int) -> dict:
     """Live bytes, data bytes on storage, bytes the policy must keep, and ``.hoodie/`` files."""
-    from hudiql.table import layout
+    from hudiql import layout
     from hudiql.table.table import HudiTable
 
     table = HudiTable.load(table_dir)

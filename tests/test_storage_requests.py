@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 from hudiql.io.requests import counted_requests
-from hudiql.table.layout import META_FOLDER, PROPERTIES_FILE
+from hudiql.layout import META_FOLDER, PROPERTIES_FILE
 
 WRITES = {
     "insert 10 rows": "INSERT INTO t SELECT id, 'x', 9, CAST(id % 10 AS STRING) FROM range(5000, 5010)",

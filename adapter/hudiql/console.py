@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from hudiql.errors import HudiqlError, SqlError, from_spark_error
 from hudiql.sql import statements as S
 from hudiql.sql.parser import parse
-from hudiql.table import keys
+from hudiql.config import registry
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -195,7 +195,7 @@ class Console:
 
     def _run_one(self, statement: S.Statement) -> None:
         started = time.monotonic()
-        header = keys.flag(self.session.conf, keys.PRINT_HEADER)
+        header = registry.flag(self.session.conf, registry.PRINT_HEADER)
         lines, fetched = self._worker.call(lambda: self._lines(statement, header), self._cancel)
         for line in lines:
             self.out.write(line + "\n")

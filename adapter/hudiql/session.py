@@ -43,8 +43,8 @@ from hudiql.sql import ddl
 from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, derive_table_properties
 from hudiql.sql.parser import parse, table_name_text
-from hudiql.table import keys
-from hudiql.table.config import TABLE_NAME, TableConfig
+from hudiql.config import registry
+from hudiql.config.table_config import TABLE_NAME, TableConfig
 from hudiql.table.schema import evolve, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
@@ -63,8 +63,8 @@ from hudiql.write.writer import (
     write_schema,
 )
 
-INSERT_OPERATION = keys.INSERT_INTO_OPERATION
-WRITE_OPERATION = keys.WRITE_OPERATION
+INSERT_OPERATION = registry.INSERT_INTO_OPERATION
+WRITE_OPERATION = registry.WRITE_OPERATION
 
 
 @dataclass
@@ -119,7 +119,7 @@ class Session:
         self.conf: dict[str, str] = {}
         for key, value in (conf or {}).items():
             if not key.startswith("spark."):
-                _warn(keys.validate_session_option(key, value))
+                _warn(registry.validate_session_option(key, value))
                 self.conf[key] = value
         self.database = DEFAULT_DATABASE
         #: Temporary views of this session, by name.
@@ -169,7 +169,7 @@ class Session:
 
     def settings(self, table: HudiTable) -> dict[str, str]:
         """What a write of ``table`` in this session runs with: its properties, then the session's SETs."""
-        return keys.effective_settings(table.config.props, self.conf)
+        return registry.effective_settings(table.config.props, self.conf)
 
     def view(self, name: S.TableName) -> View | None:
         """View ``name`` (a temporary view first, as in Spark), or ``None``."""
@@ -240,8 +240,8 @@ class Session:
             columns = without_meta_columns(rows.schema)
         if columns is None:
             raise SqlError(f"no Hudi table at {location}: give the columns or AS SELECT")
-        _warn(keys.validate_table_options(st.options))
-        keys.check_retention(st.options)
+        _warn(registry.validate_table_options(st.options))
+        registry.check_retention(st.options)
         props, schema = derive_table_properties(TableDefinition(
             name=name, database=database, schema=columns, primary_key=st.primary_key,
             partitioned_by=st.partitioned_by, options=st.options, dialect=st.dialect,
@@ -276,7 +276,7 @@ class Session:
         # The source's options, without what names or identifies the source itself; the new
         # table's own TBLPROPERTIES win.
         options = {k: v for k, v in source.config.props.items() if k not in _IDENTITY_KEYS}
-        _warn(keys.validate_table_options(st.options))
+        _warn(registry.validate_table_options(st.options))
         options.update(st.options)
         props, _ = derive_table_properties(TableDefinition(
             name=name, database=database, schema=source.schema, options=options,
@@ -289,16 +289,16 @@ class Session:
         missing = [k for k in st.unset if k not in table.config.props]
         if missing and not st.if_exists:
             raise OptionError(f"table {st.table} has no option '{missing[0]}'; use UNSET TBLPROPERTIES IF EXISTS")
-        _warn(keys.validate_table_options(st.set))
+        _warn(registry.validate_table_options(st.set))
         for key in [*st.set, *(k for k in st.unset if k not in missing)]:
-            if not keys.is_alterable(key):
+            if not registry.is_alterable(key):
                 raise OptionError(
                     f"table option '{key}' cannot change after the table is created; "
                     "create a new table (CREATE TABLE ... LIKE or AS SELECT) with the value you want"
                 )
         props = {k: v for k, v in table.config.props.items() if k not in st.unset}
         props.update(st.set)
-        keys.check_retention(props)
+        registry.check_retention(props)
         TableConfig(props).save(table.storage)
         return self._message(f"altered table {st.table}")
 
@@ -463,7 +463,7 @@ class Session:
         if st.key.startswith("spark."):
             self.spark.conf.set(st.key, st.value)
         else:
-            _warn(keys.validate_session_option(st.key, st.value, keys.setting(self.conf, keys.COMMIT_META_PREFIX)))
+            _warn(registry.validate_session_option(st.key, st.value, registry.setting(self.conf, registry.COMMIT_META_PREFIX)))
             self.conf[st.key] = st.value
         return Result(self.spark.createDataFrame([(st.key, st.value)], "key string, value string"), False)
 
@@ -575,7 +575,7 @@ def _has_files(location: str) -> bool:
 
 
 #: hoodie.properties keys hudiql writes from the statement itself, never copied by CREATE TABLE ... LIKE.
-_IDENTITY_KEYS = {k for k, spec in keys.KEYS.items() if spec.kind == keys.WRITTEN}
+_IDENTITY_KEYS = {k for k, spec in registry.KEYS.items() if spec.kind == registry.WRITTEN}
 
 
 def _warn(lines: list[str]) -> None:

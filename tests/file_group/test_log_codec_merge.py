@@ -27,10 +27,10 @@ from hudiql.errors import FormatError
 from hudiql.file_group.log_file import avro as avro_codec
 from hudiql.file_group.log_file import format as L
 from hudiql.file_group.reader import SliceReader
-from hudiql.table.config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
+from hudiql.config.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import RECORD_KEY, to_arrow, to_avro, with_meta_columns
-from hudiql.table.timeline import CommittedInstants
+from hudiql.timeline.active import CommittedInstants
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 from hudiql.errors import HudiqlError, SqlError
-from hudiql.table.clean_plan import decode_metadata
+from hudiql.timeline.clean_plan import decode_metadata
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import parse_instant_time
+from hudiql.timeline.active import parse_instant_time
 
 from conftest import hudiql_rows
 

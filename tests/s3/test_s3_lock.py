@@ -21,7 +21,7 @@ import pyarrow.fs as pafs
 import pytest
 from hudiql.errors import FormatError, StorageError, WriteConflictError
 from hudiql.io.storage import OPTIONS_VARIABLE, Storage, _s3_client
-from hudiql.table.layout import LOCK_FILE
+from hudiql.layout import LOCK_FILE
 
 from tests.conftest import hudiql_rows
 from tests.s3.conftest import BUCKET, REGION

@@ -13,9 +13,9 @@ import pytest
 from hudiql.errors import OptionError, SqlError
 from hudiql.io.storage import Storage
 from hudiql.services import clean
-from hudiql.table.clean_plan import decode_metadata, decode_plan
-from hudiql.table.layout import parse_data_file_name
-from hudiql.table.savepoint import encode_savepoint
+from hudiql.timeline.clean_plan import decode_metadata, decode_plan
+from hudiql.layout import parse_data_file_name
+from hudiql.timeline.savepoint import encode_savepoint
 from hudiql.table.table import HudiTable
 
 from conftest import HUDI_TABLES, hudiql_rows, instants, official_rows, unzip

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from hudiql.errors import ColumnError, HudiqlError, SqlError, WriteConflictError
-from hudiql.table.replace_plan import decode_clustering
+from hudiql.timeline.replace_plan import decode_clustering
 from hudiql.table.table import HudiTable
 from hudiql.transaction.heartbeat import WriterHeartbeat
 

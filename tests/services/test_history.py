@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from hudiql.errors import SqlError
-from hudiql.table.rollback_plan import decode_restore_metadata, decode_restore_plan
-from hudiql.table.savepoint import savepointed_paths
+from hudiql.timeline.rollback_plan import decode_restore_metadata, decode_restore_plan
+from hudiql.timeline.savepoint import savepointed_paths
 
 from conftest import hudiql_rows, instants, official_rows, timeline
 

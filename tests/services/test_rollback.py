@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hudiql.errors import SqlError
 from hudiql.transaction import rollback
-from hudiql.table.rollback_plan import decode_metadata, decode_plan, encode_plan
+from hudiql.timeline.rollback_plan import decode_metadata, decode_plan, encode_plan
 from hudiql.table.table import HudiTable
 
 from conftest import hudiql_rows, instants, official_rows, timeline

@@ -13,10 +13,10 @@ import pytest
 from hudiql.file_group.log_file.format import SCHEMA, read_avro_records, read_blocks
 from hudiql.services import archive as archiving
 from hudiql.services import compaction
-from hudiql.table.archived_timeline import ARCHIVED_META_ENTRY_SCHEMA, read_archived
-from hudiql.table.clean_plan import decode_metadata
-from hudiql.table.commit import CommitMetadata
-from hudiql.table.savepoint import encode_savepoint
+from hudiql.timeline.archived import ARCHIVED_META_ENTRY_SCHEMA, read_archived
+from hudiql.timeline.clean_plan import decode_metadata
+from hudiql.timeline.commit import CommitMetadata
+from hudiql.timeline.savepoint import encode_savepoint
 from hudiql.table.table import HudiTable
 
 from conftest import hudiql_rows, instants, official_rows, timeline

@@ -5,7 +5,7 @@ a replacecommit replaced, log files attached to their slice in Hudi's order, the
 a pending compaction's new slice and what readers merge meanwhile, files of archived instants,
 layout 2 logs placed by completion time, partition filters, and the missing, truncated or empty
 files a completed instant wrote. No Spark: tables are built with hudiql's own writers (file names
-from ``table.layout``, instants through ``Timeline``, metadata from ``CommitMetadata``).
+from ``layout``, instants through ``Timeline``, metadata from ``CommitMetadata``).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import pytest
 from conftest import HUDI_TABLES, unzip
 from hudiql.errors import FormatError
 from hudiql.io.storage import Storage
-from hudiql.table import config as C
-from hudiql.table.commit import CommitMetadata, WriteStat
-from hudiql.table.compaction_plan import CompactionOperation, encode_plan
+from hudiql.config import table_config as C
+from hudiql.timeline.commit import CommitMetadata, WriteStat
+from hudiql.timeline.compaction_plan import CompactionOperation, encode_plan
 from hudiql.table.fsview import FileSystemView
-from hudiql.table.layout import base_file_name, join_partition, log_file_name, parse_data_file_name
-from hudiql.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Timeline
+from hudiql.layout import base_file_name, join_partition, log_file_name, parse_data_file_name
+from hudiql.timeline.active import COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Timeline
 
 SAMPLE = HUDI_TABLES / "sample_table"
 TRIPS = HUDI_TABLES / "quickstart_trips_table" / "mor" / "avro"

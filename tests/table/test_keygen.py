@@ -20,7 +20,7 @@ import pytest
 from conftest import HUDI_TABLES, unzip
 from hudiql.errors import NULL_KEY_ERROR, DataError, from_spark_error
 from hudiql.io.storage import Storage
-from hudiql.table import config as C
+from hudiql.config import table_config as C
 from hudiql.table.keygen import KeyGenerator
 
 SAMPLE = HUDI_TABLES / "sample_table"

@@ -1,4 +1,4 @@
-"""The option registry (``hudiql.table.keys``): every ``hoodie.*`` option is honoured or refused.
+"""The option registry (``hudiql.config.registry``): every ``hoodie.*`` option is honoured or refused.
 
 Unit tests call ``validate_table_options`` / ``validate_session_option`` as CREATE TABLE, ALTER
 TABLE and SET do; a few run the statements on a real session to check that nothing is written
@@ -15,9 +15,9 @@ import pytest
 
 import hudiql
 from hudiql.errors import OptionError
-from hudiql.table import keys as K
-from hudiql.table.keys import is_alterable, validate_session_option, validate_table_options
-from hudiql.table.index_config import IndexConfig
+from hudiql.config import registry as K
+from hudiql.config.registry import is_alterable, validate_session_option, validate_table_options
+from hudiql.config.index_config import IndexConfig
 
 NO_ASYNC = ("hudiql cleans and archives after each commit, in the statement (hoodie.clean.automatic, "
             "hoodie.archive.automatic); remove the option or set it to false")
@@ -189,7 +189,7 @@ def test_misspelt_key_names_the_closest(key, guess):
 
 
 def test_unknown_key_without_a_close_one_says_where_the_list_is():
-    assert session_error("hoodie.zzzz", "1") == "unknown option 'hoodie.zzzz'; hudiql's options are listed in hudiql.table.keys"
+    assert session_error("hoodie.zzzz", "1") == "unknown option 'hoodie.zzzz'; hudiql's options are listed in hudiql.config.registry"
 
 
 def test_misspelt_short_option_names_the_closest():

@@ -1,4 +1,4 @@
-"""Unit tests of ``hudiql.table.timeline``: instant times (format, parsing, the next and a new one),
+"""Unit tests of ``hudiql.timeline.active``: instant times (format, parsing, the next and a new one),
 the layout 1 file names of every action and state, loading a timeline (furthest state per instant,
 order, files that are not instants, layout 2 tables), completed and pending instants by action,
 which instants committed (``CommittedInstants``, archived instants included), and the timelines
@@ -14,8 +14,8 @@ import pytest
 from conftest import HUDI_TABLES, timeline, unzip
 from hudiql.errors import HudiqlError
 from hudiql.io.storage import Storage
-from hudiql.table import config as C
-from hudiql.table.timeline import (
+from hudiql.config import table_config as C
+from hudiql.timeline.active import (
     CLEAN,
     COMMIT,
     COMPACTION,

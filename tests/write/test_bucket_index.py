@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from hudiql.errors import HudiqlError
 from hudiql.file_group.log_file import format as L
-from hudiql.table.layout import bucket_file_id, bucket_of_file_id
+from hudiql.layout import bucket_file_id, bucket_of_file_id
 from hudiql.write.index import bucket_id, java_string_hash
 
 COLS = ["id", "name", "ts", "dt"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hudiql.datasource.options import check_table_options, write_options
 from hudiql.errors import OptionError
-from hudiql.table.config import TableConfig
+from hudiql.config.table_config import TableConfig
 from hudiql.io.storage import Storage
 from hudiql.table.table import HudiTable
 from hudiql.transaction.heartbeat import Heartbeat

@@ -18,7 +18,7 @@ from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
 from hudiql.errors import HudiqlError
 from hudiql.io.storage import Storage
 from hudiql.table import metadata_table
-from hudiql.table.config import METADATA_PARTITIONS, TableConfig
+from hudiql.config.table_config import METADATA_PARTITIONS, TableConfig
 
 TRIPS = HUDI_TABLES / "quickstart_trips_table" / "mor" / "avro"
 SAMPLE_COW = HUDI_TABLES / "sample_table" / "cow"

@@ -713,7 +713,7 @@ def test_unenforced_lower_ordering_update_applies_on_cow_and_is_refused_on_mor(s
 def test_loading_a_table_reads_only_the_delta_commits_of_live_slices(session, warehouse, monkeypatch):
     """The history before a compaction adds nothing to the cost of loading the table."""
     from hudiql.table.table import HudiTable
-    from hudiql.table.timeline import Timeline
+    from hudiql.timeline.active import Timeline
 
     path = warehouse / "h"
     session.sql(mor_ddl("h", "'hoodie.compact.inline'='false'", "'hoodie.parquet.small.file.limit'='0'",
@@ -737,7 +737,7 @@ def test_loading_a_table_reads_only_the_delta_commits_of_live_slices(session, wa
 def test_crashed_write_partial_log_is_invisible_and_rolled_back(session, warehouse):
     from datetime import timedelta
 
-    from hudiql.table.timeline import format_instant_time, parse_instant_time
+    from hudiql.timeline.active import format_instant_time, parse_instant_time
 
     path = warehouse / "cr"
     session.sql(mor_ddl("cr", "'hoodie.compact.inline'='false'", partitioned=False))

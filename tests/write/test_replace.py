@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from hudiql.errors import HudiqlError, SqlError, TableNotFoundError
-from hudiql.table.replace_plan import decode_requested
+from hudiql.timeline.replace_plan import decode_requested
 from hudiql.transaction.write_transaction import WriteTransaction
 
 from conftest import hudiql_rows, instants, official_rows

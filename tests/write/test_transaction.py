@@ -19,7 +19,7 @@ from conftest import hudiql_rows, instants, official_rows, timeline
 from hudiql.errors import WriteConflictError
 from hudiql.io.storage import Storage
 from hudiql.sql.statements import TableName
-from hudiql.table.layout import LOCK_FILE
+from hudiql.layout import LOCK_FILE
 from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.services.post_commit import transaction
 from hudiql.write.writer import Operation, write_rows

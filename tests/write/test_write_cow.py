@@ -9,7 +9,7 @@ import pytest
 from conftest import hudiql_rows, official_rows
 
 from hudiql.errors import ColumnError, DataError, HudiqlError
-from hudiql.table.layout import parse_data_file_name
+from hudiql.layout import parse_data_file_name
 
 EVENTS = (
     "CREATE TABLE ev (id INT, name STRING, ts BIGINT, dt STRING) USING hudi "

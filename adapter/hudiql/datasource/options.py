@@ -2,9 +2,9 @@
 anything is read or written.
 
 Spark hands a Python data source its options with lower-case keys. Each read option is one of
-the session keys of ``table.keys`` (the same names as ``SET``), or Hudi's data source spelling
+the session keys of ``config.registry`` (the same names as ``SET``), or Hudi's data source spelling
 ``as.of.instant`` for time travel. A write takes the table's name (``hoodie.table.name``), the
-operation (``hoodie.datasource.write.operation``) and any key ``table.keys`` accepts: a table
+operation (``hoodie.datasource.write.operation``) and any key ``config.registry`` accepts: a table
 option (``TBLPROPERTIES``: key and partition fields, table type, ...) describes the table a first
 write creates, and must agree with an existing table; a session option (``SET``) applies to this
 write. Anything else is one error naming the closest valid option.
@@ -36,17 +36,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hudiql.errors import OptionError, closest
-from hudiql.table import config as C
-from hudiql.table import keys
-from hudiql.table.keys import TIME_TRAVEL_OPTION
+from hudiql.config import table_config as C
+from hudiql.config import registry
+from hudiql.config.registry import TIME_TRAVEL_OPTION
 
 PATH_OPTION = "path"
 
 SNAPSHOT, READ_OPTIMIZED, INCREMENTAL = "snapshot", "read_optimized", "incremental"
 
 #: The session keys a read takes, by Spark's lower-cased spelling.
-_READ_KEYS = {k.lower(): k for k in (keys.QUERY_TYPE, keys.AS_OF_INSTANT, keys.BEGIN_INSTANT, keys.END_INSTANT,
-                                     keys.INCREMENTAL_FALLBACK, keys.INCLUDE_DELETES)}
+_READ_KEYS = {k.lower(): k for k in (registry.QUERY_TYPE, registry.AS_OF_INSTANT, registry.BEGIN_INSTANT, registry.END_INSTANT,
+                                     registry.INCREMENTAL_FALLBACK, registry.INCLUDE_DELETES)}
 
 
 @dataclass(frozen=True)
@@ -67,38 +67,38 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
     for name, value in options.items():
         key = _READ_KEYS.get(name.lower())
         if name.lower() == TIME_TRAVEL_OPTION:
-            key = keys.AS_OF_INSTANT
+            key = registry.AS_OF_INSTANT
         elif key is None and name.lower() != PATH_OPTION:
             guess = closest(name, [*_READ_KEYS.values(), TIME_TRAVEL_OPTION])
             hint = f"; did you mean '{guess}'?" if guess else f"; a read takes {', '.join(sorted(_READ_KEYS.values()))} and {TIME_TRAVEL_OPTION}"
             raise OptionError(f"unknown option '{name}' of format(\"hudi\"){hint}")
         if key is not None:
-            keys.validate_session_option(key, value)
+            registry.validate_session_option(key, value)
             given[key] = value
     path = options.get(PATH_OPTION)
     if not path:
         raise OptionError('format("hudi") needs the table\'s path: spark.read.format("hudi").load("/path/to/table")')
-    if keys.flag(given, keys.INCLUDE_DELETES):
+    if registry.flag(given, registry.INCLUDE_DELETES):
         raise OptionError(
-            f'{keys.INCLUDE_DELETES}=true is not supported by format("hudi"); read deleted records with hudiql SQL: '
-            f"hudiql.connect(spark=spark).sql(\"SET {keys.INCLUDE_DELETES}=true\"), then SELECT ... FROM "
+            f'{registry.INCLUDE_DELETES}=true is not supported by format("hudi"); read deleted records with hudiql SQL: '
+            f"hudiql.connect(spark=spark).sql(\"SET {registry.INCLUDE_DELETES}=true\"), then SELECT ... FROM "
             f"hudi_table_changes('{path}', 'latest_state', '<begin>')"
         )
     read = ReadOptions(
         path=path,
-        query_type=keys.choice(given, keys.QUERY_TYPE),
-        as_of=keys.setting(given, keys.AS_OF_INSTANT).strip(),
-        begin=keys.setting(given, keys.BEGIN_INSTANT).strip(),
-        end=keys.setting(given, keys.END_INSTANT).strip(),
-        fallback=keys.flag(given, keys.INCREMENTAL_FALLBACK),
+        query_type=registry.choice(given, registry.QUERY_TYPE),
+        as_of=registry.setting(given, registry.AS_OF_INSTANT).strip(),
+        begin=registry.setting(given, registry.BEGIN_INSTANT).strip(),
+        end=registry.setting(given, registry.END_INSTANT).strip(),
+        fallback=registry.flag(given, registry.INCREMENTAL_FALLBACK),
     )
     if read.query_type == INCREMENTAL and not read.begin:
-        raise OptionError(f"an incremental read needs .option('{keys.BEGIN_INSTANT}', '<instant>' or 'earliest')")
+        raise OptionError(f"an incremental read needs .option('{registry.BEGIN_INSTANT}', '<instant>' or 'earliest')")
     if read.query_type == INCREMENTAL and read.as_of:
-        raise OptionError(f"an incremental read takes {keys.BEGIN_INSTANT} and {keys.END_INSTANT}, not "
+        raise OptionError(f"an incremental read takes {registry.BEGIN_INSTANT} and {registry.END_INSTANT}, not "
                           f"{TIME_TRAVEL_OPTION}; give one kind of read")
     if read.query_type != INCREMENTAL and (read.begin or read.end):
-        raise OptionError(f"{keys.BEGIN_INSTANT} and {keys.END_INSTANT} need .option('{keys.QUERY_TYPE}', 'incremental')")
+        raise OptionError(f"{registry.BEGIN_INSTANT} and {registry.END_INSTANT} need .option('{registry.QUERY_TYPE}', 'incremental')")
     return read
 
 
@@ -115,8 +115,8 @@ _REFUSED_OPERATIONS = {
 }
 
 #: Option keys by Spark's lower-cased spelling.
-_CANONICAL = {k.lower(): k for k in keys.KEYS}
-_NAME_KEYS = (C.TABLE_NAME, keys.WRITE_TABLE_NAME)
+_CANONICAL = {k.lower(): k for k in registry.KEYS}
+_NAME_KEYS = (C.TABLE_NAME, registry.WRITE_TABLE_NAME)
 
 
 @dataclass(frozen=True)
@@ -151,33 +151,33 @@ def write_options(options: Mapping[str, str], overwrite: bool) -> WriteOptions:
     warnings: list[str] = []
     for given, value in options.items():
         key = _CANONICAL.get(given.lower(), given)
-        spec = keys.KEYS.get(key)
+        spec = registry.KEYS.get(key)
         if key.lower() == PATH_OPTION:
             continue
         if key in _NAME_KEYS:
             names.add(value.strip())
-        elif key == keys.WRITE_OPERATION:
+        elif key == registry.WRITE_OPERATION:
             operation = _operation(value)
-        elif spec is not None and spec.where == keys.SESSION:
-            warnings += keys.validate_session_option(key, value)
+        elif spec is not None and spec.where == registry.SESSION:
+            warnings += registry.validate_session_option(key, value)
             settings[key] = value
         elif spec is not None or key.startswith("hoodie."):
-            warnings += keys.validate_table_options({key: value})  # an unknown hoodie.* key names the closest
+            warnings += registry.validate_table_options({key: value})  # an unknown hoodie.* key names the closest
             table_options[key] = value
-            if spec is not None and spec.where == keys.BOTH:
+            if spec is not None and spec.where == registry.BOTH:
                 settings[key] = value  # a write setting too, as SET gives it
         else:
-            guess = closest(key, [*_NAME_KEYS, keys.WRITE_OPERATION, *keys.KEYS])
-            hint = f"; did you mean '{guess}'?" if guess else "; it takes hoodie.* keys (hudiql.table.keys)"
+            guess = closest(key, [*_NAME_KEYS, registry.WRITE_OPERATION, *registry.KEYS])
+            hint = f"; did you mean '{guess}'?" if guess else "; it takes hoodie.* keys (hudiql.config.registry)"
             raise OptionError(f'unknown option \'{given}\' of df.write.format("hudi"){hint}')
     path = options.get(PATH_OPTION)
     if not path:
         raise OptionError('df.write.format("hudi") needs the table\'s path: .save("/path/to/table")')
     if len(names) > 1:
-        raise OptionError(f"{C.TABLE_NAME} and {keys.WRITE_TABLE_NAME} name different tables ({', '.join(sorted(names))}); "
+        raise OptionError(f"{C.TABLE_NAME} and {registry.WRITE_TABLE_NAME} name different tables ({', '.join(sorted(names))}); "
                           "give one name")
     if overwrite and operation == DELETE:
-        raise OptionError(f'{keys.WRITE_OPERATION}={DELETE} cannot run in save mode overwrite; use .mode("append")')
+        raise OptionError(f'{registry.WRITE_OPERATION}={DELETE} cannot run in save mode overwrite; use .mode("append")')
     return WriteOptions(path, next(iter(names), ""), operation, overwrite, table_options, settings, tuple(warnings))
 
 
@@ -187,8 +187,8 @@ def _operation(value: str) -> str:
         return operation
     why = _REFUSED_OPERATIONS.get(operation)
     if why:
-        raise OptionError(f'{keys.WRITE_OPERATION}={value} is not supported by df.write.format("hudi"): {why}')
-    raise OptionError(f"{keys.WRITE_OPERATION}={value} is not valid; use {', '.join(WRITE_OPERATIONS[:-1])} "
+        raise OptionError(f'{registry.WRITE_OPERATION}={value} is not supported by df.write.format("hudi"): {why}')
+    raise OptionError(f"{registry.WRITE_OPERATION}={value} is not valid; use {', '.join(WRITE_OPERATIONS[:-1])} "
                       f"or {WRITE_OPERATIONS[-1]}")
 
 
@@ -196,12 +196,12 @@ def check_table_options(write: WriteOptions, config: C.TableConfig) -> None:
     """Refuse a write whose table options (key or partition fields, table type, ...) differ from
     those of the table it writes: they are fixed when a table is created."""
     for key, value in write.table_options.items():
-        spec = keys.KEYS.get(key)
-        if spec is None or spec.where != keys.TABLE:
+        spec = registry.KEYS.get(key)
+        if spec is None or spec.where != registry.TABLE:
             continue
         canonical = spec.same_as or key
         try:
-            stored = keys.setting(config.props, canonical)
+            stored = registry.setting(config.props, canonical)
         except KeyError:
             stored = ""
         if not _same(spec.kind, canonical, value, stored):
@@ -217,11 +217,11 @@ def check_table_options(write: WriteOptions, config: C.TableConfig) -> None:
 def _same(kind: str, key: str, given: str, stored: str) -> bool:
     """Whether option ``key`` given as ``given`` says what the table's ``stored`` value says."""
     given, stored = given.strip(), stored.strip()
-    if kind == keys.COLUMNS:
+    if kind == registry.COLUMNS:
         return [c.strip().lower() for c in given.split(",") if c.strip()] == [c.strip().lower() for c in stored.split(",") if c.strip()]
     if key == C.TABLE_TYPE:
         return C.table_type(given) == C.table_type(stored or C.COPY_ON_WRITE)
-    if kind in (keys.ENUM, keys.BOOL):
+    if kind in (registry.ENUM, registry.BOOL):
         # Class names (key generator, payload) may be given without their package.
         return given.lower().rsplit(".", 1)[-1] == stored.lower().rsplit(".", 1)[-1]
     return given == stored  # text, such as a date format: "MM" is not "mm"

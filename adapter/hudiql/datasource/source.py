@@ -47,7 +47,7 @@ from hudiql.read.incremental import (
     unreadable_reason,
 )
 from hudiql.read.time_travel import table_as_of
-from hudiql.table import keys
+from hudiql.config import registry
 from hudiql.table.schema import COMMIT_TIME, to_arrow
 from hudiql.table.table import HudiTable
 
@@ -85,7 +85,7 @@ class ReadPlan:
         if problem is not None:
             if not options.fallback:
                 raise SqlError(f"incremental read of table {table.config.name} after {span.begin or 'earliest'} up to "
-                               f"{span.end}: {problem}; begin later, or .option('{keys.INCREMENTAL_FALLBACK}', 'true') "
+                               f"{span.end}: {problem}; begin later, or .option('{registry.INCREMENTAL_FALLBACK}', 'true') "
                                "to compute it from a full scan")
             warn(f"incremental read of table {table.config.name}: {problem}; computed from a full scan of the latest snapshot")
             return cls(table, table.file_system_view().read_slices(), span=span)

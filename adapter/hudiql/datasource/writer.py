@@ -81,10 +81,10 @@ from hudiql.read.snapshot import read_base_files
 from hudiql.sql import statements as S
 from hudiql.services.post_commit import transaction
 from hudiql.sql.options import TableDefinition, derive_table_properties
-from hudiql.table import config as C
-from hudiql.table import keys
-from hudiql.table.config import TableConfig
-from hudiql.table.layout import TEMP_FOLDER
+from hudiql.config import table_config as C
+from hudiql.config import registry
+from hudiql.config.table_config import TableConfig
+from hudiql.layout import TEMP_FOLDER
 from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlPlanner
@@ -260,7 +260,7 @@ def answer(session: WritingSession, request: StagingStarted | StagedWrite | Stag
     ``abort()`` ask of it from Spark's Python workers (``callback``)."""
     configure(session.storage_options, session.spark.sparkContext.environment)
     if isinstance(request, StagingStarted):
-        _beat(request.path, request.staging, keys.effective_settings({}, session.conf, request.settings))
+        _beat(request.path, request.staging, registry.effective_settings({}, session.conf, request.settings))
     elif isinstance(request, StagedWrite):
         commit_staged(session, request)
     else:
@@ -350,18 +350,18 @@ def _delete(session: WritingSession, txn: WriteTransaction, rows: DataFrame) -> 
                            by_name=True).rows
     # The keys feed two steps (the partitions they name, then the DELETE): the staged files are read once.
     keys = keyed.select(table.keygen.record_key().alias("k"), table.keygen.partition_path(table.schema).alias("p"))
-    keys = keys.persist(StorageLevel.MEMORY_AND_DISK)
+    keys = registry.persist(StorageLevel.MEMORY_AND_DISK)
     planner = session.planner
     view = planner.register(keys)
     try:
         # Only the partitions the keys name are read (a list of paths, no rows, on the driver).
-        partitions = {r[0] for r in keys.select("p").distinct().collect()}
+        partitions = {r[0] for r in registry.select("p").distinct().collect()}
         meta = exp.Tuple(expressions=[exp.column(RECORD_KEY, quoted=True), exp.column(PARTITION_PATH, quoted=True)])
         where = exp.In(this=meta, query=exp.select("k", "p").from_(view).subquery())
         DmlPlanner(planner, txn).delete(S.Delete(S.TableName(None, table.config.name), None, where), partitions)
     finally:
         planner.drop([view])
-        keys.unpersist()
+        registry.unpersist()
 
 
 def remove_staging(storage: Storage, staging: str, new_path: bool) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hudiql.table.layout import join_partition
+from hudiql.layout import join_partition
 
 
 @dataclass

@@ -27,10 +27,10 @@ import pyarrow.parquet as pq
 from hudiql.errors import damaged_file
 from hudiql.file_group.log_file.scanner import LogContent, LogScanner
 from hudiql.io.storage import Storage
-from hudiql.table.layout import join_partition, parse_data_file_name
+from hudiql.layout import join_partition, parse_data_file_name
 from hudiql.table.merge import MergeRule, natural_order
 from hudiql.table.schema import RECORD_KEY, conform, select_fields
-from hudiql.table.timeline import CommittedInstants
+from hudiql.timeline.active import CommittedInstants
 
 _DELETED = object()
 

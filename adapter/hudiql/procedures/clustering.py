@@ -27,8 +27,8 @@ from hudiql.procedures.base import BOOL, INT, TABLE, Context, Parameter, Procedu
 from hudiql.read.query import partition_filter
 from hudiql.services import clustering
 from hudiql.sql.parser import DIALECT
-from hudiql.table import keys
-from hudiql.table.replace_plan import pending_clusterings
+from hudiql.config import registry
+from hudiql.timeline.replace_plan import pending_clusterings
 
 _OPS = ("schedule", "execute", "scheduleandexecute")
 #: Arguments that shape a new plan.
@@ -112,8 +112,8 @@ def _run_clustering(ctx: Context, args: dict[str, object]) -> list[tuple]:
     table = ctx.table
     overrides = options("run_clustering", str(args.get("options", "")))
     for key, value in overrides.items():
-        keys.validate_session_option(key, value)
-    settings = keys.effective_settings(ctx.settings, statement=overrides)
+        registry.validate_session_option(key, value)
+    settings = registry.effective_settings(ctx.settings, statement=overrides)
     if op == "execute":
         pending = [i for i, _ in pending_clusterings(table.timeline)]
         chosen = pending

@@ -24,11 +24,11 @@ from hudiql.file_group import FileSlice
 from hudiql.procedures.base import BOOL, INT, REQUIRED, STRING, TABLE, Context, Parameter, Procedure
 from hudiql.services import archive, savepoint
 from hudiql.transaction import rollback
-from hudiql.table.archived_timeline import ArchivedInstant
+from hudiql.timeline.archived import ArchivedInstant
 from hudiql.table.fsview import read_commit_metadata
-from hudiql.table.layout import join_partition, parse_data_file_name
+from hudiql.layout import join_partition, parse_data_file_name
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import (
+from hudiql.timeline.active import (
     COMPACTION,
     Instant,
     State,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from hudiql.errors import SqlError
 from hudiql.procedures.base import BOOL, INT, STRING, TABLE, Context, Parameter, Procedure, options
 from hudiql.services import archive, clean, compaction
-from hudiql.table import keys
+from hudiql.config import registry
 
 
 def _table_properties(ctx: Context, args: dict[str, object]) -> list[tuple]:
@@ -35,12 +35,12 @@ def _show_compaction(ctx: Context, args: dict[str, object]) -> list[tuple]:
 
 #: run_clean's arguments that stand for a cleaning option.
 _CLEAN_OPTIONS = {
-    "clean_policy": keys.CLEANER_POLICY,
-    "retain_commits": keys.CLEANER_COMMITS_RETAINED,
-    "hours_retained": keys.CLEANER_HOURS_RETAINED,
-    "file_versions_retained": keys.CLEANER_FILE_VERSIONS_RETAINED,
-    "trigger_strategy": keys.CLEAN_TRIGGER_STRATEGY,
-    "trigger_max_commits": keys.CLEAN_MAX_COMMITS,
+    "clean_policy": registry.CLEANER_POLICY,
+    "retain_commits": registry.CLEANER_COMMITS_RETAINED,
+    "hours_retained": registry.CLEANER_HOURS_RETAINED,
+    "file_versions_retained": registry.CLEANER_FILE_VERSIONS_RETAINED,
+    "trigger_strategy": registry.CLEAN_TRIGGER_STRATEGY,
+    "trigger_max_commits": registry.CLEAN_MAX_COMMITS,
 }
 
 
@@ -51,9 +51,9 @@ def _run_clean(ctx: Context, args: dict[str, object]) -> list[tuple]:
     overrides = options("run_clean", str(args.get("options", "")))
     overrides.update({key: str(args[arg]) for arg, key in _CLEAN_OPTIONS.items() if arg in args})
     for key, value in overrides.items():
-        keys.validate_session_option(key, value)
-    settings = keys.effective_settings(ctx.settings, statement=overrides)
-    keys.check_retention(settings)
+        registry.validate_session_option(key, value)
+    settings = registry.effective_settings(ctx.settings, statement=overrides)
+    registry.check_retention(settings)
     metadata = clean.run(ctx.table, settings, plan_new=bool(args["schedule_in_line"]))
     return [(m.start_clean_time, m.time_taken_ms, m.total_files_deleted, m.earliest_commit_to_retain, None, m.version)
             for m in metadata[-1:]]

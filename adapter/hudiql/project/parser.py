@@ -24,7 +24,7 @@ from hudiql.project.config.project import Project
 from hudiql.project.config.renderer import read_yaml
 from hudiql.project.context.providers import Invocation, ParseProvider
 from hudiql.project.errors import ConfigError, ProjectError
-from hudiql.table.keys import closest
+from hudiql.config.registry import closest
 
 ENTRY_KEYS = {"name", "description", "config", "columns", "tests", "data_tests", "meta", "docs"}
 COLUMN_KEYS = {"name", "description", "tests", "data_tests", "meta", "data_type", "quote"}

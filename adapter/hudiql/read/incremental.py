@@ -41,12 +41,12 @@ from pyspark.sql import functions as F
 from hudiql.errors import SqlError, warn
 from hudiql.read.snapshot import snapshot
 from hudiql.read.time_travel import earliest_readable_instant, query_instant
-from hudiql.table import keys
-from hudiql.table.archived_timeline import archive_files
+from hudiql.config import registry
+from hudiql.timeline.archived import archive_files
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.table.schema import COMMIT_TIME, IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS
+from hudiql.timeline.active import COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS
 
 #: The begin instant that reads from the table's first commit.
 EARLIEST = "earliest"
@@ -87,13 +87,13 @@ def changes(
 ) -> DataFrame:
     """The latest state of the rows the commits in ``span`` wrote, as a DataFrame of the table's
     columns (or of ``columns``, in table order), ``_hoodie_is_deleted`` last when deletes are asked for."""
-    include_deletes = keys.flag(settings, keys.INCLUDE_DELETES)
+    include_deletes = registry.flag(settings, registry.INCLUDE_DELETES)
     wanted = None if columns is None else list(dict.fromkeys([*columns, COMMIT_TIME]))
     problem = unreadable_reason(table, span, include_deletes)
     if problem is not None:
-        if not keys.flag(settings, keys.INCREMENTAL_FALLBACK):
+        if not registry.flag(settings, registry.INCREMENTAL_FALLBACK):
             raise SqlError(f"incremental read of table {table.config.name} after {span.begin or EARLIEST} up to "
-                           f"{span.end}: {problem}; begin later, or SET {keys.INCREMENTAL_FALLBACK}=true to "
+                           f"{span.end}: {problem}; begin later, or SET {registry.INCREMENTAL_FALLBACK}=true to "
                            "compute it from a full scan")
         warn(f"incremental read of table {table.config.name}: {problem}; computed from a full scan of the latest "
              "snapshot" + (", without the deleted records" if include_deletes else ""))

@@ -32,7 +32,7 @@ from hudiql.read.snapshot import snapshot
 from hudiql.read.time_travel import table_as_of
 from hudiql.sql.parser import DIALECT, table_name, table_name_text
 from hudiql.sql.statements import TableName
-from hudiql.table import keys
+from hudiql.config import registry
 from hudiql.table.fsview import FileSystemView
 from hudiql.table.table import HudiTable
 
@@ -148,13 +148,13 @@ class QueryPlanner:
         session's query type is incremental."""
         conf = self.session.conf
         version = node.args.get("version")
-        as_of = version.expression.name if version is not None else keys.setting(conf, keys.AS_OF_INSTANT)
-        if not as_of and keys.choice(conf, keys.QUERY_TYPE) == "incremental":
-            begin = keys.setting(conf, keys.BEGIN_INSTANT)
+        as_of = version.expression.name if version is not None else registry.setting(conf, registry.AS_OF_INSTANT)
+        if not as_of and registry.choice(conf, registry.QUERY_TYPE) == "incremental":
+            begin = registry.setting(conf, registry.BEGIN_INSTANT)
             if not begin:
-                raise SqlError(f"SET {keys.BEGIN_INSTANT}=<instant> (or 'earliest') before an incremental query "
-                               f"of table {table.config.name}, or SET {keys.QUERY_TYPE}=snapshot")
-            span = change_range(table, begin, keys.setting(conf, keys.END_INSTANT) or None)
+                raise SqlError(f"SET {registry.BEGIN_INSTANT}=<instant> (or 'earliest') before an incremental query "
+                               f"of table {table.config.name}, or SET {registry.QUERY_TYPE}=snapshot")
+            span = change_range(table, begin, registry.setting(conf, registry.END_INSTANT) or None)
             return self._changes(query, node, table, span)
         if as_of:
             table = table_as_of(table, as_of)
@@ -211,7 +211,7 @@ class QueryPlanner:
         """The table a name reads, and whether read-optimized: ``t_ro`` reads the base files of
         merge-on-read table ``t`` (``t_rt`` its snapshot), as Hudi's Hive sync names them;
         ``SET hoodie.datasource.query.type=read_optimized`` makes every query read-optimized."""
-        mode = keys.choice(self.session.conf, keys.QUERY_TYPE)  # SET validated it
+        mode = registry.choice(self.session.conf, registry.QUERY_TYPE)  # SET validated it
         location = self.session.catalog.location(database, name)
         if location is not None:
             return HudiTable.load(location), mode == "read_optimized"

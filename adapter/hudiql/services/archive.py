@@ -1,5 +1,5 @@
 """Archiving: move old instants out of ``.hoodie/`` into the archived timeline, as Hudi's archiver
-of table version 6 does (``table.archived_timeline``), so that the active timeline stays short.
+of table version 6 does (``timeline.archived``), so that the active timeline stays short.
 
 Which instants go, under the table lock:
 - commits (commit, deltacommit, replacecommit, a compaction's commit): when more than
@@ -33,13 +33,13 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 
 from hudiql.errors import HudiqlError
-from hudiql.table import keys as K
-from hudiql.table.archived_timeline import ArchivedInstant, archived_entry, read_archived, write_archive
-from hudiql.table.clean_plan import decode_metadata as decode_clean_metadata
-from hudiql.table.clean_plan import decode_plan as decode_clean_plan
-from hudiql.table.layout import META_FOLDER, marker_folder
+from hudiql.config import registry as K
+from hudiql.timeline.archived import ArchivedInstant, archived_entry, read_archived, write_archive
+from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
+from hudiql.timeline.clean_plan import decode_plan as decode_clean_plan
+from hudiql.layout import META_FOLDER, marker_folder
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import (
+from hudiql.timeline.active import (
     CLEAN,
     COMMIT,
     COMPACTION,

@@ -1,6 +1,6 @@
 """Cleaning: delete the file slices no reader needs any more, as Hudi's cleaner does.
 
-A clean is an instant of its own, in Hudi's format (``table.clean_plan``):
+A clean is an instant of its own, in Hudi's format (``timeline.clean_plan``):
 1. ``schedule``, under the table lock: the policy gives the earliest commit to retain; in the
    partitions written since the last clean's (``hoodie.cleaner.incremental.mode``), each file
    group's slices the policy lets go are planned for deletion, with the file groups replaced
@@ -33,14 +33,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from hudiql.errors import HudiqlError
-from hudiql.table import keys as K
-from hudiql.table.clean_plan import CleanerPlan, CleanMetadata, decode_metadata, decode_plan, encode_metadata, encode_plan
-from hudiql.table.compaction_plan import decode_plan as decode_compaction_plan
+from hudiql.config import registry as K
+from hudiql.timeline.clean_plan import CleanerPlan, CleanMetadata, decode_metadata, decode_plan, encode_metadata, encode_plan
+from hudiql.timeline.compaction_plan import decode_plan as decode_compaction_plan
 from hudiql.table.fsview import list_data_files, read_commit_metadata
-from hudiql.table.layout import parse_data_file_name, partition_of
-from hudiql.table.savepoint import savepointed_files
+from hudiql.layout import parse_data_file_name, partition_of
+from hudiql.timeline.savepoint import savepointed_files
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import (
+from hudiql.timeline.active import (
     CLEAN,
     COMMIT,
     COMPACTION,

@@ -2,7 +2,7 @@
 
 - schedule: under the table lock, a ``<t>.replacecommit.requested`` holding Hudi's
   ``HoodieRequestedReplaceMetadata`` (operation ``CLUSTER``, a ``HoodieClusteringPlan``,
-  ``table.replace_plan``). Per partition, the latest slices whose base file is smaller than
+  ``timeline.replace_plan``). Per partition, the latest slices whose base file is smaller than
   ``hoodie.clustering.plan.strategy.small.file.limit`` (not those a pending compaction opened),
   largest first, in groups of up to 2 GB (Hudi's default bytes per group), each to be written
   into ceil(size / ``target.file.max.bytes``) file groups; at most ``max.num.groups`` groups, as
@@ -43,10 +43,10 @@ from hudiql.file_group import FileSlice
 from hudiql.io.storage import Storage
 from hudiql.read.snapshot import snapshot
 from hudiql.transaction.rollback import rollback_failed_writes
-from hudiql.table import keys as K
-from hudiql.table import layout
-from hudiql.table.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
-from hudiql.table.replace_plan import (
+from hudiql.config import registry as K
+from hudiql import layout
+from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
+from hudiql.timeline.replace_plan import (
     CLUSTER,
     ClusteringGroup,
     ClusteringPlan,
@@ -57,10 +57,10 @@ from hudiql.table.replace_plan import (
 )
 from hudiql.table.schema import FILE_NAME, conform, to_arrow, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant
+from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant
 from hudiql.transaction.conflict import ConflictRule
 from hudiql.transaction.heartbeat import claim_instant_time
-from hudiql.table.index_config import IndexConfig
+from hudiql.config.index_config import IndexConfig
 from hudiql.transaction.lock import commit_lock
 from hudiql.transaction.prologue import open_for_write
 from hudiql.transaction.write_transaction import WriteTransaction

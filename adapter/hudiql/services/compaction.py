@@ -27,13 +27,13 @@ from hudiql.errors import HudiqlError, WriteConflictError
 from hudiql.file_group.reader import SliceReader
 from hudiql.io.storage import Storage
 from hudiql.transaction.rollback import rollback_failed_writes
-from hudiql.table import keys as K
-from hudiql.table import layout
-from hudiql.table.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
-from hudiql.table.compaction_plan import CompactionOperation, decode_plan, encode_plan
+from hudiql.config import registry as K
+from hudiql import layout
+from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
+from hudiql.timeline.compaction_plan import CompactionOperation, decode_plan, encode_plan
 from hudiql.table.schema import FILE_NAME, to_arrow, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import (
+from hudiql.timeline.active import (
     COMMIT,
     COMPACTION,
     DELTA_COMMIT,

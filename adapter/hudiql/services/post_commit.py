@@ -15,9 +15,9 @@ from pyspark.sql import SparkSession
 
 from hudiql.errors import HudiqlError, from_spark_error, spark_message, warn
 from hudiql.services import archive, clean, clustering, compaction
-from hudiql.table.replace_plan import encode_requested
+from hudiql.timeline.replace_plan import encode_requested
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
+from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
 from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.write.writer import planned_shuffles, write_settings
 

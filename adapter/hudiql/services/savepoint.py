@@ -2,12 +2,12 @@
 table can be restored to it (``transaction.rollback.restore_to_savepoint``).
 
 A savepoint is Hudi's ``<t>.savepoint.inflight`` then ``<t>.savepoint`` at the time of its commit,
-holding ``HoodieSavepointMetadata`` (``table.savepoint``): per partition, the files of the slices a
+holding ``HoodieSavepointMetadata`` (``timeline.savepoint``): per partition, the files of the slices a
 reader as of the commit reads. Created and deleted under the table lock.
 
 Example:
-    >>> from hudiql.table.commit import CommitMetadata, WriteStat
-    >>> from hudiql.table.config import TableConfig
+    >>> from hudiql.timeline.commit import CommitMetadata, WriteStat
+    >>> from hudiql.config.table_config import TableConfig
     >>> table = HudiTable.create(warehouse + "/orders", TableConfig({"hoodie.table.name": "orders"}))
     >>> instant = table.timeline.start("commit", "20240101000000000")
     >>> table.storage.write("dt=1/f-0_0-1-0_20240101000000000.parquet", b"rows")
@@ -31,11 +31,11 @@ from collections.abc import Mapping
 
 from hudiql.errors import SqlError
 from hudiql.transaction.rollback import ROLLBACK_ACTIONS
-from hudiql.table.clean_plan import decode_metadata as decode_clean_metadata
-from hudiql.table.layout import META_FOLDER
-from hudiql.table.savepoint import encode_savepoint, savepointed_paths
+from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
+from hudiql.layout import META_FOLDER
+from hudiql.timeline.savepoint import encode_savepoint, savepointed_paths
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import CLEAN, SAVEPOINT, Instant, State, instant_file_name
+from hudiql.timeline.active import CLEAN, SAVEPOINT, Instant, State, instant_file_name
 from hudiql.transaction.lock import commit_lock
 from hudiql.transaction.prologue import open_for_write
 

@@ -28,8 +28,8 @@ from collections.abc import Mapping
 
 from pyspark.sql import types as T
 
-from hudiql.table import config as C
-from hudiql.table import keys
+from hudiql.config import table_config as C
+from hudiql.config import registry
 from hudiql.table.table import HudiTable
 
 #: Derived options DESCRIBE EXTENDED lists first, under readable names.
@@ -72,8 +72,8 @@ def describe(table: HudiTable, extended: bool, session_conf: Mapping[str, str]) 
     for label, key in _DERIVED:
         rows.append((label, derived[key], key))
     # What concurrent writers of this session get: a SET wins over the table's property.
-    settings = keys.effective_settings(config.props, session_conf)
-    rows.append(("Concurrency Mode", keys.choice(settings, keys.CONCURRENCY_MODE), keys.CONCURRENCY_MODE))
+    settings = registry.effective_settings(config.props, session_conf)
+    rows.append(("Concurrency Mode", registry.choice(settings, registry.CONCURRENCY_MODE), registry.CONCURRENCY_MODE))
     rows.append(("", "", None))
     rows.append(("# Table Properties", "", None))
     for key, value in sorted(config.props.items()):

@@ -9,7 +9,7 @@ The rules, decided here and nowhere else:
 - Ordering field from any of its spellings; no hidden default. Payload: DefaultHoodieRecordPayload
   with an ordering field, OverwriteWithLatestAvroPayload without; an explicit payload class wins,
   and an explicit merge mode picks the payload (it must agree with an explicit one).
-- Every option is checked against ``hudiql.table.keys`` first: unknown, misspelt, unimplemented
+- Every option is checked against ``hudiql.config.registry`` first: unknown, misspelt, unimplemented
   or badly valued options fail the CREATE, not the first write.
 
 Example:
@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 from pyspark.sql import types as T
 
 from hudiql.errors import ColumnError, OptionError
-from hudiql.table import config as C
-from hudiql.table import keys as K
-from hudiql.table.keys import validate_table_options
+from hudiql.config import table_config as C
+from hudiql.config import registry as K
+from hudiql.config.registry import validate_table_options
 from hudiql.table.schema import storage_type, to_avro_json
-from hudiql.table.index_config import IndexConfig
+from hudiql.config.index_config import IndexConfig
 
 SPARK = "spark"
 FLINK = "flink"

@@ -5,8 +5,8 @@ Files of instants that did not complete are invisible, and so are file groups a 
 replacecommit replaced.
 
 Example: two writes of one file group; the second never completed.
-    >>> from hudiql.table.commit import WriteStat
-    >>> from hudiql.table.config import TableConfig
+    >>> from hudiql.timeline.commit import WriteStat
+    >>> from hudiql.config.table_config import TableConfig
     >>> storage = Storage(warehouse + "/orders")
     >>> TableConfig({"hoodie.table.name": "orders"}).save(storage)
     >>> for t in ("20240101000000000", "20240102000000000"):
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from hudiql.errors import damaged_file
 from hudiql.file_group import FileGroup, FileSlice
 from hudiql.io.storage import FileInfo, Storage
-from hudiql.table.commit import CommitMetadata
-from hudiql.table.compaction_plan import decode_plan
-from hudiql.table.layout import META_FOLDER, join_partition, parse_data_file_name, partition_of
-from hudiql.table.timeline import (
+from hudiql.timeline.commit import CommitMetadata
+from hudiql.timeline.compaction_plan import decode_plan
+from hudiql.layout import META_FOLDER, join_partition, parse_data_file_name, partition_of
+from hudiql.timeline.active import (
     COMPACTION,
     DELTA_COMMIT,
     REPLACE_COMMIT,

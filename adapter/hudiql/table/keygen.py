@@ -29,9 +29,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudiql.errors import NULL_KEY_ERROR
-from hudiql.table import config as C
-from hudiql.table import keys
-from hudiql.table.layout import DEFAULT_PARTITION
+from hudiql.config import table_config as C
+from hudiql.config import registry
+from hudiql.layout import DEFAULT_PARTITION
 
 NULL_KEY = "__null__"
 EMPTY_KEY = "__empty__"
@@ -61,7 +61,7 @@ class KeyGenerator:
             url_encode=config.url_encode,
             timestamp_output_format=config.get(C.TIMESTAMP_OUTPUT_FORMAT),
             timestamp_type=config.get(C.TIMESTAMP_TYPE),
-            timestamp_input_format=config.get(keys.TIMESTAMP_INPUT_FORMAT),
+            timestamp_input_format=config.get(registry.TIMESTAMP_INPUT_FORMAT),
         )
 
     @property

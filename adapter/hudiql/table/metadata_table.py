@@ -27,8 +27,8 @@ Example:
 from __future__ import annotations
 
 from hudiql.io.storage import Storage
-from hudiql.table.config import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT, TableConfig
-from hudiql.table.layout import METADATA_TABLE_FOLDER
+from hudiql.config.table_config import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT, TableConfig
+from hudiql.layout import METADATA_TABLE_FOLDER
 
 
 def has_metadata_table(storage: Storage, config: TableConfig) -> bool:

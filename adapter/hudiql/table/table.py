@@ -22,13 +22,13 @@ from pyspark.sql import types as T
 
 from hudiql.errors import FormatError, TableNotFoundError
 from hudiql.io.storage import Storage
-from hudiql.table.config import TableConfig, damaged_properties
+from hudiql.config.table_config import TableConfig, damaged_properties
 from hudiql.table.fsview import FileSystemView, read_commit_metadata
 from hudiql.table.keygen import KeyGenerator
-from hudiql.table.layout import META_FOLDER, PROPERTIES_FILE
+from hudiql.layout import META_FOLDER, PROPERTIES_FILE
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import from_avro, with_meta_columns, without_meta_columns
-from hudiql.table.timeline import Timeline
+from hudiql.timeline.active import Timeline
 
 
 def has_table(storage: Storage) -> bool:

@@ -31,13 +31,13 @@ from pyspark.sql import types as T
 from hudiql.errors import WriteConflictError
 from hudiql.io.storage import Storage
 from hudiql.read.snapshot import FILE_NAME, read_base_files
-from hudiql.table.commit import CommitMetadata, WriteStat
-from hudiql.table.compaction_plan import decode_plan
+from hudiql.timeline.commit import CommitMetadata, WriteStat
+from hudiql.timeline.compaction_plan import decode_plan
 from hudiql.table.fsview import read_commit_metadata
-from hudiql.table.layout import bucket_of_file_id, parse_data_file_name
-from hudiql.table.replace_plan import pending_clusterings
+from hudiql.layout import bucket_of_file_id, parse_data_file_name
+from hudiql.timeline.replace_plan import pending_clusterings
 from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, from_avro, without_meta_columns
-from hudiql.table.timeline import COMPACTION, WRITE_ACTIONS, Instant, Timeline
+from hudiql.timeline.active import COMPACTION, WRITE_ACTIONS, Instant, Timeline
 
 RETRY = "nothing of this write was committed: run the statement again"
 

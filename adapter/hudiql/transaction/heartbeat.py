@@ -29,10 +29,10 @@ from collections.abc import Mapping
 
 from hudiql.errors import HudiqlError, WriteConflictError
 from hudiql.io.storage import Storage
-from hudiql.table import keys
-from hudiql.table.layout import HEARTBEAT_FOLDER
+from hudiql.config import registry
+from hudiql.layout import HEARTBEAT_FOLDER
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import Timeline
+from hudiql.timeline.active import Timeline
 
 
 def heartbeat_path(instant_time: str) -> str:
@@ -42,7 +42,7 @@ def heartbeat_path(instant_time: str) -> str:
 
 def interval_ms(settings: Mapping[str, str]) -> int:
     """How often a writer with ``settings`` beats."""
-    return keys.number(settings, keys.HEARTBEAT_INTERVAL_MS)
+    return registry.number(settings, registry.HEARTBEAT_INTERVAL_MS)
 
 
 class Heartbeat:
@@ -102,7 +102,7 @@ def is_expired(storage: Storage, path: str, settings: Mapping[str, str]) -> bool
         beat_ms = int(storage.read(path).decode())
     except (ValueError, HudiqlError):  # caught mid-write, or gone since: judge by our own interval
         beat_ms = interval_ms(settings)
-    allowed_ms = beat_ms * keys.number(settings, keys.HEARTBEAT_MISSES)
+    allowed_ms = beat_ms * registry.number(settings, registry.HEARTBEAT_MISSES)
     return (time.time() - beaten) * 1000 > allowed_ms
 
 

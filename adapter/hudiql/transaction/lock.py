@@ -41,8 +41,8 @@ from contextlib import AbstractContextManager, nullcontext
 
 from hudiql.errors import WriteConflictError
 from hudiql.io.storage import Storage
-from hudiql.table import keys
-from hudiql.table.layout import LOCK_FILE
+from hudiql.config import registry
+from hudiql.layout import LOCK_FILE
 
 
 class TableLock:
@@ -51,9 +51,9 @@ class TableLock:
     def __init__(self, storage: Storage, settings: Mapping[str, str], holder: str) -> None:
         self.storage = storage
         self.holder = holder
-        self.wait_ms = keys.number(settings, keys.LOCK_WAIT_MS)
-        self.retry_ms = keys.number(settings, keys.LOCK_RETRY_WAIT_MS)
-        self.expire_minutes = keys.number(settings, keys.LOCK_EXPIRE_MINUTES)
+        self.wait_ms = registry.number(settings, registry.LOCK_WAIT_MS)
+        self.retry_ms = registry.number(settings, registry.LOCK_RETRY_WAIT_MS)
+        self.expire_minutes = registry.number(settings, registry.LOCK_EXPIRE_MINUTES)
         self._content = b""
 
     def __enter__(self) -> TableLock:
@@ -68,7 +68,7 @@ class TableLock:
         if unavailable is not None:
             raise WriteConflictError(
                 f"table {self.storage.base_uri}: hudiql cannot lock a table on this storage ({unavailable}); "
-                f"if only one process writes it, SET {keys.CONCURRENCY_MODE}={keys.SINGLE_WRITER}"
+                f"if only one process writes it, SET {registry.CONCURRENCY_MODE}={registry.SINGLE_WRITER}"
             )
         deadline = time.monotonic() + self.wait_ms / 1000
         while not self.storage.create_exclusive(LOCK_FILE, self._claim()):
@@ -81,7 +81,7 @@ class TableLock:
                 raise WriteConflictError(
                     f"could not take the lock of table {self.storage.base_uri} within {self.wait_ms} ms "
                     f"({self._describe_holder()}); nothing was written: run the statement again, or raise "
-                    f"{keys.LOCK_WAIT_MS}"
+                    f"{registry.LOCK_WAIT_MS}"
                 )
             time.sleep(self.retry_ms / 1000)
 
@@ -137,6 +137,6 @@ def _process_alive(pid: int) -> bool:
 
 def commit_lock(storage: Storage, settings: Mapping[str, str], holder: str) -> AbstractContextManager:
     """The table lock, unless ``hoodie.write.concurrency.mode=SINGLE_WRITER`` promises one writer."""
-    if keys.choice(settings, keys.CONCURRENCY_MODE) == keys.SINGLE_WRITER:
+    if registry.choice(settings, registry.CONCURRENCY_MODE) == registry.SINGLE_WRITER:
         return nullcontext()
     return TableLock(storage, settings, holder)

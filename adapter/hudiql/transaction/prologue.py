@@ -5,7 +5,7 @@ metadata table that the change would leave stale (``table.metadata_table``: hudi
 one yet), under the table lock, saying so in one line.
 
 Example:
-    >>> from hudiql.table.config import METADATA_PARTITIONS, TableConfig
+    >>> from hudiql.config.table_config import METADATA_PARTITIONS, TableConfig
     >>> table = HudiTable.create(warehouse + "/orders", TableConfig({"hoodie.table.name": "orders", METADATA_PARTITIONS: "files"}))
     >>> open_for_write(table, {})
     >>> table.config.metadata_partitions
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from hudiql.errors import warn
 from hudiql.table.metadata_table import has_metadata_table, remove_metadata_table
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import ensure_writable
+from hudiql.timeline.active import ensure_writable
 from hudiql.transaction.lock import commit_lock
 
 

@@ -9,7 +9,7 @@ does, a new write first rolls back the pending writes whose writer died (its hea
 **A completed commit** (``CALL rollback_to_instant``): only the latest completed commit,
 delta commit, replace commit or compaction, as Hudi allows, and not one a savepoint protects. Under
 the table lock, in Hudi's order: the ``<r>.rollback.requested`` plan (Avro ``HoodieRollbackPlan``,
-``table.rollback_plan``) names the files the commit wrote (its write stats); ``.rollback.inflight``;
+``timeline.rollback_plan``) names the files the commit wrote (its write stats); ``.rollback.inflight``;
 the commit's completed file is deleted first, so that readers stop reading it at once; then its
 files, then its requested and inflight files; ``<r>.rollback`` (``HoodieRollbackMetadata``) last.
 A replace commit's file groups are live again once it is gone; a compaction's slices go back to
@@ -22,8 +22,8 @@ the half-deleted commit (it is no longer completed).
 rolled back as above with a rollback instant of its own, as Hudi restores.
 
 Example: a writer died after starting its instant and writing a file.
-    >>> from hudiql.table.config import TableConfig
-    >>> from hudiql.table.layout import marker_path
+    >>> from hudiql.config.table_config import TableConfig
+    >>> from hudiql.layout import marker_path
     >>> table = HudiTable.create(warehouse + "/orders", TableConfig({"hoodie.table.name": "orders"}))
     >>> _ = table.timeline.start(COMMIT, "20240101000000000")
     >>> name = "f-0_0-1-0_20240101000000000.parquet"
@@ -35,7 +35,7 @@ Example: a writer died after starting its instant and writing a file.
     (False, [])
 
 Example: the latest commit rolled back; its file is gone, a completed rollback instant stays.
-    >>> from hudiql.table.commit import CommitMetadata, WriteStat
+    >>> from hudiql.timeline.commit import CommitMetadata, WriteStat
     >>> timeline = table.refreshed().timeline
     >>> instant = timeline.start(COMMIT, "20240102000000000")
     >>> table.storage.write("dt=1/f-1_0-1-0_20240102000000000.parquet", b"rows")
@@ -60,9 +60,9 @@ from collections.abc import Mapping
 
 from hudiql.errors import SqlError
 from hudiql.table.fsview import read_commit_metadata
-from hudiql.table.layout import META_FOLDER, join_partition, marker_folder, parse_data_file_name
-from hudiql.table.replace_plan import clustering_plan
-from hudiql.table.rollback_plan import (
+from hudiql.layout import META_FOLDER, join_partition, marker_folder, parse_data_file_name
+from hudiql.timeline.replace_plan import clustering_plan
+from hudiql.timeline.rollback_plan import (
     RestorePlan,
     RollbackMetadata,
     RollbackPlan,
@@ -76,7 +76,7 @@ from hudiql.table.rollback_plan import (
     encode_restore_plan,
 )
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import (
+from hudiql.timeline.active import (
     COMMIT,
     COMPACTION,
     DELTA_COMMIT,

@@ -20,8 +20,8 @@ each a transaction of its own, so that none of them can fail the statement.
 ``hoodie.write.concurrency.mode=SINGLE_WRITER`` skips the lock and the check.
 
 Example (a write that writes no file; a real one commits the write stats of its tasks):
-    >>> from hudiql.table.config import TableConfig
-    >>> from hudiql.table.timeline import COMMIT
+    >>> from hudiql.config.table_config import TableConfig
+    >>> from hudiql.timeline.active import COMMIT
     >>> table = HudiTable.create(warehouse + "/orders", TableConfig({"hoodie.table.name": "orders"}))
     >>> txn = WriteTransaction.start(spark, table, {}, COMMIT)
     >>> [(i.timestamp == txn.instant_time, i.state.value) for i in txn.table.timeline.instants]
@@ -42,11 +42,11 @@ from pyspark.sql import SparkSession
 
 from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
 from hudiql.transaction.rollback import files_from_markers, needs_rollback, rollback, rollback_failed_writes
-from hudiql.table import keys
-from hudiql.table.commit import CommitMetadata
-from hudiql.table.layout import marker_folder
+from hudiql.config import registry
+from hudiql.timeline.commit import CommitMetadata
+from hudiql.layout import marker_folder
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import Instant, State, Timeline
+from hudiql.timeline.active import Instant, State, Timeline
 from hudiql.transaction import conflict
 from hudiql.transaction.conflict import ConflictRule
 from hudiql.transaction.heartbeat import WriterHeartbeat, claim_instant_time, heartbeat_path, interval_ms, is_expired
@@ -81,7 +81,7 @@ class WriteTransaction:
         requested file); ``txn.table`` is the snapshot of the table taken with it (``table``'s own
         timeline is only used to claim the instant)."""
         open_for_write(table, settings)
-        keys.check_retention(settings)  # before anything is written: its services must be able to run
+        registry.check_retention(settings)  # before anything is written: its services must be able to run
         heartbeat = instant = None
         try:
             for attempt in range(2):
@@ -155,7 +155,7 @@ class WriteTransaction:
             if lock is not None:
                 current = Timeline.load(self.table.storage, self.table.config)
                 conflict.check(self.spark, self.table.storage, self.table.timeline, current, self.instant, metadata, rule)
-            metadata.extra_metadata.update(keys.commit_extra_metadata(self.settings))
+            metadata.extra_metadata.update(registry.commit_extra_metadata(self.settings))
             completed = self.table.timeline.complete(self.instant, metadata.to_json())
         # What the post-commit services start from: the listing under the lock, and this commit.
         self.committed_table = self.table.with_timeline(current.with_instant(completed))

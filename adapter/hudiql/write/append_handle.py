@@ -25,8 +25,9 @@ import pyarrow.parquet as pq
 
 from hudiql.file_group.log_file import format as L
 from hudiql.io.storage import Storage
-from hudiql.table import keys, layout
-from hudiql.table.commit import STATS_ARROW_SCHEMA, WriteStat
+from hudiql.config import registry
+from hudiql import layout
+from hudiql.timeline.commit import STATS_ARROW_SCHEMA, WriteStat
 from hudiql.table.schema import (
     IS_DELETED,
     META_COLUMNS,
@@ -42,8 +43,8 @@ from hudiql.write.handle import (
     flag,
 )
 
-DEFAULT_BATCH_SIZE = int(keys.KEYS[keys.WRITE_BATCH_SIZE].default) * 1024 * 1024
-DEFAULT_TASK_MAX_SIZE = int(keys.KEYS[keys.WRITE_TASK_MAX_SIZE].default) * 1024 * 1024
+DEFAULT_BATCH_SIZE = int(registry.KEYS[registry.WRITE_BATCH_SIZE].default) * 1024 * 1024
+DEFAULT_TASK_MAX_SIZE = int(registry.KEYS[registry.WRITE_TASK_MAX_SIZE].default) * 1024 * 1024
 
 
 class LogTarget(NamedTuple):

@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hudiql.file_group import FileSlice
-from hudiql.table import keys
-from hudiql.table.layout import new_file_id
+from hudiql.config import registry
+from hudiql.layout import new_file_id
 
-DEFAULT_MAX_FILE_SIZE = int(keys.KEYS[keys.MAX_FILE_SIZE].default)
+DEFAULT_MAX_FILE_SIZE = int(registry.KEYS[registry.MAX_FILE_SIZE].default)
 
 
 @dataclass(frozen=True)

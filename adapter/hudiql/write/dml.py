@@ -40,8 +40,8 @@ from hudiql.read.query import QueryPlanner, conjuncts, partition_filter
 from hudiql.read.snapshot import snapshot
 from hudiql.sql import statements as S
 from hudiql.sql.parser import DIALECT
-from hudiql.table import keys
-from hudiql.table.commit import CommitMetadata
+from hudiql.config import registry
+from hudiql.timeline.commit import CommitMetadata
 from hudiql.table.schema import FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, find_column
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
@@ -295,12 +295,12 @@ class DmlPlanner:
         elif from_source:
             keyed = rule.precombine(keyed, [RECORD_KEY], SEQUENCE, SOURCE_ORDERING)
         combined = keyed.drop(SOURCE_ORDERING)
-        enforce = keys.flag(self.conf, keys.ENFORCE_ORDERING)
+        enforce = registry.flag(self.conf, registry.ENFORCE_ORDERING)
         if not enforce and rule.is_event_time and table.config.is_mor:
             raise SqlError(
-                f"{keys.ENFORCE_ORDERING}=false cannot apply to merge-on-read table {table.config.name}: every reader "
+                f"{registry.ENFORCE_ORDERING}=false cannot apply to merge-on-read table {table.config.name}: every reader "
                 "merges its log records by the ordering field, so an older update would still lose; "
-                f"SET {keys.ENFORCE_ORDERING}=true, or use a copy-on-write table"
+                f"SET {registry.ENFORCE_ORDERING}=true, or use a copy-on-write table"
             )
         wins = rule.incoming_wins_column(F.col(OLD_ORDERING), F.col(rule.ordering_field)) if (
             enforce and rule.is_event_time) else F.lit(True)

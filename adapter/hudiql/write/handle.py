@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudiql.io.storage import Storage
-from hudiql.table import layout
-from hudiql.table.commit import STATS_ARROW_SCHEMA, WriteStat
+from hudiql import layout
+from hudiql.timeline.commit import STATS_ARROW_SCHEMA, WriteStat
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import (
     IS_DELETED,

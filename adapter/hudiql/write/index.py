@@ -10,9 +10,9 @@
   what its rows cost, not what the table holds. Every record of a bucket that has a file group
   goes to it (a log append in a merge-on-read table); a bucket without one gets a new group.
 
-``BLOOM`` and the other Hudi index types are refused (``hudiql.table.keys`` says why).
+``BLOOM`` and the other Hudi index types are refused (``hudiql.config.registry`` says why).
 
-Which index a table uses is its ``IndexConfig`` (``table.index_config``).
+Which index a table uses is its ``IndexConfig`` (``config.index_config``).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from pyspark.sql import types as T
 from hudiql.errors import HudiqlError
 from hudiql.read.snapshot import FILE_NAME, read_base_files
 from hudiql.table.fsview import FileSystemView
-from hudiql.table.index_config import NUM_BUCKETS, IndexConfig
+from hudiql.config.index_config import NUM_BUCKETS, IndexConfig
 from hudiql.table.keygen import EMPTY_KEY, NULL_KEY
-from hudiql.table.layout import bucket_file_id, bucket_of_file_id
+from hudiql.layout import bucket_file_id, bucket_of_file_id
 from hudiql.table.schema import PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import FILE_ID

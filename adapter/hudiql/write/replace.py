@@ -29,18 +29,18 @@ from pyspark.sql import types as T
 
 from hudiql.errors import OptionError, SqlError
 from hudiql.sql.statements import PartitionSpec
-from hudiql.table import keys
+from hudiql.config import registry
 from hudiql.table.table import HudiTable
 from hudiql.write.writer import Operation, Replacement
 
 
 def overwrite_mode(session_conf: Mapping[str, str], table: HudiTable, spark: SparkSession) -> str:
     """STATIC or DYNAMIC: the session's or table's Hudi setting, else Spark's, else STATIC."""
-    for key, value in ((keys.OVERWRITE_MODE, session_conf.get(keys.OVERWRITE_MODE)),
-                       (keys.OVERWRITE_MODE, table.config.props.get(keys.OVERWRITE_MODE)),
-                       (keys.SPARK_OVERWRITE_MODE, spark.conf.get(keys.SPARK_OVERWRITE_MODE, None))):
+    for key, value in ((registry.OVERWRITE_MODE, session_conf.get(registry.OVERWRITE_MODE)),
+                       (registry.OVERWRITE_MODE, table.config.props.get(registry.OVERWRITE_MODE)),
+                       (registry.SPARK_OVERWRITE_MODE, spark.conf.get(registry.SPARK_OVERWRITE_MODE, None))):
         if value:
-            if value.strip().upper() not in keys.OVERWRITE_MODES:
+            if value.strip().upper() not in registry.OVERWRITE_MODES:
                 raise OptionError(f"{key}={value} is not valid; use STATIC or DYNAMIC")
             return value.strip().upper()
     return "STATIC"

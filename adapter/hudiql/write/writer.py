@@ -42,16 +42,16 @@ from pyspark.sql import types as T
 from hudiql.errors import ColumnError, DataError, HudiqlError, from_spark_error
 from hudiql.file_group.log_file.format import wrapper_for
 from hudiql.sql.options import check_column_names
-from hudiql.table import keys
-from hudiql.table.commit import STATS_SCHEMA, CommitMetadata, WriteStat
+from hudiql.config import registry
+from hudiql.timeline.commit import STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.table.fsview import FileSystemView
-from hudiql.table.layout import (
+from hudiql.layout import (
     PARTITION_METADATA_FILE,
     join_partition,
     partition_metadata,
 )
 from hudiql.table.merge import MergeRule
-from hudiql.table.replace_plan import pending_clusterings
+from hudiql.timeline.replace_plan import pending_clusterings
 from hudiql.table.schema import (
     IS_DELETED,
     META_COLUMNS,
@@ -68,7 +68,7 @@ from hudiql.table.schema import (
     with_meta_columns,
 )
 from hudiql.table.table import HudiTable
-from hudiql.table.timeline import COMMIT  # noqa: F401 - the docstring example
+from hudiql.timeline.active import COMMIT  # noqa: F401 - the docstring example
 from hudiql.write.append_handle import AppendTask, LogTarget
 from hudiql.write.bucket import Bucket, assign_inserts
 from hudiql.transaction.conflict import ConflictRule
@@ -79,7 +79,7 @@ from hudiql.write.handle import (
     SEQUENCE,
     MergeTask,
 )
-from hudiql.table.index_config import IndexConfig
+from hudiql.config.index_config import IndexConfig
 from hudiql.write.index import NEW_GROUP, plan_constant, tag
 from hudiql.transaction.write_transaction import WriteTransaction
 
@@ -259,15 +259,15 @@ _ADAPTIVE = "spark.sql.adaptive.enabled"
 
 
 def write_settings(table: HudiTable, conf: Mapping[str, str], statement: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A write's settings (``keys.effective_settings``: table properties, the session's ``conf``,
+    """A write's settings (``registry.effective_settings``: table properties, the session's ``conf``,
     the ``statement``'s own options), checked before anything is written."""
     if not table.config.populate_meta_fields:
         raise HudiqlError(
             f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
         )
-    settings = keys.effective_settings(table.config.props, conf, statement)
+    settings = registry.effective_settings(table.config.props, conf, statement)
     if table.config.is_mor:
-        keys.check_values(settings, keys.COMPACTION_KEYS)
+        registry.check_values(settings, registry.COMPACTION_KEYS)
     # A session or statement may repeat the table's index options, not change them.
     IndexConfig.for_table(table.config.props, {**conf, **(statement or {})}, table.config.record_key_fields)
     return settings
@@ -399,7 +399,7 @@ def _write_tagged(
         # with the clustering).
         small_files: dict[str, list] = {}
         if operation is not Operation.BULK_INSERT:
-            small_limit = keys.number(settings, keys.SMALL_FILE_LIMIT)
+            small_limit = registry.number(settings, registry.SMALL_FILE_LIMIT)
             clustered = {group for _, plan in pending_clusterings(table.timeline) for group in plan.file_groups()}
             for s in view.latest_slices():
                 if (s.base_file and not s.log_files and s.base_file_size < small_limit
@@ -425,7 +425,7 @@ def _write_tagged(
         base_files={s.file_id: s.base_file for s in view.latest_slices() if s.base_file},
         concat=operation is not Operation.UPSERT or not table.has_record_key,
         generate_keys=not table.has_record_key,
-        compression=keys.choice(settings, keys.COMPRESSION),
+        compression=registry.choice(settings, registry.COMPRESSION),
         append=append.write_group if append is not None else None,
     )
     stats: list[DataFrame] = []  # one collect for every task: one Spark job
@@ -487,8 +487,8 @@ def _assign_buckets(
     (On merge-on-read a small file group so chosen that receives no insert appends its updates
     as a log all the same: ``MergeTask.append``.)
     """
-    max_file_size = keys.number(settings, keys.MAX_FILE_SIZE)
-    record_size = keys.number(settings, keys.RECORD_SIZE_ESTIMATE) or table.average_record_size()
+    max_file_size = registry.number(settings, registry.MAX_FILE_SIZE)
+    record_size = registry.number(settings, registry.RECORD_SIZE_ESTIMATE) or table.average_record_size()
     buckets = None
     if insert_counts is None and most_inserts is not None:
         buckets = assign_inserts(most_inserts, small_files, record_size, max_file_size)
@@ -533,9 +533,9 @@ def _append_task(
         ordering_field=ordering,
         ordering_wrapper=wrapper_for(next(f["type"] for f in avro_schema["fields"] if f["name"] == ordering)) if ordering else None,
         targets=targets,
-        block_format=keys.choice(settings, keys.LOG_BLOCK_FORMAT),
-        batch_size=keys.size(settings, keys.WRITE_BATCH_SIZE),
-        task_max_size=keys.size(settings, keys.WRITE_TASK_MAX_SIZE),
+        block_format=registry.choice(settings, registry.LOG_BLOCK_FORMAT),
+        batch_size=registry.size(settings, registry.WRITE_BATCH_SIZE),
+        task_max_size=registry.size(settings, registry.WRITE_TASK_MAX_SIZE),
     )
 
 

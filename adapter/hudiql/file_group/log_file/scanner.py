@@ -37,9 +37,9 @@ import pyarrow.parquet as pq
 from hudiql.errors import RESTORE_FROM_BACKUP, FormatError, damaged_file
 from hudiql.file_group.log_file import format as L
 from hudiql.io.storage import Storage
-from hudiql.table.layout import join_partition, parse_data_file_name
+from hudiql.layout import join_partition, parse_data_file_name
 from hudiql.table.schema import RECORD_KEY, conform, select_fields
-from hudiql.table.timeline import CommittedInstants
+from hudiql.timeline.active import CommittedInstants
 
 
 @dataclass(frozen=True)

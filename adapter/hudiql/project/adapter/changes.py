@@ -27,7 +27,7 @@ from hudiql.read.incremental import LATEST_STATE, ChangeRange, unreadable_reason
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.table.schema import IS_DELETED
 from hudiql.table.table import HudiTable, has_table
-from hudiql.table.timeline import WRITE_ACTIONS
+from hudiql.timeline.active import WRITE_ACTIONS
 
 #: The commit-metadata key (with Hudi's default prefix ``_``) of the upstream instant a model read up to.
 CONSUMED_PREFIX = "_hudiql.consumed."

@@ -34,7 +34,7 @@ from hudiql.project.errors import ProjectError
 from hudiql.session import Session, connect
 from hudiql.sql import statements as S
 from hudiql.sql.parser import parse_statement, split_statements
-from hudiql.table import keys
+from hudiql.config import registry
 from hudiql.table.schema import META_COLUMNS
 from hudiql.table.table import HudiTable
 
@@ -277,7 +277,7 @@ class Adapter:
         planned = plan_changes(self.catalog, upstream, model, incremental)
         if planned.consumed is not None:
             self._execute(f"SET {consumed_key(upstream)}={planned.consumed}")
-            self._execute(f"SET {keys.INCLUDE_DELETES}=true")
+            self._execute(f"SET {registry.INCLUDE_DELETES}=true")
         return planned
 
     # ---- seeds --------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from hudiql.catalog import Catalog
 from hudiql.io.storage import Storage
 from hudiql.project.artifacts.nodes import Relation
 from hudiql.project.errors import RelationStateError
-from hudiql.table.layout import META_FOLDER, PROPERTIES_FILE
+from hudiql.layout import META_FOLDER, PROPERTIES_FILE
 from hudiql.table.table import has_table
 
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from hudiql.project.errors import ConfigError
-from hudiql.table import config as C
-from hudiql.table import keys
-from hudiql.table.keys import closest
+from hudiql.config import table_config as C
+from hudiql.config import registry
+from hudiql.config.registry import closest
 
 COMMON = {"enabled", "tags", "meta"}
 HUDI = {"unique_key", "partition_by", "table_type", "precombine_field", "options"}
@@ -44,13 +44,13 @@ SCHEMA_CHANGES = ("ignore", "fail", "append_new_columns")
 # Hudi options that have a first-class config: setting them under ``options`` would be a second,
 # conflicting way to say the same thing.
 FIRST_CLASS_OPTIONS = {
-    keys.RECORD_KEY_OPTION: "unique_key",
+    registry.RECORD_KEY_OPTION: "unique_key",
     C.RECORD_KEY_FIELDS: "unique_key",
-    keys.PARTITION_OPTION: "partition_by",
+    registry.PARTITION_OPTION: "partition_by",
     C.PARTITION_FIELDS: "partition_by",
-    keys.PRECOMBINE_OPTION: "precombine_field",
+    registry.PRECOMBINE_OPTION: "precombine_field",
     C.PRECOMBINE_FIELD: "precombine_field",
-    keys.TABLE_TYPE_OPTION: "table_type",
+    registry.TABLE_TYPE_OPTION: "table_type",
     C.TABLE_TYPE: "table_type",
 }
 

@@ -23,7 +23,7 @@ from hudiql.io.storage import checked_options
 from hudiql.project.config.project import Project
 from hudiql.project.config.renderer import read_yaml, render_values
 from hudiql.project.errors import ProjectError
-from hudiql.table.keys import closest
+from hudiql.config.registry import closest
 
 PROFILES_FILE = "profiles.yml"
 PROFILES_DIR_ENV = "HUDIQL_PROFILES_DIR"

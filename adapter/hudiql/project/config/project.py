@@ -14,7 +14,7 @@ from typing import Any
 
 from hudiql.project.config.renderer import read_yaml, render_values
 from hudiql.project.errors import ProjectError
-from hudiql.table.keys import closest
+from hudiql.config.registry import closest
 
 PROJECT_FILE = "dbt_project.yml"
 KEYS = {

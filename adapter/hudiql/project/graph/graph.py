@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from hudiql.project.artifacts.manifest import Manifest
 from hudiql.project.errors import CompilationError
-from hudiql.table.keys import closest
+from hudiql.config.registry import closest
 
 
 @dataclass

@@ -19,7 +19,7 @@ Readers take every record of every archive file; an instant archived twice (a ru
 before deleting its instants from ``.hoodie/`` and ran again) is read once.
 
 Example:
-    >>> from hudiql.table.commit import CommitMetadata, WriteStat
+    >>> from hudiql.timeline.commit import CommitMetadata, WriteStat
     >>> storage = Storage(warehouse + "/orders")
     >>> meta = CommitMetadata(operation_type="INSERT", write_stats=[WriteStat("f-0", "", "f-0_0-1-0_001.parquet", num_writes=3)])
     >>> entries = [archived_entry("001", COMMIT, State.REQUESTED, b""), archived_entry("001", COMMIT, State.COMPLETED, meta.to_json())]
@@ -43,9 +43,9 @@ import fastavro
 from hudiql.errors import damaged_file
 from hudiql.file_group.log_file.format import AVRO_DATA, SCHEMA, LogBlock, avro_records_content, encode_block, read_avro_records, read_blocks
 from hudiql.io.storage import Storage
-from hudiql.table import clean_plan, compaction_plan, replace_plan, savepoint
-from hudiql.table.layout import META_FOLDER
-from hudiql.table.timeline import (
+from hudiql.timeline import clean_plan, compaction_plan, replace_plan, savepoint
+from hudiql.layout import META_FOLDER
+from hudiql.timeline.active import (
     CLEAN,
     COMMIT,
     COMPACTION,

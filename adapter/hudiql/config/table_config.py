@@ -15,7 +15,7 @@ from datetime import datetime, timezone, tzinfo
 
 from hudiql.errors import FormatError, damaged_file
 from hudiql.io.storage import Storage
-from hudiql.table.layout import PROPERTIES_FILE
+from hudiql.layout import PROPERTIES_FILE
 
 COPY_ON_WRITE = "COPY_ON_WRITE"
 MERGE_ON_READ = "MERGE_ON_READ"

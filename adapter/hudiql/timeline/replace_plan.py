@@ -23,7 +23,7 @@ from typing import Any
 
 import fastavro
 
-from hudiql.table.timeline import REPLACE_COMMIT, Instant, Timeline
+from hudiql.timeline.active import REPLACE_COMMIT, Instant, Timeline
 
 _STRING = ["null", "string"]
 _STRING_MAP = ["null", {"type": "map", "values": "string"}]

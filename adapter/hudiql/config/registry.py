@@ -31,7 +31,7 @@ from fnmatch import fnmatchcase
 from typing import Mapping
 
 from hudiql.errors import OptionError, closest
-from hudiql.table import config as C
+from hudiql.config import table_config as C
 
 TABLE = "table"
 SESSION = "session"
@@ -714,7 +714,7 @@ def _check_hoodie(key: str, value: str, where: str) -> list[str]:
         # Compared without the "hoodie." every key shares, which would make any two keys look alike.
         guess = closest(key.removeprefix("hoodie."), [k.removeprefix("hoodie.") for k in implemented_keys()])
         guess = guess and "hoodie." + guess
-        hint = f"; did you mean '{guess}'?" if guess else "; hudiql's options are listed in hudiql.table.keys"
+        hint = f"; did you mean '{guess}'?" if guess else "; hudiql's options are listed in hudiql.config.registry"
         raise OptionError(f"unknown {'table ' if where == TABLE else ''}option '{key}'{hint}")
     if value.strip().lower() in {v.lower() for v in entry.accepted}:
         return []

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hudiql.errors import OptionError
-from hudiql.table import keys as K
+from hudiql.config import registry as K
 
 INDEX_TYPE = K.INDEX_TYPE
 BUCKET_ENGINE = K.BUCKET_ENGINE

@@ -30,8 +30,8 @@ from enum import Enum
 
 from hudiql.errors import HudiqlError
 from hudiql.io.storage import Storage
-from hudiql.table.config import TableConfig
-from hudiql.table.layout import META_FOLDER
+from hudiql.config.table_config import TableConfig
+from hudiql.layout import META_FOLDER
 
 COMMIT = "commit"
 DELTA_COMMIT = "deltacommit"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import fastavro
 
-from hudiql.table.timeline import COMMIT, State
+from hudiql.timeline.active import COMMIT, State
 
 _STRING_MAP = ["null", {"type": "map", "values": "string"}]
 

@@ -13,7 +13,7 @@ import io
 
 import fastavro
 
-from hudiql.table.layout import join_partition
+from hudiql.layout import join_partition
 
 SAVEPOINT_SCHEMA = fastavro.parse_schema({
     "type": "record",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import fastavro
 
 from hudiql.errors import damaged_file
-from hudiql.table.archived_timeline import ROLLBACK_METADATA_SCHEMA
+from hudiql.timeline.archived import ROLLBACK_METADATA_SCHEMA
 
 _NAMESPACE = "org.apache.hudi.avro.model"
 _INSTANT_INFO = {"type": "record", "name": "HoodieInstantInfo", "fields": [
