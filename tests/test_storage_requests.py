@@ -41,27 +41,27 @@ def table(request, session):
     return session
 
 
-def test_a_write_reads_the_properties_once_and_lists_the_timeline_twice(table):
-    for name, statement in WRITES.items():
+def requests_of(session, statements: dict[str, str]):
+    """(name, its driver's storage requests) of each statement, run in order."""
+    for name, statement in statements.items():
         with counted_requests() as count:
-            table.sql(statement).collect()
-        assert count.reads_of(PROPERTIES_FILE) == 1, name
-        assert count.lists_of(META_FOLDER) == 2, name
+            session.sql(statement).collect()
+        yield name, count
+
+
+def test_a_write_reads_the_properties_once_and_lists_the_timeline_twice(table):
+    for name, count in requests_of(table, WRITES):
+        assert (count.reads_of(PROPERTIES_FILE), count.lists_of(META_FOLDER)) == (1, 2), name
 
 
 def test_a_query_reads_the_properties_once_and_lists_the_timeline_once(table):
-    for name, query in QUERIES.items():
-        with counted_requests() as count:
-            table.sql(query).collect()
-        assert count.reads_of(PROPERTIES_FILE) == 1, name
-        assert count.lists_of(META_FOLDER) == 1, name
+    for name, count in requests_of(table, QUERIES):
+        assert (count.reads_of(PROPERTIES_FILE), count.lists_of(META_FOLDER)) == (1, 1), name
 
 
 def test_a_commit_file_is_read_at_most_once_per_statement(table):
     """Completed instants never change: a statement reads each once, whoever asks."""
-    for name, statement in {**WRITES, **QUERIES}.items():
-        with counted_requests() as count:
-            table.sql(statement).collect()
+    for name, count in requests_of(table, {**WRITES, **QUERIES}):
         instant_reads = {path: n for (kind, path), n in count.by_path.items()
                          if kind == "read" and path.startswith(META_FOLDER + "/2")}
         assert all(n == 1 for n in instant_reads.values()), (name, instant_reads)

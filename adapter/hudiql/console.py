@@ -30,10 +30,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from hudiql.config import registry
 from hudiql.errors import HudiqlError, SqlError, from_spark_error
 from hudiql.sql import statements as S
 from hudiql.sql.parser import parse
-from hudiql.config import registry
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -28,6 +28,8 @@ from pyspark.sql import functions as F
 from hudiql import datasource, procedures
 from hudiql.catalog import DEFAULT_DATABASE, Catalog, View
 from hudiql.cluster import prepare_executors
+from hudiql.config import registry
+from hudiql.config.table_config import TABLE_NAME, TableConfig
 from hudiql.errors import (
     OptionError,
     SqlError,
@@ -43,21 +45,26 @@ from hudiql.sql import ddl
 from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, derive_table_properties
 from hudiql.sql.parser import parse, table_name_text
-from hudiql.config import registry
-from hudiql.config.table_config import TABLE_NAME, TableConfig
 from hudiql.table.schema import evolve, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
-from hudiql.write.replace import matching_partitions, overwrite_mode, overwrite_replacement, partition_paths
-from hudiql.write.writer import (
+from hudiql.write.insert import (
     InsertRows,
-    Operation,
-    Replacement,
     align_columns,
     fixed_columns,
     prepare_insert,
     static_partition_values,
     write_insert,
+)
+from hudiql.write.replace import (
+    matching_partitions,
+    overwrite_mode,
+    overwrite_replacement,
+    partition_paths,
+)
+from hudiql.write.writer import (
+    Operation,
+    Replacement,
     write_replacement,
     write_rows,
     write_schema,
@@ -251,7 +258,7 @@ class Session:
             try:
                 ordered = rows.select([F.col(f"`{f.name}`") for f in schema.fields])
                 with transaction(self.spark, table, self.conf) as txn:
-                    write_rows(txn, align_columns(ordered, schema), Operation.UPSERT if table.has_record_key else Operation.INSERT)
+                    write_rows(txn, align_columns(ordered, schema), Operation.default_for(table))
             except BaseException:
                 # CTAS is all or nothing: no table is left behind a failed query.
                 self.catalog.unregister(database, name)
@@ -479,7 +486,7 @@ class Session:
 
     def _run_Insert(self, st: S.Insert) -> Result:
         table = self.table(st.table)
-        default = Operation.UPSERT if table.has_record_key else Operation.INSERT
+        default = Operation.default_for(table)
         # A session SET of either key beats the table's properties, as session settings do.
         given = [(k, settings.get(k)) for settings in (self.conf, table.config.props) for k in (INSERT_OPERATION, WRITE_OPERATION)]
         key, raw = next(((k, v) for k, v in given if v), (INSERT_OPERATION, default.value))

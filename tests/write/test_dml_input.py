@@ -19,7 +19,8 @@ from hudiql.errors import ColumnError
 from hudiql.sql import statements as S
 from hudiql.write.dml import DmlCounts, insert_counts
 from hudiql.services.post_commit import transaction
-from hudiql.write.writer import Operation, insert_rows, write_rows
+from hudiql.write.insert import insert_rows
+from hudiql.write.writer import Operation, write_rows
 
 
 def latest_extra_metadata(base: Path) -> dict:

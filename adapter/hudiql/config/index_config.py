@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hudiql.errors import OptionError
 from hudiql.config import registry as K
+from hudiql.errors import OptionError
 
 INDEX_TYPE = K.INDEX_TYPE
 BUCKET_ENGINE = K.BUCKET_ENGINE

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Mapping
 
-from hudiql.errors import OptionError, closest
 from hudiql.config import table_config as C
+from hudiql.errors import OptionError, closest
 
 TABLE = "table"
 SESSION = "session"
@@ -469,7 +469,7 @@ def check_values(settings: Mapping[str, str], names: tuple[str, ...]) -> None:
 
 def _typed(settings: Mapping[str, str], name: str, kind: str):
     key = KEYS[name]
-    assert key.kind == kind, f"{name} is a {key.kind} option, not {kind}"
+    assert key.kind == kind, f"{name} is an option of kind {key.kind}, not {kind}"
     return key.parse(setting(settings, name))
 
 

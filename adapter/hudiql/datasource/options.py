@@ -35,10 +35,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hudiql.errors import OptionError, closest
-from hudiql.config import table_config as C
 from hudiql.config import registry
+from hudiql.config import table_config as C
 from hudiql.config.registry import TIME_TRAVEL_OPTION
+from hudiql.errors import OptionError, closest
 
 PATH_OPTION = "path"
 

@@ -28,6 +28,7 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
+from hudiql.config import registry
 from hudiql.datasource.callback import Callback
 from hudiql.datasource.options import (
     INCREMENTAL,
@@ -47,7 +48,6 @@ from hudiql.read.incremental import (
     unreadable_reason,
 )
 from hudiql.read.time_travel import table_as_of
-from hudiql.config import registry
 from hudiql.table.schema import COMMIT_TIME, to_arrow
 from hudiql.table.table import HudiTable
 

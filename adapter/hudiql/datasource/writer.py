@@ -66,6 +66,9 @@ from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from sqlglot import exp
 
+from hudiql.config import registry
+from hudiql.config import table_config as C
+from hudiql.config.table_config import TableConfig
 from hudiql.datasource.callback import Callback
 from hudiql.datasource.options import (
     BULK_INSERT,
@@ -76,22 +79,20 @@ from hudiql.datasource.options import (
 )
 from hudiql.errors import ColumnError, OptionError, TableExistsError, warn
 from hudiql.io.storage import Storage, configure
+from hudiql.layout import TEMP_FOLDER
 from hudiql.read.query import QueryPlanner
 from hudiql.read.snapshot import read_base_files
-from hudiql.sql import statements as S
 from hudiql.services.post_commit import transaction
+from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, derive_table_properties
-from hudiql.config import table_config as C
-from hudiql.config import registry
-from hudiql.config.table_config import TableConfig
-from hudiql.layout import TEMP_FOLDER
 from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
-from hudiql.write.dml import DmlPlanner
 from hudiql.transaction.heartbeat import Heartbeat, interval_ms, is_expired
-from hudiql.write.replace import overwrite_replacement
 from hudiql.transaction.write_transaction import WriteTransaction
-from hudiql.write.writer import Operation, prepare_insert, write_insert
+from hudiql.write.dml import DmlPlanner
+from hudiql.write.insert import prepare_insert, write_insert
+from hudiql.write.replace import overwrite_replacement
+from hudiql.write.writer import Operation
 
 
 class WritingSession(Protocol):
@@ -330,7 +331,7 @@ def _write(session: WritingSession, table: HudiTable, rows: DataFrame, write: Wr
             _delete(session, txn, rows)
         return
     # As INSERT: upsert keeps one row per key, which a table without a record key has not.
-    default = Operation.UPSERT if table.has_record_key else Operation.INSERT
+    default = Operation.default_for(table)
     operation = {INSERT: Operation.INSERT, BULK_INSERT: Operation.BULK_INSERT}.get(write.operation, default)
     replacement = None
     if write.replaces:
@@ -350,18 +351,18 @@ def _delete(session: WritingSession, txn: WriteTransaction, rows: DataFrame) -> 
                            by_name=True).rows
     # The keys feed two steps (the partitions they name, then the DELETE): the staged files are read once.
     keys = keyed.select(table.keygen.record_key().alias("k"), table.keygen.partition_path(table.schema).alias("p"))
-    keys = registry.persist(StorageLevel.MEMORY_AND_DISK)
+    keys = keys.persist(StorageLevel.MEMORY_AND_DISK)
     planner = session.planner
     view = planner.register(keys)
     try:
         # Only the partitions the keys name are read (a list of paths, no rows, on the driver).
-        partitions = {r[0] for r in registry.select("p").distinct().collect()}
+        partitions = {r[0] for r in keys.select("p").distinct().collect()}
         meta = exp.Tuple(expressions=[exp.column(RECORD_KEY, quoted=True), exp.column(PARTITION_PATH, quoted=True)])
         where = exp.In(this=meta, query=exp.select("k", "p").from_(view).subquery())
         DmlPlanner(planner, txn).delete(S.Delete(S.TableName(None, table.config.name), None, where), partitions)
     finally:
         planner.drop([view])
-        registry.unpersist()
+        keys.unpersist()
 
 
 def remove_staging(storage: Storage, staging: str, new_path: bool) -> None:

@@ -38,15 +38,15 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from hudiql.config import registry
 from hudiql.errors import SqlError, warn
 from hudiql.read.snapshot import snapshot
 from hudiql.read.time_travel import earliest_readable_instant, query_instant
-from hudiql.config import registry
-from hudiql.timeline.archived import archive_files
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.table.schema import COMMIT_TIME, IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS
+from hudiql.timeline.archived import archive_files
 
 #: The begin instant that reads from the table's first commit.
 EARLIEST = "earliest"

@@ -26,13 +26,13 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from hudiql.catalog import Catalog, View
+from hudiql.config import registry
 from hudiql.errors import SqlError, TableNotFoundError, spark_message
 from hudiql.read.incremental import LATEST_STATE, ChangeRange, change_range, changes
 from hudiql.read.snapshot import snapshot
 from hudiql.read.time_travel import table_as_of
 from hudiql.sql.parser import DIALECT, table_name, table_name_text
 from hudiql.sql.statements import TableName
-from hudiql.config import registry
 from hudiql.table.fsview import FileSystemView
 from hudiql.table.table import HudiTable
 

@@ -82,13 +82,13 @@ def snapshot(
 
 
 #: The column ``read_base_files`` adds when asked: the name of the file a row comes from.
-FILE_NAME = "__hudiql_file_name"
+SOURCE_FILE = "__hudiql_source_file"
 
 
 def read_base_files(spark: SparkSession, storage: Storage, paths: list[str], schema: T.StructType,
                     columns: list[str] | None = None, with_file_name: bool = False) -> DataFrame:
     """The rows of parquet files (``paths`` relative to ``storage``) read as ``schema``, its
-    ``columns`` only (all by default, in schema order), plus ``FILE_NAME`` when
+    ``columns`` only (all by default, in schema order), plus ``SOURCE_FILE`` when
     ``with_file_name``. Read by the table's schema, not by one file's footer: a column missing
     from a file (written before the column was added, or no meta fields) reads as null.
 
@@ -100,7 +100,7 @@ def read_base_files(spark: SparkSession, storage: Storage, paths: list[str], sch
     if storage.spark_can_read:
         # Read as the selected columns' schema: no projection to build, column by column, over Py4J.
         frame = spark.read.schema(selected).parquet(*[storage.uri(p) for p in paths])
-        return frame.select("*", F.col("_metadata.file_name").alias(FILE_NAME)) if with_file_name else frame
+        return frame.select("*", F.col("_metadata.file_name").alias(SOURCE_FILE)) if with_file_name else frame
     # A query that reads no column (count(*)) still needs a column to carry its rows: the file name.
     named = with_file_name or not selected.fields
     arrow_schema = to_arrow(selected)
@@ -112,7 +112,7 @@ def read_base_files(spark: SparkSession, storage: Storage, paths: list[str], sch
 
     parallelism = max(1, min(len(paths), spark.sparkContext.defaultParallelism * 4))
     files = spark.createDataFrame(spark.sparkContext.parallelize([(p,) for p in paths], parallelism), "path string")
-    out = T.StructType([*selected.fields, *([T.StructField(FILE_NAME, T.StringType())] if named else [])])
+    out = T.StructType([*selected.fields, *([T.StructField(SOURCE_FILE, T.StringType())] if named else [])])
     rows = files.mapInArrow(read, out)
     return rows if with_file_name or not named else rows.select()
 
@@ -128,7 +128,7 @@ def _parquet_batches(storage: Storage, path: str, schema: pa.Schema, with_file_n
                 rows = conform(parquet.read_row_group(group, columns=stored), schema)
                 if with_file_name:
                     names = pa.array([name] * parquet.metadata.row_group(group).num_rows, pa.string())
-                    rows = rows.append_column(FILE_NAME, names) if rows.num_columns else pa.table({FILE_NAME: names})
+                    rows = rows.append_column(SOURCE_FILE, names) if rows.num_columns else pa.table({SOURCE_FILE: names})
                 yield from rows.to_batches()
     except (pa.ArrowException, OSError) as exc:  # as Spark's reader reports a file it cannot read
         raise damaged_file(storage.uri(path), f"cannot be read ({str(exc).splitlines()[0][:200]})") from None

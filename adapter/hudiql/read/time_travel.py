@@ -22,11 +22,11 @@ Example:
 from __future__ import annotations
 
 from hudiql.errors import HudiqlError, SqlError
-from hudiql.timeline.archived import archive_files, read_archived
-from hudiql.timeline.clean_plan import decode_metadata, decode_plan
 from hudiql.layout import parse_data_file_name
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import CLEAN, WRITE_ACTIONS, parse_query_instant
+from hudiql.timeline.archived import archive_files, read_archived
+from hudiql.timeline.clean_plan import decode_metadata, decode_plan
 
 
 def query_instant(table: HudiTable, text: str, what: str = "TIMESTAMP AS OF") -> str:

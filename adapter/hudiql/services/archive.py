@@ -180,13 +180,6 @@ def archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
     return chosen
 
 
-def archive_inline(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
-    """After a commit, with ``hoodie.archive.automatic``."""
-    if not K.flag(settings, K.ARCHIVE_AUTOMATIC):
-        return []
-    return archive(table, settings)
-
-
 # ---- CALL procedures -----------------------------------------------------------------------------
 
 def archive_commits(table: HudiTable, settings: Mapping[str, str], min_commits: int, max_commits: int,

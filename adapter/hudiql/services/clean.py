@@ -268,13 +268,6 @@ def run(table: HudiTable, settings: Mapping[str, str], plan_new: bool = True) ->
     return done
 
 
-def clean_inline(table: HudiTable, settings: Mapping[str, str]) -> list[CleanMetadata]:
-    """After a commit, with ``hoodie.clean.automatic``."""
-    if not K.flag(settings, K.CLEAN_AUTOMATIC):
-        return []
-    return run(table, settings)
-
-
 def describe(table: HudiTable, limit: int) -> list[tuple]:
     """``CALL show_cleans`` rows: the completed cleans of the active timeline, newest first."""
     if limit < 0:

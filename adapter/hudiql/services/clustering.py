@@ -333,11 +333,9 @@ def is_due(table: HudiTable, settings: Mapping[str, str]) -> bool:
 
 
 def cluster_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
-    """After a write, with ``hoodie.clustering.inline``: run the clusterings already planned
-    (their file groups take no write until they complete), then plan and run one when due.
-    ``table``: as the write left it; listed again after a clustering ran."""
-    if not K.flag(settings, INLINE):
-        return []
+    """After a write, with ``hoodie.clustering.inline`` (``services.post_commit``): run the
+    clusterings already planned (their file groups take no write until they complete), then plan
+    and run one when due. ``table``: as the write left it; listed again after a clustering ran."""
     check_settings(settings)
     done = [execute(spark, table.refreshed(), instant, settings) for instant, _ in pending_clusterings(table.timeline)]
     table = table.refreshed() if done else table

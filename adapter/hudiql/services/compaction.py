@@ -47,10 +47,10 @@ from hudiql.transaction.lock import commit_lock
 from hudiql.transaction.prologue import open_for_write
 from hudiql.transaction.write_transaction import WriteTransaction
 
-INLINE = K.INLINE_COMPACT
 TRIGGER_STRATEGY = K.TRIGGER_STRATEGY
 MAX_DELTA_COMMITS = K.MAX_DELTA_COMMITS
 MAX_DELTA_SECONDS = K.MAX_DELTA_SECONDS
+
 
 def pending_compactions(table: HudiTable) -> list[Instant]:
     return [i for i in table.timeline.instants if i.action == COMPACTION and not i.is_completed]
@@ -221,11 +221,9 @@ def run_procedure(spark: SparkSession, table: HudiTable, op: str, settings: Mapp
 
 
 def compact_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
-    """After a delta commit, with ``hoodie.compact.inline``: run the compactions already
-    planned, oldest first (a plan left by a crash or by ``op => 'schedule'`` would otherwise
-    stay pending), then plan and run one when the inline trigger fires."""
-    if not K.flag(settings, INLINE):
-        return []
+    """After a delta commit, with ``hoodie.compact.inline`` (``services.post_commit``): run the
+    compactions already planned, oldest first (a plan left by a crash or by ``op => 'schedule'``
+    would otherwise stay pending), then plan and run one when the inline trigger fires."""
     done = run(spark, table, settings)
     table = table.refreshed() if done else table
     if is_due(table, settings):

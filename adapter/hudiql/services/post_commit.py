@@ -13,11 +13,12 @@ from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
+from hudiql.config import registry as K
 from hudiql.errors import HudiqlError, from_spark_error, spark_message, warn
 from hudiql.services import archive, clean, clustering, compaction
-from hudiql.timeline.replace_plan import encode_requested
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT
+from hudiql.timeline.replace_plan import encode_requested
 from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.write.writer import planned_shuffles, write_settings
 
@@ -50,23 +51,26 @@ def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> N
     """Run the services ``settings`` ask for on ``table``: the table as the write's commit left it
     (its timeline listed under the commit's lock). A service that changed the table hands the next
     one the timeline listed again; one that did nothing, the same table."""
-    services: list[tuple[str, str, Callable[[HudiTable], list]]] = [
-        ("inline compaction", "CALL run_compaction", lambda t: compaction.compact_inline(spark, t, settings)),
-        ("inline clustering", "CALL run_clustering", lambda t: clustering.cluster_inline(spark, t, settings)),
-        ("cleaning", "CALL run_clean", lambda t: clean.clean_inline(t, settings)),
-        ("archiving", "CALL archive_commits", lambda t: archive.archive_inline(t, settings)),
+    # (name, what runs it by hand, the flag that turns it on, the service)
+    services: list[tuple[str, str, str, Callable[[HudiTable], list]]] = [
+        ("inline compaction", "CALL run_compaction", K.INLINE_COMPACT, lambda t: compaction.compact_inline(spark, t, settings)),
+        ("inline clustering", "CALL run_clustering", K.INLINE_CLUSTERING, lambda t: clustering.cluster_inline(spark, t, settings)),
+        ("cleaning", "CALL run_clean", K.CLEAN_AUTOMATIC, lambda t: clean.run(t, settings)),
+        ("archiving", "CALL archive_commits", K.ARCHIVE_AUTOMATIC, lambda t: archive.archive(t, settings)),
     ]
     if not table.config.is_mor:
         services = services[1:]
-    for name, instead, work in services:
-        if _service(table, name, instead, work):
+    for name, instead, flag, work in services:
+        if _service(table, settings, name, instead, flag, work):
             table = table.refreshed()
 
 
-def _service(table: HudiTable, name: str, instead: str, work: Callable[[HudiTable], list]) -> bool:
-    """Run one service; whether it may have changed the table (it did something, or failed)."""
+def _service(table: HudiTable, settings: Mapping[str, str], name: str, instead: str, flag: str,
+             work: Callable[[HudiTable], list]) -> bool:
+    """Run one service if ``flag`` is on; whether it may have changed the table (it did something,
+    or failed)."""
     try:
-        return bool(work(table))
+        return K.flag(settings, flag) and bool(work(table))
     except Exception as exc:  # noqa: BLE001 - whatever went wrong, the write committed
         error = exc if isinstance(exc, HudiqlError) else from_spark_error(exc)
         reason = str(error) if error is not None else f"{type(exc).__name__}: {spark_message(str(exc))}"

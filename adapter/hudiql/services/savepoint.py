@@ -30,14 +30,14 @@ import time
 from collections.abc import Mapping
 
 from hudiql.errors import SqlError
-from hudiql.transaction.rollback import ROLLBACK_ACTIONS
-from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
 from hudiql.layout import META_FOLDER
-from hudiql.timeline.savepoint import encode_savepoint, savepointed_paths
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import CLEAN, SAVEPOINT, Instant, State, instant_file_name
+from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
+from hudiql.timeline.savepoint import encode_savepoint, savepointed_paths
 from hudiql.transaction.lock import commit_lock
 from hudiql.transaction.prologue import open_for_write
+from hudiql.transaction.rollback import ROLLBACK_ACTIONS
 
 
 def list_savepoints(table: HudiTable) -> list[str]:

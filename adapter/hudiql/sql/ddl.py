@@ -28,8 +28,8 @@ from collections.abc import Mapping
 
 from pyspark.sql import types as T
 
-from hudiql.config import table_config as C
 from hudiql.config import registry
+from hudiql.config import table_config as C
 from hudiql.table.table import HudiTable
 
 #: Derived options DESCRIBE EXTENDED lists first, under readable names.

@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import types as T
 
-from hudiql.errors import ColumnError, OptionError
-from hudiql.config import table_config as C
 from hudiql.config import registry as K
-from hudiql.config.registry import validate_table_options
-from hudiql.table.schema import storage_type, to_avro_json
+from hudiql.config import table_config as C
 from hudiql.config.index_config import IndexConfig
+from hudiql.config.registry import validate_table_options
+from hudiql.errors import ColumnError, OptionError
+from hudiql.table.schema import storage_type, to_avro_json
 
 SPARK = "spark"
 FLINK = "flink"

@@ -28,9 +28,9 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudiql.errors import NULL_KEY_ERROR
-from hudiql.config import table_config as C
 from hudiql.config import registry
+from hudiql.config import table_config as C
+from hudiql.errors import NULL_KEY_ERROR
 from hudiql.layout import DEFAULT_PARTITION
 
 NULL_KEY = "__null__"

@@ -31,7 +31,11 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from hudiql.config.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING, TableConfig
+from hudiql.config.table_config import (
+    COMMIT_TIME_ORDERING,
+    EVENT_TIME_ORDERING,
+    TableConfig,
+)
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,12 @@ Example:
 
 from __future__ import annotations
 
+from hudiql.config.table_config import (
+    METADATA_PARTITIONS,
+    METADATA_PARTITIONS_INFLIGHT,
+    TableConfig,
+)
 from hudiql.io.storage import Storage
-from hudiql.config.table_config import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT, TableConfig
 from hudiql.layout import METADATA_TABLE_FOLDER
 
 

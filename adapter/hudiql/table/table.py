@@ -20,12 +20,12 @@ from functools import cached_property
 
 from pyspark.sql import types as T
 
+from hudiql.config.table_config import TableConfig, damaged_properties
 from hudiql.errors import FormatError, TableNotFoundError
 from hudiql.io.storage import Storage
-from hudiql.config.table_config import TableConfig, damaged_properties
+from hudiql.layout import META_FOLDER, PROPERTIES_FILE
 from hudiql.table.fsview import FileSystemView, read_commit_metadata
 from hudiql.table.keygen import KeyGenerator
-from hudiql.layout import META_FOLDER, PROPERTIES_FILE
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import from_avro, with_meta_columns, without_meta_columns
 from hudiql.timeline.active import Timeline

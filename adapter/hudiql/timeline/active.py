@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from enum import Enum
 
+from hudiql.config.table_config import TableConfig
 from hudiql.errors import HudiqlError
 from hudiql.io.storage import Storage
-from hudiql.config.table_config import TableConfig
 from hudiql.layout import META_FOLDER
 
 COMMIT = "commit"

@@ -41,10 +41,18 @@ from dataclasses import dataclass
 import fastavro
 
 from hudiql.errors import damaged_file
-from hudiql.file_group.log_file.format import AVRO_DATA, SCHEMA, LogBlock, avro_records_content, encode_block, read_avro_records, read_blocks
+from hudiql.file_group.log_file.format import (
+    AVRO_DATA,
+    SCHEMA,
+    LogBlock,
+    avro_records_content,
+    encode_block,
+    read_avro_records,
+    read_blocks,
+)
 from hudiql.io.storage import Storage
-from hudiql.timeline import clean_plan, compaction_plan, replace_plan, savepoint
 from hudiql.layout import META_FOLDER
+from hudiql.timeline import clean_plan, compaction_plan, replace_plan, savepoint
 from hudiql.timeline.active import (
     CLEAN,
     COMMIT,

@@ -30,14 +30,19 @@ from pyspark.sql import types as T
 
 from hudiql.errors import WriteConflictError
 from hudiql.io.storage import Storage
-from hudiql.read.snapshot import FILE_NAME, read_base_files
+from hudiql.layout import bucket_of_file_id, parse_data_file_name
+from hudiql.read.snapshot import SOURCE_FILE, read_base_files
+from hudiql.table.fsview import read_commit_metadata
+from hudiql.table.schema import (
+    PARTITION_PATH,
+    RECORD_KEY,
+    from_avro,
+    without_meta_columns,
+)
+from hudiql.timeline.active import COMPACTION, WRITE_ACTIONS, Instant, Timeline
 from hudiql.timeline.commit import CommitMetadata, WriteStat
 from hudiql.timeline.compaction_plan import decode_plan
-from hudiql.table.fsview import read_commit_metadata
-from hudiql.layout import bucket_of_file_id, parse_data_file_name
 from hudiql.timeline.replace_plan import pending_clusterings
-from hudiql.table.schema import PARTITION_PATH, RECORD_KEY, from_avro, without_meta_columns
-from hudiql.timeline.active import COMPACTION, WRITE_ACTIONS, Instant, Timeline
 
 RETRY = "nothing of this write was committed: run the statement again"
 
@@ -185,4 +190,4 @@ def _check_keys(spark: SparkSession, storage: Storage, own: Instant, mine: tuple
     hit = ours_df.join(theirs_df, [RECORD_KEY, PARTITION_PATH]).limit(1).collect()
     if hit:
         by_name = {posixpath.basename(p): instant for p, instant in inserted_by.items()}
-        raise _conflict(own, by_name[hit[0][FILE_NAME]], f"new record key '{hit[0][RECORD_KEY]}'")
+        raise _conflict(own, by_name[hit[0][SOURCE_FILE]], f"new record key '{hit[0][RECORD_KEY]}'")

@@ -27,9 +27,9 @@ import threading
 import time
 from collections.abc import Mapping
 
+from hudiql.config import registry
 from hudiql.errors import HudiqlError, WriteConflictError
 from hudiql.io.storage import Storage
-from hudiql.config import registry
 from hudiql.layout import HEARTBEAT_FOLDER
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import Timeline

@@ -39,9 +39,9 @@ import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 
+from hudiql.config import registry
 from hudiql.errors import WriteConflictError
 from hudiql.io.storage import Storage
-from hudiql.config import registry
 from hudiql.layout import LOCK_FILE
 
 

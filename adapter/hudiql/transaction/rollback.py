@@ -59,8 +59,26 @@ import time
 from collections.abc import Mapping
 
 from hudiql.errors import SqlError
+from hudiql.layout import (
+    META_FOLDER,
+    join_partition,
+    marker_folder,
+    parse_data_file_name,
+)
 from hudiql.table.fsview import read_commit_metadata
-from hudiql.layout import META_FOLDER, join_partition, marker_folder, parse_data_file_name
+from hudiql.table.table import HudiTable
+from hudiql.timeline.active import (
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    RESTORE,
+    ROLLBACK,
+    SAVEPOINT,
+    Instant,
+    State,
+    instant_file_name,
+)
 from hudiql.timeline.replace_plan import clustering_plan
 from hudiql.timeline.rollback_plan import (
     RestorePlan,
@@ -74,19 +92,6 @@ from hudiql.timeline.rollback_plan import (
     encode_plan,
     encode_restore_metadata,
     encode_restore_plan,
-)
-from hudiql.table.table import HudiTable
-from hudiql.timeline.active import (
-    COMMIT,
-    COMPACTION,
-    DELTA_COMMIT,
-    REPLACE_COMMIT,
-    RESTORE,
-    ROLLBACK,
-    SAVEPOINT,
-    Instant,
-    State,
-    instant_file_name,
 )
 from hudiql.transaction.heartbeat import claim_instant_time, heartbeat_path, is_expired
 from hudiql.transaction.lock import commit_lock

@@ -40,18 +40,29 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
-from hudiql.transaction.rollback import files_from_markers, needs_rollback, rollback, rollback_failed_writes
 from hudiql.config import registry
-from hudiql.timeline.commit import CommitMetadata
+from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
 from hudiql.layout import marker_folder
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import Instant, State, Timeline
+from hudiql.timeline.commit import CommitMetadata
 from hudiql.transaction import conflict
 from hudiql.transaction.conflict import ConflictRule
-from hudiql.transaction.heartbeat import WriterHeartbeat, claim_instant_time, heartbeat_path, interval_ms, is_expired
+from hudiql.transaction.heartbeat import (
+    WriterHeartbeat,
+    claim_instant_time,
+    heartbeat_path,
+    interval_ms,
+    is_expired,
+)
 from hudiql.transaction.lock import commit_lock
 from hudiql.transaction.prologue import open_for_write
+from hudiql.transaction.rollback import (
+    files_from_markers,
+    needs_rollback,
+    rollback,
+    rollback_failed_writes,
+)
 
 
 class WriteTransaction:

@@ -23,11 +23,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from hudiql import layout
+from hudiql.config import registry
 from hudiql.file_group.log_file import format as L
 from hudiql.io.storage import Storage
-from hudiql.config import registry
-from hudiql import layout
-from hudiql.timeline.commit import STATS_ARROW_SCHEMA, WriteStat
 from hudiql.table.schema import (
     IS_DELETED,
     META_COLUMNS,
@@ -36,6 +35,7 @@ from hudiql.table.schema import (
     conform,
     meta_values,
 )
+from hudiql.timeline.commit import STATS_ARROW_SCHEMA, WriteStat
 from hudiql.write.handle import (
     DELETE,
     FILE_ID,

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hudiql.file_group import FileSlice
 from hudiql.config import registry
+from hudiql.file_group import FileSlice
 from hudiql.layout import new_file_id
 
 DEFAULT_MAX_FILE_SIZE = int(registry.KEYS[registry.MAX_FILE_SIZE].default)

@@ -35,25 +35,31 @@ from pyspark.sql import types as T
 from pyspark.sql.window import Window
 from sqlglot import exp
 
+from hudiql.config import registry
 from hudiql.errors import ColumnError, DataError, SqlError
 from hudiql.read.query import QueryPlanner, conjuncts, partition_filter
 from hudiql.read.snapshot import snapshot
 from hudiql.sql import statements as S
 from hudiql.sql.parser import DIALECT
-from hudiql.config import registry
-from hudiql.timeline.commit import CommitMetadata
-from hudiql.table.schema import FILE_NAME, IS_DELETED, META_COLUMNS, PARTITION_PATH, RECORD_KEY, find_column
+from hudiql.table.schema import (
+    FILE_NAME,
+    IS_DELETED,
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+    find_column,
+)
 from hudiql.table.table import HudiTable
-from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
+from hudiql.timeline.commit import CommitMetadata
 from hudiql.transaction.write_transaction import WriteTransaction
-from hudiql.write.writer import (
-    DmlCounts,
+from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
+from hudiql.write.insert import (
     evolved_schema,
     naming_narrowed_columns,
     narrowed_columns,
-    write_decided,
     write_with_schema,
 )
+from hudiql.write.writer import DmlCounts, write_decided
 
 KIND = "__hudiql_kind"
 OLD_PATH = "__hudiql_old_path"

@@ -19,9 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudiql.io.storage import Storage
 from hudiql import layout
-from hudiql.timeline.commit import STATS_ARROW_SCHEMA, WriteStat
+from hudiql.io.storage import Storage
 from hudiql.table.merge import MergeRule
 from hudiql.table.schema import (
     IS_DELETED,
@@ -31,12 +30,13 @@ from hudiql.table.schema import (
     conform,
     meta_values,
 )
+from hudiql.timeline.commit import STATS_ARROW_SCHEMA, WriteStat
 
 # Helper columns the driver adds to incoming records; never stored.
 FILE_ID = "__hudiql_file_id"
 SEQUENCE = "__hudiql_seq"
 DELETE = "__hudiql_delete"  # set by MERGE / DELETE: the row deletes its key
-INSERT = "__hudiql_insert"  # MOR: a new key that bucket assignment placed in an existing small file group
+NEW_KEY = "__hudiql_new_key"  # MOR: a new key that bucket assignment placed in an existing small file group
 
 @dataclass(frozen=True)
 class MergeTask:
@@ -75,7 +75,7 @@ class MergeTask:
         file_id = incoming.column(FILE_ID)[0].as_py()
         partition_path = incoming.column(PARTITION_PATH)[0].as_py()
         old_base = self.base_files.get(file_id)
-        if self.append is not None and old_base and not pc.any(flag(incoming, INSERT)).as_py():
+        if self.append is not None and old_base and not pc.any(flag(incoming, NEW_KEY)).as_py():
             return self.append(incoming)
         new_name = layout.base_file_name(file_id, token, self.instant_time)
         new_path = layout.join_partition(partition_path, new_name)

@@ -23,12 +23,12 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudiql.errors import HudiqlError
-from hudiql.read.snapshot import FILE_NAME, read_base_files
-from hudiql.table.fsview import FileSystemView
 from hudiql.config.index_config import NUM_BUCKETS, IndexConfig
-from hudiql.table.keygen import EMPTY_KEY, NULL_KEY
+from hudiql.errors import HudiqlError
 from hudiql.layout import bucket_file_id, bucket_of_file_id
+from hudiql.read.snapshot import SOURCE_FILE, read_base_files
+from hudiql.table.fsview import FileSystemView
+from hudiql.table.keygen import EMPTY_KEY, NULL_KEY
 from hudiql.table.schema import PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import FILE_ID
@@ -60,7 +60,7 @@ def tag(
         return incoming.withColumn(FILE_ID, F.lit(None).cast("string")), None
     meta = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
     existing = read_base_files(spark, table.storage, [s.base_path for s in slices], meta, with_file_name=True).select(
-        RECORD_KEY, PARTITION_PATH, F.regexp_extract(F.col(FILE_NAME), r"^([^_]+)_", 1).alias(FILE_ID)
+        RECORD_KEY, PARTITION_PATH, F.regexp_extract(F.col(SOURCE_FILE), r"^([^_]+)_", 1).alias(FILE_ID)
     )
     # Inner join first: Spark may broadcast the (small) batch keys instead of shuffling every
     # stored key; the left join of the batch with the matches is then small on both sides.

@@ -27,9 +27,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from hudiql.config import registry
 from hudiql.errors import OptionError, SqlError
 from hudiql.sql.statements import PartitionSpec
-from hudiql.config import registry
 from hudiql.table.table import HudiTable
 from hudiql.write.writer import Operation, Replacement
 

@@ -23,6 +23,7 @@ from typing import Any
 from pyspark.sql import Row, SparkSession
 
 from hudiql.catalog import Catalog
+from hudiql.config import registry
 from hudiql.console import quiet as quiet_console
 from hudiql.errors import HudiqlError, SqlError
 from hudiql.project.adapter.changes import Changes, consumed_key, plan_changes
@@ -34,7 +35,6 @@ from hudiql.project.errors import ProjectError
 from hudiql.session import Session, connect
 from hudiql.sql import statements as S
 from hudiql.sql.parser import parse_statement, split_statements
-from hudiql.config import registry
 from hudiql.table.schema import META_COLUMNS
 from hudiql.table.table import HudiTable
 

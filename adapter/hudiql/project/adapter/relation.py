@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from hudiql.catalog import Catalog
 from hudiql.io.storage import Storage
+from hudiql.layout import META_FOLDER, PROPERTIES_FILE
 from hudiql.project.artifacts.nodes import Relation
 from hudiql.project.errors import RelationStateError
-from hudiql.layout import META_FOLDER, PROPERTIES_FILE
 from hudiql.table.table import has_table
 
 

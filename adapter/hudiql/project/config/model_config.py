@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hudiql.project.errors import ConfigError
-from hudiql.config import table_config as C
 from hudiql.config import registry
+from hudiql.config import table_config as C
 from hudiql.config.registry import closest
+from hudiql.project.errors import ConfigError
 
 COMMON = {"enabled", "tags", "meta"}
 HUDI = {"unique_key", "partition_by", "table_type", "precombine_field", "options"}

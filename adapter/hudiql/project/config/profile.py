@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hudiql.config.registry import closest
 from hudiql.errors import OptionError
 from hudiql.io.storage import checked_options
 from hudiql.project.config.project import Project
 from hudiql.project.config.renderer import read_yaml, render_values
 from hudiql.project.errors import ProjectError
-from hudiql.config.registry import closest
 
 PROFILES_FILE = "profiles.yml"
 PROFILES_DIR_ENV = "HUDIQL_PROFILES_DIR"

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hudiql.config.registry import closest
 from hudiql.project.config.renderer import read_yaml, render_values
 from hudiql.project.errors import ProjectError
-from hudiql.config.registry import closest
 
 PROJECT_FILE = "dbt_project.yml"
 KEYS = {

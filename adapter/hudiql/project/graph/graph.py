@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from hudiql.config.registry import closest
 from hudiql.project.artifacts.manifest import Manifest
 from hudiql.project.errors import CompilationError
-from hudiql.config.registry import closest
 
 
 @dataclass

@@ -30,11 +30,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from hudiql.config.registry import closest
 from hudiql.project.artifacts.manifest import Manifest
 from hudiql.project.artifacts.nodes import Node, Source
 from hudiql.project.errors import ProjectError
 from hudiql.project.graph.graph import Graph
-from hudiql.config.registry import closest
 
 METHODS = ("tag", "path", "config", "resource_type", "source", "fqn")
 _ATOM = re.compile(r"^(?P<at>@)?(?:(?P<up>\d*)\+)?(?P<criterion>[^+]+?)(?:\+(?P<down>\d*))?$")
