@@ -24,12 +24,20 @@ def test_each_kind_is_parsed_by_the_registry(read, key, given, expected):
     assert read({key: given}, key) == expected
 
 
-@pytest.mark.parametrize("read", [R.number, R.flag, R.size, R.choice])
-def test_an_absent_key_takes_its_default_parsed(read):
-    kind = {R.number: R.INT, R.flag: R.BOOL, R.size: R.MEGABYTES, R.choice: R.ENUM}[read]
-    for name, key in R.KEYS.items():
-        if key.kind == kind and key.default is not None:
-            assert read({}, name) == key.parse(key.default), name
+@pytest.mark.parametrize(
+    ("read", "key", "default"),
+    [
+        (R.number, R.MAX_DELTA_COMMITS, 5),
+        (R.number, R.MAX_FILE_SIZE, 120 * 1024 * 1024),
+        (R.flag, R.CLEAN_AUTOMATIC, True),
+        (R.flag, R.INLINE_COMPACT, False),
+        (R.size, R.WRITE_BATCH_SIZE, 256 * 1024 * 1024),
+        (R.choice, R.CLEANER_POLICY, "KEEP_LATEST_COMMITS"),
+        (R.choice, R.CONCURRENCY_MODE, "OPTIMISTIC_CONCURRENCY_CONTROL"),
+    ],
+)
+def test_an_absent_key_takes_its_default(read, key, default):
+    assert read({}, key) == default
 
 
 def test_another_spelling_of_a_key_counts():

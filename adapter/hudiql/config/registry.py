@@ -48,7 +48,7 @@ MEGABYTES = "megabytes"
 WRITTEN = "written"
 
 # ---- implemented keys, named once ------------------------------------------------------------------
-# Keys of hoodie.properties are named in table.config; the others here.
+# Keys of hoodie.properties are named in config.table_config; the others here.
 RECORD_KEY_OPTION = "hoodie.datasource.write.recordkey.field"
 PARTITION_OPTION = "hoodie.datasource.write.partitionpath.field"
 PRECOMBINE_OPTION = "hoodie.datasource.write.precombine.field"
@@ -455,10 +455,10 @@ def effective_settings(table_properties: Mapping[str, str], session: Mapping[str
     return {**table_properties, **(session or {}), **(statement or {})}
 
 
-#: The settings a merge-on-read write checks before it starts: its post-commit compaction reads them
-#: after the commit, when a bad one could no longer fail the statement.
-COMPACTION_KEYS = (INLINE_COMPACT, TRIGGER_STRATEGY, MAX_DELTA_COMMITS, MAX_DELTA_SECONDS, WRITE_BATCH_SIZE,
-                   WRITE_TASK_MAX_SIZE)
+#: The settings a merge-on-read write checks before it starts: its log buffers, and its post-commit
+#: compaction's trigger, read after the commit, when a bad one could no longer fail the statement.
+MERGE_ON_READ_WRITE_KEYS = (INLINE_COMPACT, TRIGGER_STRATEGY, MAX_DELTA_COMMITS, MAX_DELTA_SECONDS,
+                            WRITE_BATCH_SIZE, WRITE_TASK_MAX_SIZE)
 
 
 def check_values(settings: Mapping[str, str], names: tuple[str, ...]) -> None:
@@ -734,11 +734,8 @@ def check_retention(settings: Mapping[str, str]) -> None:
         ...
         hudiql.errors.OptionError: hoodie.keep.min.commits=20 must be greater than hoodie.cleaner.commits.retained=25: raise hoodie.keep.min.commits (and hoodie.keep.max.commits above it) or lower hoodie.cleaner.commits.retained
     """
-    def number(key: str) -> int:
-        text = setting(settings, key).strip()
-        return int(text) if text.isdigit() else int(KEYS[key].default or 0)
-
-    retained, keep_min, keep_max = number(CLEANER_COMMITS_RETAINED), number(KEEP_MIN_COMMITS), number(KEEP_MAX_COMMITS)
+    retained, keep_min, keep_max = (number(settings, key) for key in (CLEANER_COMMITS_RETAINED, KEEP_MIN_COMMITS,
+                                                                     KEEP_MAX_COMMITS))
     if keep_min <= retained:
         raise OptionError(f"{KEEP_MIN_COMMITS}={keep_min} must be greater than {CLEANER_COMMITS_RETAINED}={retained}: "
                           f"raise {KEEP_MIN_COMMITS} (and {KEEP_MAX_COMMITS} above it) or lower {CLEANER_COMMITS_RETAINED}")

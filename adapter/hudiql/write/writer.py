@@ -266,9 +266,10 @@ def write_settings(table: HudiTable, conf: Mapping[str, str], statement: Mapping
         )
     settings = registry.effective_settings(table.config.props, conf, statement)
     if table.config.is_mor:
-        registry.check_values(settings, registry.COMPACTION_KEYS)
+        registry.check_values(settings, registry.MERGE_ON_READ_WRITE_KEYS)
     # A session or statement may repeat the table's index options, not change them.
-    IndexConfig.for_table(table.config.props, {**conf, **(statement or {})}, table.config.record_key_fields)
+    IndexConfig.for_table(table.config.props, registry.effective_settings({}, conf, statement),
+                          table.config.record_key_fields)
     return settings
 
 
