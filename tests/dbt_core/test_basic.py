@@ -18,6 +18,8 @@ from dbt.tests.adapter.basic.test_singular_tests_ephemeral import (
 from dbt.tests.adapter.basic.test_snapshot_check_cols import BaseSnapshotCheckCols
 from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestamp
 from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnection
+from dbt.tests.adapter.incremental.test_incremental_on_schema_change import BaseIncrementalOnSchemaChange
+from dbt.tests.util import run_dbt
 
 
 class TestSimpleMaterializations(BaseSimpleMaterializations):
@@ -42,6 +44,18 @@ class TestEphemeral(BaseEphemeral):
 
 class TestIncremental(BaseIncremental):
     pass
+
+
+class TestIncrementalOnSchemaChange(BaseIncrementalOnSchemaChange):
+    def test_run_incremental_sync_all_columns(self, project):
+        """hudiql adds columns but cannot drop one: a model that dropped field2 is refused by name
+        (dbt's own test expects the column dropped); its new columns alone are synced."""
+        select = ["--select", "model_a incremental_sync_all_columns"]
+        run_dbt(["run", *select])
+        results = run_dbt(["run", *select], expect_pass=False)
+        message = next(r.message for r in results if r.node.name == "incremental_sync_all_columns")
+        assert "Compilation Error" in message
+        assert "hudiql cannot drop columns of" in message and "(field2)" in message
 
 
 class TestGenericTests(BaseGenericTests):

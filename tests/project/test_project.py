@@ -168,7 +168,7 @@ def test_configs_merge_tree_yml_and_file(tmp_path):
     ("materialized='incremental', incremental_strategy='mrege', unique_key='id'", "did you mean 'merge'"),
     ("materialized='incremental', incremental_strategy='merge'", "'merge' needs unique_key"),
     ("materialized='incremental', incremental_strategy='insert_overwrite'", "set partition_by"),
-    ("on_schema_change='sync_all_columns'", "on_schema_change 'sync_all_columns' is not valid"),
+    ("on_schema_change='sync_columns'", "on_schema_change 'sync_columns' is not valid"),
     ("table_type='merge'", "table_type 'merge' is not valid"),
     ("unique_key=5", "must be a string or a list of strings"),
     ("options={'precombine.field': 'ts'}", "not a Hudi option"),

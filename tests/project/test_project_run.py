@@ -142,18 +142,26 @@ def test_append_and_insert_overwrite(spark, tmp_path):
 
 def test_on_schema_change(spark, tmp_path):
     body = "SELECT 1 AS id, 'x' AS a{% if var('wide') %}, 'y' AS b{% endif %}"
+    modes = (("fails", "fail"), ("appends", "append_new_columns"), ("ignores", "ignore"), ("syncs", "sync_all_columns"))
     root = write_project(tmp_path / "p", {
         f"models/{name}.sql": f"{{{{ config(materialized='incremental', unique_key='id', on_schema_change='{mode}') }}}} {body}"
-        for name, mode in (("fails", "fail"), ("appends", "append_new_columns"), ("ignores", "ignore"))
+        for name, mode in modes
     }, "name: p\n")
     assert run(root, "run", spark, vars={"wide": False})[0] == 0
     code, out = run(root, "run", spark, vars={"wide": True})
     assert code == 1
     assert "the columns of default.fails changed (new: b; gone: none) and on_schema_change is 'fail'" in out
     assert rows(spark, root, "SELECT id, a, b FROM appends") == [(1, "x", "y")]
+    assert rows(spark, root, "SELECT id, a, b FROM syncs") == [(1, "x", "y")]
     assert rows(spark, root, "SELECT id, a FROM ignores") == [(1, "x")]
     ignores = hudiql.connect(warehouse=str(root / "warehouse"), spark=spark).table(TableName(None, "ignores"))
     assert ignores.schema.fieldNames() == ["id", "a"]
+    # a column the model no longer returns: sync_all_columns cannot drop it and says so, the others
+    # keep it (NULL for new rows)
+    code, out = run(root, "run", spark, vars={"wide": False})
+    assert code == 1
+    assert "hudiql cannot drop columns of default.syncs (b); run with --full-refresh to rebuild it" in out
+    assert rows(spark, root, "SELECT id, a, b FROM appends") == [(1, "x", "y")]
 
 
 BUILD_PROJECT = {

@@ -24,14 +24,15 @@ from dbt.adapters.hudiql.column import HudiqlColumn
 from dbt.adapters.hudiql.connections import HudiqlConnectionManager
 from dbt.adapters.hudiql.relation import HudiqlRelation
 from dbt.adapters.sql import SQLAdapter
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import CompilationError, DbtRuntimeError
 
 from hudiql.catalog import DEFAULT_DATABASE
 from hudiql.errors import TableNotFoundError
 from hudiql.project.adapter.impl import Adapter as ProjectAdapter
-from hudiql.project.adapter.impl import SchemaChange
+from hudiql.project.adapter import materialization
 from hudiql.project.config import model_config
 from hudiql.project.config.profile import Target
+from hudiql.project.errors import CompilationError as ProjectCompilationError
 from hudiql.project.errors import ProjectError
 from hudiql.session import Session
 
@@ -83,12 +84,7 @@ class HudiqlAdapter(SQLAdapter):
 
     @classmethod
     def quote(cls, identifier: str) -> str:
-        return ProjectAdapter.quote(identifier)
-
-    @available
-    def merge_sql(self, target: HudiqlRelation, source_sql: str, unique_key: list[str], columns: list[str]) -> str:
-        """The MERGE of an incremental model, as ``hudiql run`` writes it."""
-        return ProjectAdapter.merge_sql(target, source_sql, unique_key, columns)
+        return materialization.quote(identifier)
 
     @classmethod
     def convert_text_type(cls, agate_table: agate.Table, col_idx: int) -> str:
@@ -245,10 +241,28 @@ class HudiqlAdapter(SQLAdapter):
             return self._rules.rebuild_problem(relation.as_hudiql(), config, sql)
 
     @available
-    def hudi_schema_change(self, relation: HudiqlRelation, sql: str) -> SchemaChange:
-        """How the columns of ``sql`` differ from the table's: ``added``, ``removed``, ``common``."""
-        with self._rules.node_scope():
-            return self._rules.schema_change(relation.as_hudiql(), sql)
+    def hudi_increment_sql(self, relation: HudiqlRelation, sql: str, config: dict[str, Any], on_schema_change: str) -> str:
+        """The statements of an incremental model's later run, as ``hudiql run`` writes them: the schema
+        change ``on_schema_change`` allows, then the rows by the model's strategy."""
+        try:
+            with self._rules.node_scope():
+                return self._rules.increment_sql(relation.as_hudiql(), sql, config, on_schema_change)
+        except ProjectCompilationError as exc:
+            raise CompilationError(str(exc)) from None
+
+    # The SQL pieces ``hudiql run``'s macros use too (hudiql.project.adapter.materialization).
+    hudi_table_clauses = available(staticmethod(materialization.table_clauses))
+    hudi_create_table_as = available(staticmethod(materialization.create_table_as))
+    hudi_overwrite_sql = available(staticmethod(materialization.overwrite_sql))
+
+    @available
+    def hudi_alter_columns_sql(self, relation: HudiqlRelation, added: list[HudiqlColumn],
+                               removed: list[HudiqlColumn] | None = None) -> str:
+        """The ALTER TABLE adding ``added``; empty if none. Dropping ``removed`` columns is refused."""
+        try:
+            return materialization.alter_columns_sql(relation, added, removed or [])
+        except ProjectCompilationError as exc:
+            raise CompilationError(str(exc)) from None
 
     @available
     def hudi_seed_query(self, relation: HudiqlRelation, agate_table: agate.Table, column_types: dict[str, str]) -> str:

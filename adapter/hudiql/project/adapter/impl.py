@@ -26,7 +26,9 @@ from hudiql.catalog import Catalog
 from hudiql.config import registry
 from hudiql.console import quiet as quiet_console
 from hudiql.errors import HudiqlError, SqlError
+from hudiql.project.adapter import materialization
 from hudiql.project.adapter.changes import Changes, consumed_key, plan_changes
+from hudiql.project.adapter.materialization import SchemaChange
 from hudiql.project.adapter.relation import table_exists, table_location
 from hudiql.project.adapter.seed import read_seed
 from hudiql.project.artifacts.nodes import Column, Relation
@@ -54,17 +56,6 @@ class NodeScope:
         if self._session is None:
             self._session = self.new_session()
         return self._session
-
-
-@dataclass
-class SchemaChange:
-    added: list[Column]
-    removed: list[Column]
-    common: list[str]
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.added or self.removed)
 
 
 class Adapter:
@@ -137,39 +128,18 @@ class Adapter:
                 scope.response = {"rows_affected": rows[0]["num_affected_rows"], **rows[0].asDict()}
         return rows
 
-    @staticmethod
-    def quote(name: str) -> str:
-        """A column name as a Spark SQL identifier (backticks): ``adapter.quote('order id')``."""
-        return "`" + str(name).replace("`", "``") + "`"
+    # The SQL of the materializations (materialization.py), as macros call it.
+    quote = staticmethod(materialization.quote)
+    sql_string = staticmethod(materialization.sql_string)
+    table_clauses = staticmethod(materialization.table_clauses)
+    create_table_as = staticmethod(materialization.create_table_as)
+    overwrite_sql = staticmethod(materialization.overwrite_sql)
 
-    @classmethod
-    def merge_sql(cls, target: object, source_sql: str, unique_key: list[str], columns: list[str]) -> str:
-        """The MERGE of an incremental model (``get_merge_sql``): matched rows on the key columns
-        take the new values of the other ``columns``, new keys are inserted with ``columns``.
-
-        >>> print(Adapter.merge_sql("db.t", "SELECT 1 AS id, 2 AS v", ["id"], ["id", "v"]))
-        MERGE INTO db.t AS DBT_INTERNAL_DEST
-        USING (
-        SELECT 1 AS id, 2 AS v
-        ) AS DBT_INTERNAL_SOURCE
-        ON DBT_INTERNAL_DEST.`id` = DBT_INTERNAL_SOURCE.`id`
-        WHEN MATCHED THEN UPDATE SET `v` = DBT_INTERNAL_SOURCE.`v`
-        WHEN NOT MATCHED THEN INSERT (`id`, `v`)
-          VALUES (DBT_INTERNAL_SOURCE.`id`, DBT_INTERNAL_SOURCE.`v`)
-        """
-        q = cls.quote
-        keys = {k.lower() for k in unique_key}
-        non_keys = [c for c in columns if c.lower() not in keys]
-        lines = [
-            f"MERGE INTO {target} AS DBT_INTERNAL_DEST",
-            f"USING (\n{source_sql}\n) AS DBT_INTERNAL_SOURCE",
-            "ON " + "\nAND ".join(f"DBT_INTERNAL_DEST.{q(k)} = DBT_INTERNAL_SOURCE.{q(k)}" for k in unique_key),
-        ]
-        if non_keys:  # a model of key columns only has nothing to update
-            lines.append("WHEN MATCHED THEN UPDATE SET " + ", ".join(f"{q(c)} = DBT_INTERNAL_SOURCE.{q(c)}" for c in non_keys))
-        lines.append(f"WHEN NOT MATCHED THEN INSERT ({', '.join(q(c) for c in columns)})")
-        lines.append(f"  VALUES ({', '.join('DBT_INTERNAL_SOURCE.' + q(c) for c in columns)})")
-        return "\n".join(lines)
+    def increment_sql(self, relation: Relation, sql: str, config: dict[str, Any], on_schema_change: str) -> str:
+        """The statements of an incremental model's later run into ``relation``
+        (``materialization.increment_sql``): its schema change, then its rows."""
+        return materialization.increment_sql(relation, sql, config, on_schema_change,
+                                             self.get_columns(relation), self.schema_change(relation, sql))
 
     # ---- relations ------------------------------------------------------------------------------
     def table_exists(self, relation: Relation) -> bool:

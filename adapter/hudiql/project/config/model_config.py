@@ -40,7 +40,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "test": {"materialized": "test", "severity": "error"},
 }
 STRATEGIES = ("merge", "append", "insert_overwrite")
-SCHEMA_CHANGES = ("ignore", "fail", "append_new_columns")
+SCHEMA_CHANGES = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 # Hudi options that have a first-class config: setting them under ``options`` would be a second,
 # conflicting way to say the same thing.
 FIRST_CLASS_OPTIONS = {

@@ -5,27 +5,6 @@
 current_timestamp()
 {%- endmacro %}
 
-{#- The Hudi clauses of CREATE TABLE from a model's normalized configs (adapter.hudi_config); the
-    record key is `record_key` when given (a snapshot's dbt_scd_id), else the model's unique_key. -#}
-{% macro hudiql__table_clauses(hudi, record_key=none) -%}
-{%- set key = record_key if record_key is not none else hudi.unique_key | join(',') -%}
-{%- if hudi.partition_by %}
-PARTITIONED BY ({% for column in hudi.partition_by %}{{ adapter.quote(column) }}{{ ", " if not loop.last }}{% endfor %})
-{%- endif %}
-TBLPROPERTIES (
-  type = '{{ hudi.table_type }}'
-  {%- if key %},
-  primaryKey = '{{ key }}'
-  {%- endif %}
-  {%- if hudi.precombine_field %},
-  preCombineField = '{{ hudi.precombine_field }}'
-  {%- endif %}
-  {%- for name, value in hudi.options.items() %},
-  '{{ name }}' = '{{ value | replace("\\", "\\\\") | replace("'", "\\'") }}'
-  {%- endfor %}
-)
-{%- endmacro %}
-
 {#- CTAS into a Hudi table with the model's configs; a temporary relation (dbt's staging of snapshots)
     is a temporary view of this connection's session: nothing is written. -#}
 {% macro hudiql__create_table_as(temporary, relation, compiled_code, language='sql') -%}
@@ -35,10 +14,7 @@ CREATE OR REPLACE TEMPORARY VIEW {{ relation.identifier }} AS
 {%- else -%}
 {%- set hudi = adapter.hudi_config(model.config, model.name) -%}
 {%- set record_key = (config.get('snapshot_table_column_names') or get_snapshot_table_column_names()).dbt_scd_id if model.resource_type == 'snapshot' else none -%}
-CREATE TABLE {{ relation }} USING hudi
-{{- hudiql__table_clauses(hudi, record_key) }}
-AS
-{{ compiled_code }}
+{{ adapter.hudi_create_table_as(relation, adapter.hudi_table_clauses(hudi, record_key), compiled_code) }}
 {%- endif -%}
 {%- endmacro %}
 
@@ -69,18 +45,9 @@ DROP {{ 'VIEW' if relation.is_view else 'TABLE' }} IF EXISTS {{ relation }}
 {%- do adapter.rename_relation(from_relation, to_relation) -%}
 {%- endmacro %}
 
-{#- `c1 type1, c2 type2` of columns (name and data_type), for ADD COLUMNS. -#}
-{% macro hudiql__column_definitions(columns) -%}
-{% for column in columns %}{{ adapter.quote(column.name) }} {{ column.data_type }}{{ ", " if not loop.last }}{% endfor %}
-{%- endmacro %}
-
 {% macro hudiql__alter_relation_add_remove_columns(relation, add_columns, remove_columns) -%}
-{%- if remove_columns -%}
-  {{ exceptions.raise_compiler_error("hudiql cannot drop columns of " ~ relation ~ " (" ~ remove_columns | map(attribute='name') | join(', ') ~ "); run with --full-refresh to rebuild it") }}
-{%- endif -%}
-{%- if add_columns -%}
-  {%- do run_query("ALTER TABLE " ~ relation ~ " ADD COLUMNS (" ~ hudiql__column_definitions(add_columns) ~ ")") -%}
-{%- endif -%}
+{%- set alter = adapter.hudi_alter_columns_sql(relation, add_columns, remove_columns) -%}
+{%- if alter -%}{%- do run_query(alter) -%}{%- endif -%}
 {%- endmacro %}
 
 {#- The data columns a query returns, from Spark's analysis (no job); a `SELECT *` of a Hudi table's meta

@@ -11,9 +11,7 @@ to_timestamp('{{ timestamp }}')
 {%- endmacro %}
 
 {% macro hudiql__create_columns(relation, columns) -%}
-{%- if columns -%}
-  {%- do run_query("ALTER TABLE " ~ relation ~ " ADD COLUMNS (" ~ hudiql__column_definitions(columns) ~ ")") -%}
-{%- endif -%}
+{%- do hudiql__alter_relation_add_remove_columns(relation, columns, []) -%}
 {%- endmacro %}
 
 {% macro hudiql__post_snapshot(staging_relation) -%}

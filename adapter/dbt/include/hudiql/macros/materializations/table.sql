@@ -19,20 +19,9 @@
 {%- set in_place = existing is not none and existing.is_table and not should_full_refresh()
                    and adapter.hudi_rebuild_problem(target, hudi, sql) == '' -%}
 {%- if in_place -%}
-{{ hudiql__overwrite_sql(target, sql, adapter.get_columns_in_relation(target) | map(attribute='name') | list, 'insert_overwrite_table') }}
+{{ adapter.hudi_overwrite_sql(target, sql, adapter.get_columns_in_relation(target) | map(attribute='name') | list, 'insert_overwrite_table') }}
 {%- else -%}
 {%- if existing is not none -%}{%- do adapter.drop_relation(existing) -%}{%- endif -%}
 {{ create_table_as(False, target, sql) }}
 {%- endif -%}
-{%- endmacro %}
-
-{#- INSERT OVERWRITE of `relation` with the `columns` of `source_sql`; `operation`: insert_overwrite_table
-    replaces the whole table, insert_overwrite the partitions the rows land in. -#}
-{% macro hudiql__overwrite_sql(relation, source_sql, columns, operation) -%}
-{%- set column_list -%}{% for column in columns %}{{ adapter.quote(column) }}{{ ", " if not loop.last }}{% endfor %}{%- endset -%}
-SET hoodie.datasource.write.operation={{ operation }};
-INSERT OVERWRITE TABLE {{ relation }} ({{ column_list }})
-SELECT {{ column_list }} FROM (
-{{ source_sql }}
-) AS DBT_INTERNAL_SOURCE
 {%- endmacro %}
