@@ -22,8 +22,8 @@ from datetime import datetime, timedelta, timezone
 from hudiql.errors import SqlError
 from hudiql.file_group import FileSlice
 from hudiql.procedures.base import BOOL, INT, REQUIRED, STRING, TABLE, Context, Parameter, Procedure
-from hudiql.services import archive, savepoint
-from hudiql.transaction import rollback
+from hudiql.services import archive, rollback, savepoint
+from hudiql.transaction.rollback import ROLLBACK_ACTIONS
 from hudiql.timeline.archived import ArchivedInstant
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.layout import join_partition, parse_data_file_name
@@ -68,7 +68,7 @@ def _show_commits(ctx: Context, args: dict[str, object]) -> list[tuple]:
     """Completed commits of the active timeline, newest first, with their totals (the columns of
     ``show_archived_commits``, and the action third)."""
     table, rows = ctx.table, []
-    newest_first = list(reversed(table.timeline.completed(rollback.ROLLBACK_ACTIONS)))
+    newest_first = list(reversed(table.timeline.completed(ROLLBACK_ACTIONS)))
     for instant in newest_first[:_limit("show_commits", args)]:
         content = json.loads(read_commit_metadata(table.timeline, instant).to_json())
         # The totals of show_archived_commits, computed once (services/archive.py).
@@ -79,7 +79,7 @@ def _show_commits(ctx: Context, args: dict[str, object]) -> list[tuple]:
 
 
 def _commit(ctx: Context, procedure: str, instant_time: str) -> Instant:
-    found = [i for i in ctx.table.timeline.completed(rollback.ROLLBACK_ACTIONS) if i.timestamp == instant_time]
+    found = [i for i in ctx.table.timeline.completed(ROLLBACK_ACTIONS) if i.timestamp == instant_time]
     if not found:
         name = ctx.table.config.name
         raise SqlError(f"CALL {procedure}: table {name} has no completed commit {instant_time}; "

@@ -53,8 +53,7 @@ from hudiql.timeline.active import (
     format_instant_time,
     instant_file_name,
 )
-from hudiql.transaction.lock import commit_lock
-from hudiql.transaction.prologue import open_for_write
+from hudiql.transaction.prologue import locked
 
 _WRITES = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 
@@ -164,11 +163,10 @@ def _delete_instant_files(table: HudiTable, pending_files: list[str], completed_
 
 def archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
     """Archive what Hudi's rules let go (``instants_to_archive``); the instants moved."""
-    open_for_write(table, settings)
     if not instants_to_archive(table, settings):
         return []  # the timeline is short enough: no lock (a later writer only adds instants)
-    with commit_lock(table.storage, settings, "archive"):
-        table = table.refreshed()  # a writer's conflict check reads the timeline: decide under the lock
+    with locked(table, settings, "archive") as held:
+        table = held.table  # a writer's conflict check reads the timeline: decide under the lock
         chosen = instants_to_archive(table, settings)
         if not chosen:
             return []

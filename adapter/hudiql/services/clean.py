@@ -54,9 +54,7 @@ from hudiql.timeline.active import (
     Timeline,
     format_instant_time,
 )
-from hudiql.transaction.heartbeat import claim_instant_time
-from hudiql.transaction.lock import commit_lock
-from hudiql.transaction.prologue import open_for_write
+from hudiql.transaction.prologue import locked, open_for_write
 
 #: The instants whose count the retention policies measure, pending ones included.
 _COMMIT_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION)
@@ -211,19 +209,15 @@ def plan(table: HudiTable, settings: Mapping[str, str], now: datetime) -> Cleane
 
 def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
     """Plan a clean under the table lock; its requested instant, or ``None`` when nothing is to go."""
-    open_for_write(table, settings)
-    with commit_lock(table.storage, settings, "clean plan"):
-        table = table.refreshed()
+    with locked(table, settings, "clean plan") as held:
+        table = held.table
         if table.timeline.pending((CLEAN,)):
             return None  # another writer's clean is under way: it deletes what this one would
-        heartbeat = claim_instant_time(table, settings)  # no writer takes the clean's instant time
-        try:
-            cleaner_plan = plan(table, settings, datetime.now(timezone.utc))
-            if cleaner_plan.is_empty:
-                return None
-            return table.timeline.request(CLEAN, heartbeat.instant_time, encode_plan(cleaner_plan))
-        finally:
-            heartbeat.stop()
+        cleaner_plan = plan(table, settings, datetime.now(timezone.utc))
+        if cleaner_plan.is_empty:
+            return None
+        # no writer takes the clean's instant time
+        return table.timeline.request(CLEAN, held.claim_instant_time(), encode_plan(cleaner_plan))
 
 
 def execute(table: HudiTable, instant: Instant) -> CleanMetadata:

@@ -42,7 +42,6 @@ from hudiql.errors import ColumnError, HudiqlError, WriteConflictError
 from hudiql.file_group import FileSlice
 from hudiql.io.storage import Storage
 from hudiql.read.snapshot import snapshot
-from hudiql.transaction.rollback import rollback_failed_writes
 from hudiql.config import registry as K
 from hudiql import layout
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
@@ -59,10 +58,8 @@ from hudiql.table.schema import FILE_NAME, conform, to_arrow, to_avro_json, with
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant
 from hudiql.transaction.conflict import ConflictRule
-from hudiql.transaction.heartbeat import claim_instant_time
 from hudiql.config.index_config import IndexConfig
-from hudiql.transaction.lock import commit_lock
-from hudiql.transaction.prologue import open_for_write
+from hudiql.transaction.prologue import locked
 from hudiql.transaction.write_transaction import WriteTransaction
 
 INLINE = K.INLINE_CLUSTERING
@@ -118,27 +115,21 @@ def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str
         raise HudiqlError(f"table {table.config.name} uses the bucket index, whose file groups are its buckets; "
                           "clustering would put a bucket's keys in other file groups, so hudiql does not cluster it")
     columns = sort_columns(table, configured_sort_columns(settings) if order is None else order)
-    open_for_write(table, settings)
     _refuse_pending(table)
-    rollback_failed_writes(table, settings)
-    with commit_lock(table.storage, settings, "clustering plan"):
-        table = table.refreshed()
+    with locked(table, settings, "clustering plan", roll_back_failed_writes=True) as held:
+        table = held.table
         _refuse_pending(table)
-        heartbeat = claim_instant_time(table, settings)  # no writer takes the plan's instant time
-        try:
-            instant_time = heartbeat.instant_time
-            inflight = [i for i in table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
-                        if i.timestamp < instant_time]
-            if inflight:
-                raise WriteConflictError(
-                    f"cannot schedule clustering at {instant_time}: write {inflight[0].timestamp} is still in flight"
-                )
-            plan = plan_clustering(table, settings, partitions, columns)
-            if plan is None:
-                return None
-            return table.timeline.request(REPLACE_COMMIT, instant_time, encode_clustering(plan, table.base_uri))
-        finally:
-            heartbeat.stop()
+        instant_time = held.claim_instant_time()  # no writer takes the plan's instant time
+        inflight = [i for i in table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
+                    if i.timestamp < instant_time]
+        if inflight:
+            raise WriteConflictError(
+                f"cannot schedule clustering at {instant_time}: write {inflight[0].timestamp} is still in flight"
+            )
+        plan = plan_clustering(table, settings, partitions, columns)
+        if plan is None:
+            return None
+        return table.timeline.request(REPLACE_COMMIT, instant_time, encode_clustering(plan, table.base_uri))
 
 
 def plan_clustering(table: HudiTable, settings: Mapping[str, str], partitions: list[str] | None,

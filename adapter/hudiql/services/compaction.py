@@ -26,7 +26,6 @@ from pyspark.sql import SparkSession
 from hudiql.errors import HudiqlError, WriteConflictError
 from hudiql.file_group.reader import SliceReader
 from hudiql.io.storage import Storage
-from hudiql.transaction.rollback import rollback_failed_writes
 from hudiql.config import registry as K
 from hudiql import layout
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
@@ -42,9 +41,7 @@ from hudiql.timeline.active import (
     parse_instant_time,
 )
 from hudiql.transaction.conflict import ConflictRule
-from hudiql.transaction.heartbeat import claim_instant_time
-from hudiql.transaction.lock import commit_lock
-from hudiql.transaction.prologue import open_for_write
+from hudiql.transaction.prologue import locked
 from hudiql.transaction.write_transaction import WriteTransaction
 
 TRIGGER_STRATEGY = K.TRIGGER_STRATEGY
@@ -89,31 +86,25 @@ def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
     """
     if not table.config.is_mor:
         raise HudiqlError(f"table {table.config.name} is copy-on-write; only merge-on-read tables are compacted")
-    open_for_write(table, settings)
-    rollback_failed_writes(table, settings)
-    with commit_lock(table.storage, settings, "compaction plan"):
-        table = table.refreshed()
+    with locked(table, settings, "compaction plan", roll_back_failed_writes=True) as held:
+        table = held.table
         timeline = table.timeline
-        heartbeat = claim_instant_time(table, settings)  # no writer takes the plan's instant time
-        try:
-            instant_time = heartbeat.instant_time
-            inflight = [i for i in timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)) if i.timestamp < instant_time]
-            if inflight:
-                raise WriteConflictError(
-                    f"cannot schedule compaction at {instant_time}: write {inflight[0].timestamp} is still in flight"
-                )
-            view = table.file_system_view()
-            # A file group whose compaction is still pending waits for it, as in Hudi.
-            operations = [
-                CompactionOperation(s.partition_path, s.file_id, s.base_instant, s.base_file, tuple(s.log_files))
-                for s in view.latest_slices()
-                if s.log_files and s.base_instant not in view.pending_compactions
-            ]
-            if not operations:
-                return None
-            return timeline.request(COMPACTION, instant_time, encode_plan(operations))
-        finally:
-            heartbeat.stop()
+        instant_time = held.claim_instant_time()  # no writer takes the plan's instant time
+        inflight = [i for i in timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)) if i.timestamp < instant_time]
+        if inflight:
+            raise WriteConflictError(
+                f"cannot schedule compaction at {instant_time}: write {inflight[0].timestamp} is still in flight"
+            )
+        view = table.file_system_view()
+        # A file group whose compaction is still pending waits for it, as in Hudi.
+        operations = [
+            CompactionOperation(s.partition_path, s.file_id, s.base_instant, s.base_file, tuple(s.log_files))
+            for s in view.latest_slices()
+            if s.log_files and s.base_instant not in view.pending_compactions
+        ]
+        if not operations:
+            return None
+        return timeline.request(COMPACTION, instant_time, encode_plan(operations))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Savepoints: a completed commit marked so that its files outlive cleaning and archiving, and the
-table can be restored to it (``transaction.rollback.restore_to_savepoint``).
+table can be restored to it (``services.rollback.restore_to_savepoint``).
 
 A savepoint is Hudi's ``<t>.savepoint.inflight`` then ``<t>.savepoint`` at the time of its commit,
 holding ``HoodieSavepointMetadata`` (``timeline.savepoint``): per partition, the files of the slices a
@@ -35,8 +35,7 @@ from hudiql.table.table import HudiTable
 from hudiql.timeline.active import CLEAN, SAVEPOINT, Instant, State, instant_file_name
 from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
 from hudiql.timeline.savepoint import encode_savepoint, savepointed_paths
-from hudiql.transaction.lock import commit_lock
-from hudiql.transaction.prologue import open_for_write
+from hudiql.transaction.prologue import locked
 from hudiql.transaction.rollback import ROLLBACK_ACTIONS
 
 
@@ -65,9 +64,8 @@ def create(table: HudiTable, settings: Mapping[str, str], commit_time: str, user
     when empty); its instant time. Refused for an unknown, pending or savepointed commit, and for
     one older than what the last clean retained (its files may be gone)."""
     proc, name = "create_savepoint", table.config.name
-    open_for_write(table, settings)
-    with commit_lock(table.storage, settings, f"savepoint {commit_time}"):
-        table = table.refreshed()
+    with locked(table, settings, f"savepoint {commit_time}") as held:
+        table = held.table
         timeline = table.timeline
         completed = timeline.completed(ROLLBACK_ACTIONS)
         if not commit_time:
@@ -96,9 +94,8 @@ def delete(table: HudiTable, settings: Mapping[str, str], instant_times: str) ->
     """``CALL delete_savepoint``: delete the completed savepoints ``instant_times`` (comma
     separated; the latest when empty); all are checked before any is deleted."""
     proc, name = "delete_savepoint", table.config.name
-    open_for_write(table, settings)
-    with commit_lock(table.storage, settings, "delete savepoint"):
-        table = table.refreshed()
+    with locked(table, settings, "delete savepoint") as held:
+        table = held.table
         existing = list_savepoints(table)
         if not existing:
             raise SqlError(f"CALL {proc}: table {name} has no savepoint")

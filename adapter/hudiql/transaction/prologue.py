@@ -4,6 +4,11 @@
 metadata table that the change would leave stale (``table.metadata_table``: hudiql does not maintain
 one yet), under the table lock, saying so in one line.
 
+``locked`` is the whole prologue of a table service or procedure (compaction, clustering, clean,
+archive, savepoint, rollback, restore): the table opened for write, failed writes rolled back, the
+table lock taken and the table listed under it, rollbacks a crash left pending finished, and, when
+the service makes an instant, its instant time claimed with a heartbeat.
+
 Example:
     >>> from hudiql.config.table_config import METADATA_PARTITIONS, TableConfig
     >>> table = HudiTable.create(warehouse + "/orders", TableConfig({"hoodie.table.name": "orders", METADATA_PARTITIONS: "files"}))
@@ -14,13 +19,16 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from hudiql.errors import warn
 from hudiql.table.metadata_table import has_metadata_table, remove_metadata_table
 from hudiql.table.table import HudiTable
-from hudiql.timeline.active import ensure_writable
+from hudiql.timeline.active import RESTORE, ROLLBACK, ensure_writable
+from hudiql.transaction.heartbeat import WriterHeartbeat, claim_instant_time
 from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.rollback import finish_pending, rollback_failed_writes
 
 
 def open_for_write(table: HudiTable, settings: Mapping[str, str]) -> None:
@@ -37,3 +45,46 @@ def open_for_write(table: HudiTable, settings: Mapping[str, str]) -> None:
              "maintain it yet, and readers that list files through it would miss what hudiql writes; "
              "Hudi writers with hoodie.metadata.enable=true build it again")
     table.opened_for_write = True
+
+
+class LockedTable:
+    """A table under the table lock, listed after the lock was taken: what a service decides from
+    it holds until the lock is released."""
+
+    def __init__(self, table: HudiTable, settings: Mapping[str, str]) -> None:
+        self.table = table
+        self._settings = settings
+        self._heartbeat: WriterHeartbeat | None = None
+
+    def claim_instant_time(self) -> str:
+        """A new instant time for the service's instant, kept from every writer by a heartbeat
+        until the lock is released."""
+        if self._heartbeat is None:
+            self._heartbeat = claim_instant_time(self.table, self._settings)
+        return self._heartbeat.instant_time
+
+    def release(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+
+
+@contextmanager
+def locked(table: HudiTable, settings: Mapping[str, str], purpose: str,
+           roll_back_failed_writes: bool = False) -> Iterator[LockedTable]:
+    """The prologue of a table service or procedure (``purpose`` names it in a lock conflict):
+    ``table`` opened for write, its failed writes rolled back first (``roll_back_failed_writes``:
+    the services that plan from the file slices), then the table lock held for the block, with the
+    table listed under it and the rollbacks and restores a crash left pending finished."""
+    open_for_write(table, settings)
+    if roll_back_failed_writes:
+        rollback_failed_writes(table, settings)
+    with commit_lock(table.storage, settings, purpose):
+        table = table.refreshed()
+        if table.timeline.pending((ROLLBACK, RESTORE)):
+            finish_pending(table, settings)
+            table = table.refreshed()
+        held = LockedTable(table, settings)
+        try:
+            yield held
+        finally:
+            held.release()

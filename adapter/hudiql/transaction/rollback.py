@@ -33,22 +33,6 @@ Example: a writer died after starting its instant and writing a file.
     ['20240101000000000']
     >>> table.storage.exists(f"dt=1/{name}"), HudiTable.load(table.base_uri).timeline.instants
     (False, [])
-
-Example: the latest commit rolled back; its file is gone, a completed rollback instant stays.
-    >>> from hudiql.timeline.commit import CommitMetadata, WriteStat
-    >>> timeline = table.refreshed().timeline
-    >>> instant = timeline.start(COMMIT, "20240102000000000")
-    >>> table.storage.write("dt=1/f-1_0-1-0_20240102000000000.parquet", b"rows")
-    >>> meta = CommitMetadata(write_stats=[WriteStat("f-1", "dt=1", "dt=1/f-1_0-1-0_20240102000000000.parquet")])
-    >>> _ = timeline.complete(instant, meta.to_json())
-    >>> rolled = rollback_to_instant(table.refreshed(), {}, "20240102000000000")
-    >>> rolled.instant_time, [posixpath.basename(p) for p in rolled.deleted["dt=1"]]
-    ('20240102000000000', ['f-1_0-1-0_20240102000000000.parquet'])
-    >>> [(i.action, i.state.value) for i in table.refreshed().timeline.instants]
-    [('rollback', 'completed')]
-    >>> rollback_to_instant(table.refreshed(), {}, "20240102000000000")
-    Traceback (most recent call last):
-    hudiql.errors.SqlError: CALL rollback_to_instant: table orders has no instant 20240102000000000; CALL show_commits(table => 'orders') lists its commits
 """
 
 from __future__ import annotations
@@ -74,14 +58,12 @@ from hudiql.timeline.active import (
     REPLACE_COMMIT,
     RESTORE,
     ROLLBACK,
-    SAVEPOINT,
     Instant,
     State,
     instant_file_name,
 )
 from hudiql.timeline.replace_plan import clustering_plan
 from hudiql.timeline.rollback_plan import (
-    RestorePlan,
     RollbackMetadata,
     RollbackPlan,
     RollbackRequest,
@@ -91,11 +73,9 @@ from hudiql.timeline.rollback_plan import (
     encode_metadata,
     encode_plan,
     encode_restore_metadata,
-    encode_restore_plan,
 )
 from hudiql.transaction.heartbeat import claim_instant_time, heartbeat_path, is_expired
 from hudiql.transaction.lock import commit_lock
-from hudiql.transaction.prologue import open_for_write
 
 _MARKER_RE = re.compile(r"^(?P<file>.+)\.marker\.[A-Z]+$")
 
@@ -156,7 +136,8 @@ def rollback_failed_writes(table: HudiTable, settings: Mapping[str, str]) -> lis
 
 # ---- completed commits -------------------------------------------------------------------------
 
-def _refuse(procedure: str, message: str) -> SqlError:
+def refusal(procedure: str, message: str) -> SqlError:
+    """The error of ``CALL <procedure>`` refusing, by ``message``, to change the table."""
     return SqlError(f"CALL {procedure}: {message}")
 
 
@@ -172,7 +153,7 @@ def plan_rollback(table: HudiTable, instant: Instant, procedure: str = "rollback
         parsed = [parse_data_file_name(n) for n in names]
         if any(p is not None and p.is_log for p in parsed) and stat.log_offset > 0:
             # Hudi appends to a log file it did not create; deleting it would drop older blocks.
-            raise _refuse(procedure, f"{instant.action} {instant.timestamp} appended to log file {names[0]}, which "
+            raise refusal(procedure, f"{instant.action} {instant.timestamp} appended to log file {names[0]}, which "
                                      "holds blocks of earlier commits; hudiql rolls back only log files a commit created")
         files = [table.storage.uri(join_partition(stat.partition_path, n)) for n, p in zip(names, parsed) if p]
         base = next((p.instant_time for p in parsed if p is not None), None)
@@ -185,7 +166,7 @@ def _is_log(path: str) -> bool:
     return parsed is not None and parsed.is_log
 
 
-def _check_previous_slices(table: HudiTable, instant: Instant, procedure: str) -> None:
+def check_previous_slices(table: HudiTable, instant: Instant, procedure: str) -> None:
     """Refuse a rollback that would leave a file group without rows: the slice a commit rewrote,
     or a file group it replaced, was cleaned since."""
     meta = read_commit_metadata(table.timeline, instant)
@@ -196,7 +177,7 @@ def _check_previous_slices(table: HudiTable, instant: Instant, procedure: str) -
     for partition, file_id in sorted(needed):
         group = view.groups.get((partition, file_id))
         if group is None or not any(t < instant.timestamp for t in group.slices):
-            raise _refuse(procedure, f"the files of file group {file_id} in partition '{partition}' before "
+            raise refusal(procedure, f"the files of file group {file_id} in partition '{partition}' before "
                                      f"{instant.timestamp} were cleaned; rolling it back would lose their rows "
                                      "(a savepoint keeps files from cleaning)")
 
@@ -222,7 +203,7 @@ def _execute(table: HudiTable, rollback_instant: Instant, plan: RollbackPlan) ->
     return metadata
 
 
-def _roll_back_locked(table: HudiTable, settings: Mapping[str, str], instant: Instant) -> RollbackMetadata:
+def roll_back_completed(table: HudiTable, settings: Mapping[str, str], instant: Instant) -> RollbackMetadata:
     """Plan and run the rollback of a completed instant; the caller holds the table lock."""
     plan = plan_rollback(table, instant)
     heartbeat = claim_instant_time(table, settings)  # no writer takes the rollback's instant time
@@ -239,59 +220,16 @@ def finish_pending(table: HudiTable, settings: Mapping[str, str]) -> None:
     for pending in table.timeline.pending((ROLLBACK,)):
         _execute(table, pending, decode_plan(table.timeline.read_requested(pending), pending.file_name))
     for pending in table.timeline.pending((RESTORE,)):
-        _restore(table.refreshed(), settings, pending)
+        run_restore(table.refreshed(), settings, pending)
 
 
-def _completed_writes(table: HudiTable) -> list[Instant]:
+def completed_writes(table: HudiTable) -> list[Instant]:
     return table.timeline.completed(ROLLBACK_ACTIONS)
-
-
-def _pending_writes_after(table: HudiTable, instant_time: str) -> list[Instant]:
-    """Writes, compactions and clusterings pending after ``instant_time`` (they may have read it)."""
-    return [i for i in table.timeline.pending(ROLLBACK_ACTIONS) if i.timestamp > instant_time]
-
-
-def rollback_to_instant(table: HudiTable, settings: Mapping[str, str], instant_time: str) -> RollbackMetadata:
-    """``CALL rollback_to_instant``: roll back the latest completed commit, refusing anything
-    else by name (nothing is changed then)."""
-    proc, name = "rollback_to_instant", table.config.name
-    open_for_write(table, settings)
-    rollback_failed_writes(table, settings)
-    with commit_lock(table.storage, settings, f"rollback {instant_time}"):
-        table = table.refreshed()
-        finish_pending(table, settings)
-        table = table.refreshed()
-        found = [i for i in table.timeline.instants if i.timestamp == instant_time and i.action != SAVEPOINT]
-        if not found:
-            raise _refuse(proc, f"table {name} has no instant {instant_time}; CALL show_commits(table => '{name}') "
-                                "lists its commits")
-        instant = found[0]
-        if instant.action not in ROLLBACK_ACTIONS:
-            raise _refuse(proc, f"{instant_time} is a {instant.action}; only a commit, delta commit, replace commit "
-                                "or compaction is rolled back")
-        if not instant.is_completed:
-            raise _refuse(proc, f"{instant.action} {instant_time} has not completed; a failed write is rolled back "
-                                "by the next write, a running one must finish first")
-        later = [i for i in _completed_writes(table) if i.timestamp > instant_time]
-        if later:
-            raise _refuse(proc, f"{instant_time} is not the latest commit of table {name}: {later[-1].timestamp} "
-                                f"completed after it; roll back {later[-1].timestamp} first, or restore a savepoint "
-                                "with CALL rollback_to_savepoint")
-        protecting = [s for s in table.timeline.completed((SAVEPOINT,)) if s.timestamp >= instant_time]
-        if protecting:
-            raise _refuse(proc, f"savepoint {protecting[0].timestamp} protects {instant_time}; CALL "
-                                f"delete_savepoint(table => '{name}', instant_time => '{protecting[0].timestamp}') first")
-        running = _pending_writes_after(table, instant_time)
-        if running:
-            raise _refuse(proc, f"{running[0].action} {running[0].timestamp} is in flight after {instant_time}; "
-                                "wait until it finishes, then roll back the latest commit")
-        _check_previous_slices(table, instant, proc)
-        return _roll_back_locked(table, settings, instant)
 
 
 # ---- restore -------------------------------------------------------------------------------------
 
-def _restore(table: HudiTable, settings: Mapping[str, str], restore: Instant) -> list[RollbackMetadata]:
+def run_restore(table: HudiTable, settings: Mapping[str, str], restore: Instant) -> list[RollbackMetadata]:
     """Run a restore plan (again, after a crash): roll back each of its commits still on the
     timeline, newest first, then complete the restore with what each rollback deleted."""
     started = time.monotonic()
@@ -306,44 +244,10 @@ def _restore(table: HudiTable, settings: Mapping[str, str], restore: Instant) ->
             if m.instant_time in planned}
     for instant_time, _ in plan.instants:
         current = table.refreshed()
-        instant = next((i for i in _completed_writes(current) if i.timestamp == instant_time), None)
+        instant = next((i for i in completed_writes(current) if i.timestamp == instant_time), None)
         if instant is not None:
-            done[instant_time] = _roll_back_locked(current, settings, instant)
+            done[instant_time] = roll_back_completed(current, settings, instant)
     rollbacks = [done[t] for t, _ in plan.instants if t in done]
     timeline.complete(restore, encode_restore_metadata(restore.timestamp, int((time.monotonic() - started) * 1000),
                                                        rollbacks))
     return rollbacks
-
-
-def restore_to_savepoint(table: HudiTable, settings: Mapping[str, str], savepoint_time: str,
-                         savepointed: set[str]) -> list[RollbackMetadata]:
-    """``CALL rollback_to_savepoint``: roll back every commit after the completed savepoint
-    ``savepoint_time`` (whose files are ``savepointed``, paths relative to the table), as one
-    restore; refused while a write is pending or when a newer savepoint exists."""
-    proc, name = "rollback_to_savepoint", table.config.name
-    open_for_write(table, settings)
-    with commit_lock(table.storage, settings, f"restore {savepoint_time}"):
-        table = table.refreshed()
-        finish_pending(table, settings)
-        table = table.refreshed()
-        pending = table.timeline.pending(ROLLBACK_ACTIONS)
-        if pending:
-            raise _refuse(proc, f"{pending[0].action} {pending[0].timestamp} is pending; wait until it completes "
-                                "(a failed write is rolled back by the next write), then restore")
-        newer = [s.timestamp for s in table.timeline.completed((SAVEPOINT,)) if s.timestamp > savepoint_time]
-        if newer:
-            raise _refuse(proc, f"savepoint {newer[0]} is newer than {savepoint_time}; restore it, or CALL "
-                                f"delete_savepoint(table => '{name}', instant_time => '{newer[0]}') first")
-        missing = sorted(p for p in savepointed if not table.storage.exists(p))
-        if missing:
-            raise _refuse(proc, f"savepoint {savepoint_time} names {missing[0]}, which is missing; it cannot be restored")
-        later = [i for i in reversed(_completed_writes(table)) if i.timestamp > savepoint_time]
-        for instant in later:
-            plan_rollback(table, instant, proc)  # refuse before anything changes
-        heartbeat = claim_instant_time(table, settings)
-        try:
-            restore = table.timeline.request(RESTORE, heartbeat.instant_time, encode_restore_plan(
-                RestorePlan(savepoint_time, [(i.timestamp, i.action) for i in later])))
-            return _restore(table.refreshed(), settings, restore)
-        finally:
-            heartbeat.stop()
