@@ -35,19 +35,16 @@ class IndexConfig:
     def is_bucket(self) -> bool:
         return self.kind == BUCKET
 
-    @classmethod
-    def for_table(cls, table_props: dict[str, str], session_conf: dict[str, str], record_key_fields: list[str]) -> IndexConfig:
-        """The table's index. Its options are table properties: the file groups on storage were
-        laid out by them, so a session setting may repeat them but not change them."""
-        index = cls.from_settings(table_props, record_key_fields)
-        overrides = {k: v for k, v in session_conf.items() if k in (INDEX_TYPE, BUCKET_ENGINE, NUM_BUCKETS, HASH_FIELD)}
-        if overrides and cls.from_settings({**table_props, **overrides}, record_key_fields) != index:
+    def check_unchanged(self, table_props: dict[str, str], settings: dict[str, str], record_key_fields: list[str]) -> None:
+        """Refuse ``settings`` (a session's or a statement's) that change this index, the table's:
+        the file groups on storage were laid out by it, so they may repeat its options only."""
+        overrides = {k: v for k, v in settings.items() if k in (INDEX_TYPE, BUCKET_ENGINE, NUM_BUCKETS, HASH_FIELD)}
+        if overrides and self.from_settings({**table_props, **overrides}, record_key_fields) != self:
             stored = ", ".join(f"{k}={table_props.get(k, '(not set)')}" for k in overrides)
             raise OptionError(
                 f"{', '.join(f'{k}={v}' for k, v in overrides.items())} differs from the table's {stored}; "
                 "a table's index is fixed when the table is created"
             )
-        return index
 
     @classmethod
     def from_settings(cls, settings: dict[str, str], record_key_fields: list[str]) -> IndexConfig:

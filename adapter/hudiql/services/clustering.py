@@ -58,7 +58,6 @@ from hudiql.table.schema import FILE_NAME, conform, to_arrow, to_avro_json, with
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant
 from hudiql.transaction.conflict import ConflictRule
-from hudiql.config.index_config import IndexConfig
 from hudiql.transaction.prologue import locked
 from hudiql.transaction.write_transaction import WriteTransaction
 
@@ -111,7 +110,7 @@ def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str
     plan in its conflict check, and a write that completed before is in the plan.
     """
     check_settings(settings)
-    if IndexConfig.from_settings(dict(settings), table.config.record_key_fields).is_bucket:
+    if table.config.index.is_bucket:
         raise HudiqlError(f"table {table.config.name} uses the bucket index, whose file groups are its buckets; "
                           "clustering would put a bucket's keys in other file groups, so hudiql does not cluster it")
     columns = sort_columns(table, configured_sort_columns(settings) if order is None else order)
