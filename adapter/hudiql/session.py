@@ -70,8 +70,6 @@ from hudiql.write.writer import (
     write_schema,
 )
 
-INSERT_OPERATION = registry.INSERT_INTO_OPERATION
-WRITE_OPERATION = registry.WRITE_OPERATION
 
 
 @dataclass
@@ -486,21 +484,13 @@ class Session:
 
     def _run_Insert(self, st: S.Insert) -> Result:
         table = self.table(st.table)
-        default = Operation.default_for(table)
-        # A session SET of either key beats the table's properties, as session settings do.
-        given = [(k, settings.get(k)) for settings in (self.conf, table.config.props) for k in (INSERT_OPERATION, WRITE_OPERATION)]
-        key, raw = next(((k, v) for k, v in given if v), (INSERT_OPERATION, default.value))
-        try:
-            operation = Operation(raw.lower())
-        except ValueError:
-            raise SqlError(f"{key}={raw} is not valid; use insert, upsert or bulk_insert") from None
-        if not table.has_record_key:
-            operation = Operation.INSERT if operation is Operation.UPSERT else operation
+        operation, key = Operation.for_insert(table, self.conf)
         if st.overwrite:
             return self._overwrite(table, st, operation if operation.replaces else None,
-                                   default if operation.replaces else operation)
+                                   Operation.default_for(table) if operation.replaces else operation)
         if operation.replaces:
-            raise SqlError(f"{key}={raw} replaces rows: write INSERT OVERWRITE, or SET {key}=upsert, insert or bulk_insert")
+            raise SqlError(f"{key}={operation.value} replaces rows: write INSERT OVERWRITE, or SET {key}=upsert, insert "
+                           "or bulk_insert")
         with transaction(self.spark, table, self.conf) as txn:
             metadata = write_insert(txn, self._insert_rows(txn.table, st), operation)
         return self._dml_result(insert_counts(metadata))

@@ -40,7 +40,7 @@ from pyspark.sql import types as T
 
 from hudiql.config import registry
 from hudiql.config.index_config import IndexConfig
-from hudiql.errors import HudiqlError
+from hudiql.errors import HudiqlError, SqlError
 from hudiql.file_group.log_file.format import wrapper_for
 from hudiql.layout import (
     PARTITION_METADATA_FILE,
@@ -134,6 +134,23 @@ class Operation(str, Enum):
         """What an INSERT (or CTAS, or df.write) does unless told: upsert, keeping one row per key;
         a table without a record key has no key to keep one row of, and inserts."""
         return cls.UPSERT if table.has_record_key else cls.INSERT
+
+    @classmethod
+    def for_insert(cls, table: HudiTable, session: Mapping[str, str]) -> tuple[Operation, str]:
+        """What an INSERT statement does, and the key that said so: Spark SQL's
+        ``hoodie.spark.sql.insert.into.operation`` or the data source's ``hoodie.datasource.write.operation``,
+        either set in the ``session`` beating either table property, else ``default_for``. An
+        upsert into a table without a record key inserts."""
+        keys = (registry.INSERT_INTO_OPERATION, registry.WRITE_OPERATION)
+        given = [(k, settings.get(k)) for settings in (session, table.config.props) for k in keys]
+        key, raw = next(((k, v) for k, v in given if v), (keys[0], cls.default_for(table).value))
+        try:
+            operation = cls(raw.lower())
+        except ValueError:
+            raise SqlError(f"{key}={raw} is not valid; use insert, upsert or bulk_insert") from None
+        if not table.has_record_key and operation is cls.UPSERT:
+            operation = cls.INSERT
+        return operation, key
 
 
 @dataclass(frozen=True)
