@@ -11,16 +11,11 @@ Example:
 from __future__ import annotations
 
 import zlib
-from functools import cached_property
 from datetime import datetime, timezone, tzinfo
-from typing import TYPE_CHECKING
 
 from hudiql.errors import FormatError, damaged_file
 from hudiql.io.storage import Storage
 from hudiql.layout import PROPERTIES_FILE
-
-if TYPE_CHECKING:
-    from hudiql.config.index_config import IndexConfig
 
 COPY_ON_WRITE = "COPY_ON_WRITE"
 MERGE_ON_READ = "MERGE_ON_READ"
@@ -281,14 +276,6 @@ class TableConfig:
     def partition_fields(self) -> list[str]:
         # v8 may write "field:type" pairs (custom key generator); the field is before the colon.
         return [f.split(":")[0] for f in _fields(self.props.get(PARTITION_FIELDS))]
-
-    @cached_property
-    def index(self) -> IndexConfig:
-        """The table's index (``hoodie.index.type`` and its options), fixed when the table was created;
-        decided once per statement (its snapshots share this config)."""
-        from hudiql.config.index_config import IndexConfig  # it reads the registry, which reads this module
-
-        return IndexConfig.from_settings(self.props, self.record_key_fields)
 
     @property
     def ordering_field(self) -> str | None:

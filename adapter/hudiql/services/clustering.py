@@ -110,7 +110,7 @@ def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str
     plan in its conflict check, and a write that completed before is in the plan.
     """
     check_settings(settings)
-    if table.config.index.is_bucket:
+    if table.index.is_bucket:
         raise HudiqlError(f"table {table.config.name} uses the bucket index, whose file groups are its buckets; "
                           "clustering would put a bucket's keys in other file groups, so hudiql does not cluster it")
     columns = sort_columns(table, configured_sort_columns(settings) if order is None else order)

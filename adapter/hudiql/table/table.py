@@ -20,6 +20,7 @@ from functools import cached_property
 
 from pyspark.sql import types as T
 
+from hudiql.config.index_config import IndexConfig
 from hudiql.config.table_config import TableConfig, damaged_properties
 from hudiql.errors import FormatError, TableNotFoundError
 from hudiql.io.storage import Storage
@@ -84,12 +85,22 @@ class HudiTable:
         """This table as of ``timeline`` (one the caller listed, or extended with an instant it wrote)."""
         table = HudiTable(self.storage, self.config, timeline)
         table.opened_for_write = self.opened_for_write
+        self._hand_down(table)
         return table
+
+    def _hand_down(self, table: HudiTable) -> None:
+        """Give ``table`` (of the same config) what this one derived from the config: a statement
+        decides its key generator, merge rule and index once."""
+        for name in ("keygen", "merge_rule", "index"):
+            if name in self.__dict__:  # computed (cached_property keeps it in the instance)
+                table.__dict__[name] = self.__dict__[name]
 
     def as_of(self, instant_time: str) -> HudiTable:
         """This table as a reader as of ``instant_time`` sees it: the commits up to it, its
         schema then, the file slices they wrote (``Timeline.as_of``)."""
-        return HudiTable(self.storage, self.config, self.timeline.as_of(instant_time))
+        table = HudiTable(self.storage, self.config, self.timeline.as_of(instant_time))
+        self._hand_down(table)
+        return table
 
     @cached_property
     def keygen(self) -> KeyGenerator:
@@ -98,6 +109,11 @@ class HudiTable:
     @cached_property
     def merge_rule(self) -> MergeRule:
         return MergeRule.from_config(self.config)
+
+    @cached_property
+    def index(self) -> IndexConfig:
+        """The table's index (``hoodie.index.type`` and its options), fixed when it was created."""
+        return IndexConfig.from_settings(self.config.props, self.config.record_key_fields)
 
     @property
     def has_record_key(self) -> bool:

@@ -186,7 +186,7 @@ def write_rows(
     into an empty table, and the commit replaces what ``replacement`` says; ``None`` when that
     changes nothing (no row, nothing replaced: the instant leaves no trace)."""
     spark, table = txn.spark, txn.table
-    index = txn.table.config.index
+    index = txn.table.index
     # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
     # bucket assignment counts the inserts, and deleting a new key drops it. The bucket index
     # does it in the shuffle by file group that the write needs anyway.
@@ -212,7 +212,7 @@ def write_schema(txn: WriteTransaction, schema: T.StructType) -> CommitMetadata:
 def write_replacement(txn: WriteTransaction, replacement: Replacement) -> CommitMetadata | None:
     """Commit ``replacement`` alone (DROP PARTITION, TRUNCATE): a replacecommit without new files;
     ``None`` when it replaces no file group."""
-    return _commit(txn, txn.table.config.index, replacement.operation, [], None, replacement)
+    return _commit(txn, txn.table.index, replacement.operation, [], None, replacement)
 
 
 def write_decided(
@@ -234,7 +234,7 @@ def write_decided(
     MERGE ON the record key over the whole table), else the index looks the new keys up.
     """
     spark, table, instant_time = txn.spark, txn.table, txn.instant_time
-    index = txn.table.config.index
+    index = txn.table.index
     replace = MergeRule.latest_wins()
     if index.is_bucket:  # the bucket index reads nothing: it places every row again, cheaply
         task_stats = _write_file_groups(
@@ -284,7 +284,7 @@ def write_settings(table: HudiTable, conf: Mapping[str, str], statement: Mapping
     settings = registry.effective_settings(table.config.props, conf, statement)
     if table.config.is_mor:
         registry.check_values(settings, registry.MERGE_ON_READ_WRITE_KEYS)
-    table.config.index.check_unchanged(table.config.props, registry.effective_settings({}, conf, statement),
+    table.index.check_unchanged(table.config.props, registry.effective_settings({}, conf, statement),
                                        table.config.record_key_fields)
     return settings
 
