@@ -1,5 +1,5 @@
 """Fixtures of every test run, for the tests (``tests/``) and the docstring examples of the package
-(``adapter/hudiql/``, collected by ``--doctest-modules``): one real local SparkSession per test
+(``src/hudiql/``, collected by ``--doctest-modules``): one real local SparkSession per test
 process (the run's two worker processes, ``-n 2`` in pyproject.toml, have one each).
 
 Docstring examples find these names (``doctest_namespace``):

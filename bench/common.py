@@ -89,11 +89,14 @@ def snapshot_hudiql(workdir: str, ref: str | None) -> tuple[ModuleType, str]:
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
     if ref:
-        archive = subprocess.run(["git", "-C", REPO, "archive", ref, "adapter/hudiql"],
+        # The package's folder at ``ref``: src/hudiql, adapter/hudiql before the source root's rename.
+        folder = next(f for f in ("src/hudiql", "adapter/hudiql")
+                      if subprocess.run(["git", "-C", REPO, "cat-file", "-e", f"{ref}:{f}"]).returncode == 0)
+        archive = subprocess.run(["git", "-C", REPO, "archive", ref, folder],
                                  check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", root, "--strip-components=1"], input=archive, check=True)
     else:
-        shutil.copytree(os.path.join(REPO, "adapter", "hudiql"), os.path.join(root, "hudiql"),
+        shutil.copytree(os.path.join(REPO, "src", "hudiql"), os.path.join(root, "hudiql"),
                         ignore=shutil.ignore_patterns("__pycache__"))
     sys.path.insert(0, root)
     os.environ["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])
@@ -104,7 +107,7 @@ def snapshot_hudiql(workdir: str, ref: str | None) -> tuple[ModuleType, str]:
                           capture_output=True, text=True).stdout.strip()
     if ref:
         return module, f"git {ref} ({head})"
-    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "adapter/hudiql"],
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "src/hudiql"],
                            capture_output=True, text=True).stdout
     return module, f"working tree at {head}" + (" with uncommitted changes" if dirty.strip() else "")
 

@@ -43,7 +43,7 @@ STATEMENTS = [
 def load_counter():
     """The working tree's ``hudiql/io/requests.py``, bound to whichever ``hudiql`` is imported."""
     spec = importlib.util.spec_from_file_location(
-        "bench_requests", os.path.join(REPO, "adapter", "hudiql", "io", "requests.py"))
+        "bench_requests", os.path.join(REPO, "src", "hudiql", "io", "requests.py"))
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclass looks itself up there
     spec.loader.exec_module(module)

@@ -24,12 +24,12 @@ from hypothesis import strategies as st
 from pyspark.sql import types as T
 
 from hudiql.errors import FormatError
-from hudiql.file_group.log_file import avro as avro_codec
-from hudiql.file_group.log_file import format as L
+from hudiql.formats import avro as avro_codec
+from hudiql.formats import log_file as L
 from hudiql.file_group.reader import SliceReader
 from hudiql.config.table_config import COMMIT_TIME_ORDERING, EVENT_TIME_ORDERING
-from hudiql.table.merge import MergeRule
-from hudiql.table.schema import RECORD_KEY, to_arrow, to_avro, with_meta_columns
+from hudiql.record.merge import MergeRule
+from hudiql.record.schema import RECORD_KEY, to_arrow, to_avro, with_meta_columns
 from hudiql.timeline.active import CommittedInstants
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -265,7 +265,7 @@ import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (3 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
 import pyarrow as pa
 from hudiql.errors import FormatError
-from hudiql.file_group.log_file import format as L
+from hudiql.formats import log_file as L
 schema, record = json.loads(sys.argv[1]), bytes.fromhex(sys.argv[2])
 content = (3).to_bytes(4, "big") + (1).to_bytes(4, "big") + len(record).to_bytes(4, "big") + record
 block = L.LogBlock(L.AVRO_DATA, {L.SCHEMA: json.dumps(schema)}, content)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
-from hudiql.table.schema import META_COLUMNS
+from hudiql.record.schema import META_COLUMNS
 
 SAMPLE = HUDI_TABLES / "sample_table" / "mor" / "parquet"
 TRIPS = HUDI_TABLES / "quickstart_trips_table" / "mor" / "avro"

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
 from hudiql.errors import HudiqlError
-from hudiql.table.schema import META_COLUMNS
+from hudiql.record.schema import META_COLUMNS
 
 COW = HUDI_TABLES / "sample_table" / "cow"
 

@@ -13,7 +13,7 @@ from conftest import hudiql_rows, instants, official_rows
 from pyspark.sql import functions as F
 
 from hudiql.errors import HudiqlError
-from hudiql.file_group.log_file import format as L
+from hudiql.formats import log_file as L
 from hudiql.layout import bucket_file_id, bucket_of_file_id
 from hudiql.write.index import bucket_id, java_string_hash
 

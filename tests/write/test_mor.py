@@ -17,8 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import hudiql_rows, instants, logs, official_rows, timeline
 from hudiql.errors import HudiqlError
-from hudiql.file_group.log_file.format import TruncatedLogError
-from hudiql.file_group.log_file import format as L
+from hudiql.formats.log_file import TruncatedLogError
+from hudiql.formats import log_file as L
 
 LOG_NAME = re.compile(r"^\.(?P<fid>[^_]+)_(?P<base>\d{17})\.log\.(?P<version>\d+)_(?P<token>\d+-\d+-\d+)$")
 BASE_NAME = re.compile(r"^(?P<fid>[^_]+)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d{17})\.parquet$")
@@ -352,7 +352,7 @@ def test_write_buffer_settings_split_a_log_file_into_blocks(session, spark, ware
 
 
 def _append_task(tmp_path: Path, batch_size: int, task_max_size: int):
-    from hudiql.table.schema import to_arrow, to_avro, with_meta_columns
+    from hudiql.record.schema import to_arrow, to_avro, with_meta_columns
     from hudiql.write.append_handle import AppendTask, LogTarget
     from pyspark.sql import types as T
 

@@ -1,0 +1,336 @@
+"""Clustering: the small file groups of a partition rewritten, sorted, into fewer and larger ones.
+
+- schedule: under the table lock, a ``<t>.replacecommit.requested`` holding Hudi's
+  ``HoodieRequestedReplaceMetadata`` (operation ``CLUSTER``, a ``HoodieClusteringPlan``,
+  ``timeline.replace_plan``). Per partition, the latest slices whose base file is smaller than
+  ``hoodie.clustering.plan.strategy.small.file.limit`` (not those a pending compaction opened),
+  largest first, in groups of up to 2 GB (Hudi's default bytes per group), each to be written
+  into ceil(size / ``target.file.max.bytes``) file groups; at most ``max.num.groups`` groups, as
+  Hudi's size-based plan strategy makes them. Refused while another clustering is pending,
+  while a write earlier than ``t`` is in flight (as a compaction plan is), and on tables with
+  the bucket index (a bucket is a file group).
+- execute: a write transaction of the planned instant (``WriteTransaction.resume``, as a
+  compaction runs): Spark tasks read each group's slices (merge-on-read: base and logs merged),
+  sort them by the plan's sort columns and write new base files of about the target size. Each
+  record keeps its ``_hoodie_commit_time`` and ``_hoodie_commit_seqno`` (Hudi's plans preserve
+  commit metadata), so an incremental read sees nothing new; only ``_hoodie_file_name`` names the
+  new file. The instant completes as a replacecommit (operation ``CLUSTER``) that replaces the
+  planned file groups.
+- conflicts (``transaction.conflict``): a write to a file group of a pending plan fails, and the
+  clustering fails when a write changed its file groups since the plan; its plan is then
+  removed (it could never run).
+- inline (``hoodie.clustering.inline``): after a write, pending plans run first, then a new one
+  is planned and run when ``hoodie.clustering.inline.max.commits`` commits completed since the
+  last clustering (``services.post_commit``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import reduce
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from hudiql.errors import ColumnError, HudiqlError, WriteConflictError
+from hudiql.file_group import FileSlice
+from hudiql.io.storage import Storage
+from hudiql.read.snapshot import snapshot
+from hudiql.config import registry as K
+from hudiql import layout
+from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
+from hudiql.timeline.replace_plan import (
+    CLUSTER,
+    ClusteringGroup,
+    ClusteringPlan,
+    ClusteringSlice,
+    clustering_plan,
+    encode_clustering,
+    pending_clusterings,
+)
+from hudiql.record.schema import FILE_NAME, conform, to_arrow, to_avro_json, with_meta_columns
+from hudiql.table.table import HudiTable
+from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant
+from hudiql.transaction.conflict import ConflictRule
+from hudiql.transaction.prologue import locked
+from hudiql.transaction.write_transaction import WriteTransaction
+
+INLINE = K.INLINE_CLUSTERING
+_NUMBER_KEYS = (K.CLUSTERING_MAX_COMMITS, K.CLUSTERING_SMALL_FILE_LIMIT, K.CLUSTERING_TARGET_FILE_SIZE,
+                K.CLUSTERING_MAX_GROUPS)
+#: Hudi's default of hoodie.clustering.plan.strategy.max.bytes.per.group: one task writes a group.
+MAX_BYTES_PER_GROUP = 2 * 1024 ** 3
+_GROUP = "__hudiql_clustering_group"
+_MB = 1024.0 * 1024.0
+
+
+def check_settings(settings: Mapping[str, str]) -> None:
+    """Refuse a bad clustering setting before anything is planned."""
+    K.check_values(settings, (INLINE, *_NUMBER_KEYS))
+
+
+def configured_sort_columns(settings: Mapping[str, str]) -> str:
+    """``hoodie.clustering.plan.strategy.sort.columns``, or no sorting."""
+    return settings.get(K.CLUSTERING_SORT_COLUMNS) or ""
+
+
+def sort_columns(table: HudiTable, text: str) -> tuple[str, ...]:
+    """The data columns ``'c1,c2'`` names (in any case), as the table spells them."""
+    names = {f.name.lower(): f.name for f in table.schema.fields}
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if part.lower() not in names:
+            raise ColumnError(f"clustering sort column '{part}' is not a column of table {table.config.name}; "
+                              f"its columns are {', '.join(table.schema.fieldNames())}")
+        out.append(names[part.lower()])
+    return tuple(out)
+
+
+def _refuse_pending(table: HudiTable) -> None:
+    pending = pending_clusterings(table.timeline)
+    if pending:
+        raise HudiqlError(
+            f"table {table.config.name} has a pending clustering ({pending[0][0].timestamp}); run it first with "
+            f"CALL run_clustering(table => '{table.config.name}', op => 'execute'), then plan another"
+        )
+
+
+def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str] | None = None,
+             order: str | None = None) -> Instant | None:
+    """Plan a clustering of the small file groups (of ``partitions`` only, when given), sorted by
+    ``order`` (else the sort columns setting); ``None`` when no file group qualifies.
+
+    Under the table lock, from the timeline as it is then: a write that completes later sees the
+    plan in its conflict check, and a write that completed before is in the plan.
+    """
+    check_settings(settings)
+    if table.index.is_bucket:
+        raise HudiqlError(f"table {table.config.name} uses the bucket index, whose file groups are its buckets; "
+                          "clustering would put a bucket's keys in other file groups, so hudiql does not cluster it")
+    columns = sort_columns(table, configured_sort_columns(settings) if order is None else order)
+    _refuse_pending(table)
+    with locked(table, settings, "clustering plan", roll_back_failed_writes=True) as held:
+        table = held.table
+        _refuse_pending(table)
+        instant_time = held.claim_instant_time()  # no writer takes the plan's instant time
+        inflight = [i for i in table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
+                    if i.timestamp < instant_time]
+        if inflight:
+            raise WriteConflictError(
+                f"cannot schedule clustering at {instant_time}: write {inflight[0].timestamp} is still in flight"
+            )
+        plan = plan_clustering(table, settings, partitions, columns)
+        if plan is None:
+            return None
+        return table.timeline.request(REPLACE_COMMIT, instant_time, encode_clustering(plan, table.base_uri))
+
+
+def plan_clustering(table: HudiTable, settings: Mapping[str, str], partitions: list[str] | None,
+                    columns: tuple[str, ...]) -> ClusteringPlan | None:
+    """The groups Hudi's size-based strategy makes of the table's small file slices."""
+    small = K.number(settings, K.CLUSTERING_SMALL_FILE_LIMIT)
+    target = K.number(settings, K.CLUSTERING_TARGET_FILE_SIZE)
+    max_groups = K.number(settings, K.CLUSTERING_MAX_GROUPS)
+    assumed = K.number(settings, K.MAX_FILE_SIZE)  # what a slice without a base file counts as
+
+    def size(s: FileSlice) -> int:
+        return s.base_file_size if s.base_file else assumed
+
+    view = table.file_system_view()
+    groups: list[ClusteringGroup] = []
+    for partition in view.partitions() if partitions is None else partitions:
+        eligible = [s for s in view.latest_slices(partition)
+                    if s.base_instant not in view.pending_compactions and (s.base_file_size if s.base_file else 0) < small]
+        current: list[FileSlice] = []
+        for s in sorted(eligible, key=lambda s: -size(s)):
+            if current and sum(map(size, current)) + size(s) > MAX_BYTES_PER_GROUP:
+                groups.append(_group(current, size, target))
+                current = []
+            current.append(s)
+        if current:
+            groups.append(_group(current, size, target))
+        if len(groups) >= max_groups:
+            break
+    return ClusteringPlan(tuple(groups[:max_groups]), columns) if groups else None
+
+
+def _group(slices: list[FileSlice], size, target: int) -> ClusteringGroup:
+    total = sum(map(size, slices))
+    read = sum(s.base_file_size + s.log_size for s in slices)
+    return ClusteringGroup(
+        tuple(ClusteringSlice(s.partition_path, s.file_id, s.base_file, tuple(s.log_files)) for s in slices),
+        max(1, math.ceil(total / target)), read / _MB,
+    )
+
+
+@dataclass(frozen=True)
+class ClusteringTask:
+    """Writes the rows of clustering groups, sorted by group then by the sort columns, into new
+    base files of about ``target_bytes`` each (pickled to the executors)."""
+
+    base_uri: str
+    instant_time: str
+    arrow_schema: pa.Schema  # meta columns + data columns, as stored
+    partitions: tuple[str, ...]  # per group: its partition path
+    target_bytes: int
+    compression: str = "snappy"
+
+    def udf(self):
+        def cluster(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            yield pa.RecordBatch.from_pylist(self.write(batches), schema=STATS_ARROW_SCHEMA)
+
+        return cluster
+
+    def write(self, batches: Iterator[pa.RecordBatch]) -> list[dict]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        token = layout.write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber()) if ctx else "0-0-0"
+        storage = Storage(self.base_uri)
+        stats: list[dict] = []
+        out: _OutputFile | None = None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            groups = batch.column(_GROUP).to_numpy()
+            starts = [0, *(np.flatnonzero(np.diff(groups)) + 1), len(groups)]
+            for begin, end in zip(starts, starts[1:]):
+                group = int(groups[begin])
+                if out is not None and (out.group != group or out.full(self.target_bytes)):
+                    stats.append(out.close())
+                    out = None
+                if out is None:
+                    out = _OutputFile.open(storage, self, group, token)
+                out.write(pa.Table.from_batches([batch.slice(begin, end - begin)]))
+        if out is not None:
+            stats.append(out.close())
+        return stats
+
+
+class _OutputFile:
+    """One new base file being written: a new file group of one clustering group."""
+
+    def __init__(self, storage: Storage, task: ClusteringTask, group: int, name: str, path: str) -> None:
+        self.storage, self.task, self.group, self.name, self.path = storage, task, group, name, path
+        self.started = time.monotonic()
+        self.rows = 0
+        self.sink = storage.open_output_stream(path)
+        self.writer = pq.ParquetWriter(self.sink, task.arrow_schema, compression=task.compression)
+
+    @classmethod
+    def open(cls, storage: Storage, task: ClusteringTask, group: int, token: str) -> _OutputFile:
+        partition = task.partitions[group]
+        name = layout.base_file_name(layout.new_file_id(), token, task.instant_time)
+        storage.write(layout.marker_path(task.instant_time, partition, name, "CREATE"), b"")
+        return cls(storage, task, group, name, layout.join_partition(partition, name))
+
+    def full(self, target_bytes: int) -> bool:
+        return self.sink.tell() >= target_bytes
+
+    def write(self, rows: pa.Table) -> None:
+        # The commit time and sequence number stay; the file name is the new file's.
+        rows = conform(rows, self.task.arrow_schema)
+        rows = rows.set_column(rows.schema.get_field_index(FILE_NAME), FILE_NAME,
+                               pa.array([self.name] * rows.num_rows, pa.string()))
+        self.writer.write_table(rows)
+        self.rows += rows.num_rows
+
+    def close(self) -> dict:
+        self.writer.close()
+        self.sink.close()
+        size = self.storage.size(self.path)
+        file_id = layout.parse_data_file_name(self.name).file_id
+        return WriteStat(
+            file_id, self.task.partitions[self.group], self.path, num_writes=self.rows, num_inserts=self.rows,
+            total_write_bytes=size, file_size_in_bytes=size, base_file=self.name,
+            total_create_time_ms=int((time.monotonic() - self.started) * 1000),
+        ).as_row()
+
+
+def _group_rows(spark: SparkSession, table: HudiTable, plan: ClusteringPlan) -> DataFrame:
+    """The rows of every group as the snapshot has them (merged on merge-on-read), tagged by group."""
+    view = table.file_system_view(plan.partitions())
+    parts = [
+        snapshot(spark, table, view, file_groups={(s.partition_path, s.file_id) for s in group.slices})
+        .withColumn(_GROUP, F.lit(i))
+        for i, group in enumerate(plan.groups)
+    ]
+    return reduce(DataFrame.unionByName, parts)
+
+
+def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: Mapping[str, str]) -> CommitMetadata:
+    """Run a planned clustering (or one whose runner died) and commit it."""
+    plan = clustering_plan(table.timeline, instant)
+    assert plan is not None, f"{instant.timestamp} is not a clustering"
+    with WriteTransaction.resume(spark, table, settings, instant) as txn:
+        rows = _group_rows(spark, txn.table, plan)
+        parallel = max(1, min(len(plan.groups), spark.sparkContext.defaultParallelism * 4))
+        # One task writes each group, its rows in the plan's order: files hold ranges of it.
+        rows = rows.repartition(parallel, _GROUP).sortWithinPartitions(_GROUP, *[f"`{c}`" for c in plan.sort_columns])
+        task = ClusteringTask(
+            table.base_uri, instant.timestamp, to_arrow(with_meta_columns(txn.table.schema)),
+            tuple(g.partition_path for g in plan.groups), K.number(settings, K.CLUSTERING_TARGET_FILE_SIZE),
+            K.choice(settings, K.COMPRESSION),
+        )
+        stats = [WriteStat.from_row(r.asDict()) for r in rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()]
+        replaced: dict[str, list[str]] = {}
+        for group in plan.groups:
+            for s in group.slices:
+                replaced.setdefault(s.partition_path, []).append(s.file_id)
+        metadata = CommitMetadata(
+            operation_type=CLUSTER, schema=to_avro_json(txn.table.schema, table.config.name), write_stats=stats,
+            partition_to_replace_file_ids=replaced,
+        )
+        try:
+            txn.commit(metadata, ConflictRule(actions=WRITE_ACTIONS, planned_at=instant.timestamp))
+        except WriteConflictError:
+            # A write changed the planned slices since the plan: run again, the plan would lose
+            # again, and its file groups would take no write meanwhile. It goes, as its files do.
+            txn.abort()
+            txn.table.timeline.remove_pending(instant)
+            raise
+        return metadata
+
+
+def describe(table: HudiTable, limit: int | None = None, show_partitions: bool = False,
+             only: set[str] | None = None) -> list[tuple[str, int, str, str]]:
+    """The clusterings on the active timeline, newest first (of ``only``'s instant times, when
+    given): (instant, input groups, state, involved partitions or ``*``), as Hudi's procedures list them."""
+    timeline = table.timeline
+    rows = []
+    for instant in [i for i in reversed(timeline.instants) if i.action == REPLACE_COMMIT]:
+        if only is not None and instant.timestamp not in only:
+            continue
+        plan = clustering_plan(timeline, instant)
+        if plan is not None:
+            rows.append((instant.timestamp, len(plan.groups), instant.state.name,
+                         ",".join(plan.partitions()) if show_partitions else "*"))
+    return rows[:limit] if limit is not None else rows
+
+
+def is_due(table: HudiTable, settings: Mapping[str, str]) -> bool:
+    """Whether ``max.commits`` commits completed since the last clustering (planned or done)."""
+    timeline = table.timeline
+    last = next((i.timestamp for i in reversed(timeline.instants) if clustering_plan(timeline, i) is not None), "")
+    commits = [i for i in timeline.completed() if i.timestamp > last]
+    return len(commits) >= K.number(settings, K.CLUSTERING_MAX_COMMITS)
+
+
+def cluster_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
+    """After a write, with ``hoodie.clustering.inline`` (``services.post_commit``): run the
+    clusterings already planned (their file groups take no write until they complete), then plan
+    and run one when due. ``table``: as the write left it; listed again after a clustering ran."""
+    check_settings(settings)
+    done = [execute(spark, table.refreshed(), instant, settings) for instant, _ in pending_clusterings(table.timeline)]
+    table = table.refreshed() if done else table
+    if is_due(table, settings):
+        instant = schedule(table, settings)
+        if instant is not None:
+            done.append(execute(spark, table.refreshed(), instant, settings))
+    return done

@@ -1,0 +1,222 @@
+"""Compaction of merge-on-read tables: schedule, plan, execute, commit.
+
+- schedule: a ``<t>.compaction.requested`` instant holding the plan, one operation per file
+  group whose latest slice has log files. Like Hudi, it refuses when a write earlier than ``t``
+  is still in flight; ``t`` is later than every instant.
+- execute: a write transaction (``transaction.write_transaction``) of the planned instant: Spark tasks merge
+  each operation's base file and logs into a new base file named with the compaction instant;
+  the instant completes as a ``commit`` with ``compacted: true``. A failed run is rolled back to
+  requested and can run again; a run whose process died, once its heartbeat expired.
+- inline (``hoodie.compact.inline``): after a delta commit, pending plans run first, oldest
+  first, then a new one is planned when the trigger fires (``services.post_commit``).
+- Writes that arrive while a compaction is pending go to log files of the new slice (named by
+  the compaction instant); readers merge them with the slice being compacted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from hudiql.errors import HudiqlError, WriteConflictError
+from hudiql.file_group.reader import SliceReader
+from hudiql.io.storage import Storage
+from hudiql.config import registry as K
+from hudiql import layout
+from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
+from hudiql.timeline.compaction_plan import CompactionOperation, decode_plan, encode_plan
+from hudiql.record.schema import FILE_NAME, to_arrow, to_avro_json, with_meta_columns
+from hudiql.table.table import HudiTable
+from hudiql.timeline.active import (
+    COMMIT,
+    COMPACTION,
+    DELTA_COMMIT,
+    REPLACE_COMMIT,
+    Instant,
+    parse_instant_time,
+)
+from hudiql.transaction.conflict import ConflictRule
+from hudiql.transaction.prologue import locked
+from hudiql.transaction.write_transaction import WriteTransaction
+
+TRIGGER_STRATEGY = K.TRIGGER_STRATEGY
+MAX_DELTA_COMMITS = K.MAX_DELTA_COMMITS
+MAX_DELTA_SECONDS = K.MAX_DELTA_SECONDS
+
+
+def pending_compactions(table: HudiTable) -> list[Instant]:
+    return [i for i in table.timeline.instants if i.action == COMPACTION and not i.is_completed]
+
+
+def read_plan(table: HudiTable, instant: Instant) -> list[CompactionOperation]:
+    return decode_plan(table.timeline.read_requested(instant))
+
+
+def is_due(table: HudiTable, settings: dict[str, str]) -> bool:
+    """Whether the inline trigger fires: delta commits and/or time since the last compaction."""
+    strategy = K.choice(settings, TRIGGER_STRATEGY)
+    timeline = table.timeline
+    compactions = [i for i in timeline.instants if i.action == COMPACTION]
+    since = compactions[-1].timestamp if compactions else ""
+    deltas = [i for i in timeline.completed((DELTA_COMMIT,)) if i.timestamp > since]
+    if not deltas:
+        return False
+    enough_commits = len(deltas) >= K.number(settings, MAX_DELTA_COMMITS)
+    start = since or deltas[0].timestamp
+    elapsed = time.time() - parse_instant_time(start).timestamp()
+    enough_time = elapsed >= K.number(settings, MAX_DELTA_SECONDS)
+    return {
+        "NUM_COMMITS": enough_commits,
+        "TIME_ELAPSED": enough_time,
+        "NUM_AND_TIME": enough_commits and enough_time,
+        "NUM_OR_TIME": enough_commits or enough_time,
+    }[strategy]
+
+
+def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
+    """Plan a compaction of every file group whose latest slice has logs; ``None`` if none has.
+
+    Under the table lock, from the timeline as it is then: a write that completes later sees
+    the plan in its conflict check, and a write that completed before is in the plan.
+    """
+    if not table.config.is_mor:
+        raise HudiqlError(f"table {table.config.name} is copy-on-write; only merge-on-read tables are compacted")
+    with locked(table, settings, "compaction plan", roll_back_failed_writes=True) as held:
+        table = held.table
+        timeline = table.timeline
+        instant_time = held.claim_instant_time()  # no writer takes the plan's instant time
+        inflight = [i for i in timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)) if i.timestamp < instant_time]
+        if inflight:
+            raise WriteConflictError(
+                f"cannot schedule compaction at {instant_time}: write {inflight[0].timestamp} is still in flight"
+            )
+        view = table.file_system_view()
+        # A file group whose compaction is still pending waits for it, as in Hudi.
+        operations = [
+            CompactionOperation(s.partition_path, s.file_id, s.base_instant, s.base_file, tuple(s.log_files))
+            for s in view.latest_slices()
+            if s.log_files and s.base_instant not in view.pending_compactions
+        ]
+        if not operations:
+            return None
+        return timeline.request(COMPACTION, instant_time, encode_plan(operations))
+
+
+@dataclass(frozen=True)
+class CompactionTask:
+    reader: SliceReader
+    instant_time: str
+    compression: str = "snappy"
+
+    def udf(self):
+        def compact(batches):
+            for batch in batches:
+                rows = [self.compact_one(op) for op in batch.to_pylist()]
+                yield pa.RecordBatch.from_pylist(rows, schema=STATS_ARROW_SCHEMA)
+
+        return compact
+
+    def compact_one(self, op: dict) -> dict:
+        from pyspark import TaskContext
+
+        started = time.monotonic()
+        ctx = TaskContext.get()
+        token = layout.write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber()) if ctx else "0-0-0"
+        storage = Storage(self.reader.base_uri)
+        merged = self.reader.merge(op["partition_path"], op["base_file"], list(op["log_files"]))
+        name = layout.base_file_name(op["file_id"], token, self.instant_time)
+        path = layout.join_partition(op["partition_path"], name)
+        storage.write(layout.marker_path(self.instant_time, op["partition_path"], name, "CREATE"), b"")
+        # Like any base file, the new one names itself in every row's _hoodie_file_name.
+        merged = merged.set_column(
+            merged.schema.get_field_index(FILE_NAME), FILE_NAME, pa.array([name] * merged.num_rows, pa.string())
+        )
+        with storage.open_output_stream(path) as sink:
+            pq.write_table(merged.cast(self.reader.arrow_schema), sink, compression=self.compression)
+        size = storage.size(path)
+        return WriteStat(
+            op["file_id"], op["partition_path"], path, op["base_instant"], num_writes=merged.num_rows,
+            total_write_bytes=size, file_size_in_bytes=size, base_file=name, log_files=list(op["log_files"]),
+            total_log_files=len(op["log_files"]), total_create_time_ms=int((time.monotonic() - started) * 1000),
+        ).as_row()
+
+
+def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: Mapping[str, str]) -> CommitMetadata:
+    """Run a requested compaction (or one whose runner died) and commit it."""
+    operations = read_plan(table, instant)
+    with WriteTransaction.resume(spark, table, settings, instant) as txn:
+        reader = SliceReader(
+            table.base_uri, to_arrow(with_meta_columns(table.schema)), table.merge_rule,
+            table.timeline.committed(),
+        )
+        ops = spark.createDataFrame(
+            [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],
+            "partition_path string, file_id string, base_instant string, base_file string, log_files array<string>",
+        )
+        task = CompactionTask(reader, instant.timestamp, K.choice(settings, K.COMPRESSION))
+        rows = ops.repartition(max(1, min(len(operations), spark.sparkContext.defaultParallelism * 2))).mapInArrow(
+            task.udf(), STATS_SCHEMA
+        ).collect()
+        metadata = CommitMetadata(
+            operation_type="COMPACT", schema=to_avro_json(table.schema, table.config.name),
+            write_stats=[WriteStat.from_row(r.asDict()) for r in rows], compacted=True,
+        )
+        # Writes after the plan append to the slice it opens; only a replaced file group conflicts.
+        txn.commit(metadata, ConflictRule(actions=(REPLACE_COMMIT,)))
+        return metadata
+
+
+def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
+    """Execute every pending compaction, oldest first."""
+    return [execute(spark, table.refreshed(), i, settings) for i in pending_compactions(table)]
+
+
+def schedule_and_execute(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> CommitMetadata | None:
+    instant = schedule(table, settings)
+    return execute(spark, table.refreshed(), instant, settings) if instant else None
+
+
+def describe(table: HudiTable) -> list[tuple[str, int, str]]:
+    """Every compaction on the active timeline: (instant, operations planned, state)."""
+    timeline = table.timeline
+    return [
+        (i.timestamp, len(decode_plan(timeline.read_requested(i))), i.state.name)
+        for i in timeline.instants
+        if i.action == COMPACTION
+    ]
+
+
+OPERATIONS = ("schedule", "run", "scheduleandexecute")
+
+
+def run_procedure(spark: SparkSession, table: HudiTable, op: str, settings: Mapping[str, str]) -> list[tuple[str, int, str]]:
+    """``CALL run_compaction(op => ...)``: the compactions scheduled or run, as ``describe`` rows."""
+    if op not in OPERATIONS:
+        raise HudiqlError(f"run_compaction op '{op}' is not valid; use one of {', '.join(OPERATIONS)}")
+    if op == "schedule":
+        instant = schedule(table, settings)
+        wanted = {instant.timestamp} if instant else set()
+    else:
+        if op == "scheduleandexecute":
+            schedule(table, settings)
+            table = table.refreshed()
+        wanted = {i.timestamp for i in pending_compactions(table)}
+        run(spark, table, settings)
+    return [row for row in describe(table.refreshed()) if row[0] in wanted]
+
+
+def compact_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
+    """After a delta commit, with ``hoodie.compact.inline`` (``services.post_commit``): run the
+    compactions already planned, oldest first (a plan left by a crash or by ``op => 'schedule'``
+    would otherwise stay pending), then plan and run one when the inline trigger fires."""
+    done = run(spark, table, settings)
+    table = table.refreshed() if done else table
+    if is_due(table, settings):
+        compacted = schedule_and_execute(spark, table, settings)
+        done += [compacted] if compacted else []
+    return done

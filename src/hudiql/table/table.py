@@ -1,0 +1,156 @@
+"""A Hudi table on storage, as one statement sees it: its config (``hoodie.properties``, read once),
+its timeline (listed when first needed, listed again only by ``refreshed()``), schema, key generator
+and file system view.
+
+Example:
+    >>> _ = session.sql("CREATE TABLE orders (id BIGINT, ts TIMESTAMP, day STRING) USING hudi PARTITIONED BY (day) "
+    ...                 "TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts')")
+    >>> table = HudiTable.load(warehouse + "/orders")
+    >>> table.config.record_key_fields, table.config.partition_fields, table.schema.simpleString()
+    (['id'], ['day'], 'struct<id:bigint,ts:timestamp,day:string>')
+    >>> table.merge_rule, table.keygen.class_name
+    (MergeRule(mode='EVENT_TIME_ORDERING', ordering_field='ts'), 'org.apache.hudi.keygen.SimpleKeyGenerator')
+    >>> table.timeline.instants, table.file_system_view().partitions()      # nothing written yet
+    ([], [])
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from pyspark.sql import types as T
+
+from hudiql.config.index_config import IndexConfig
+from hudiql.config.table_config import TableConfig, damaged_properties
+from hudiql.errors import FormatError, TableNotFoundError
+from hudiql.io.storage import Storage
+from hudiql.layout import META_FOLDER, PROPERTIES_FILE
+from hudiql.table.fsview import FileSystemView, read_commit_metadata
+from hudiql.record.keygen import KeyGenerator
+from hudiql.record.merge import MergeRule
+from hudiql.record.schema import from_avro, with_meta_columns, without_meta_columns
+from hudiql.timeline.active import Timeline
+
+
+def has_table(storage: Storage) -> bool:
+    """Whether ``storage``'s folder holds a Hudi table: it has ``.hoodie/``. A ``.hoodie/`` without
+    ``hoodie.properties`` is a damaged table, not an absent one: ``HudiTable.load`` says so."""
+    return storage.is_dir(META_FOLDER)
+
+
+class HudiTable:
+    """One table, as loaded at one moment; ``refreshed()`` for a newer timeline. Its timeline is read
+    when first needed, unless given."""
+
+    def __init__(self, storage: Storage, config: TableConfig, timeline: Timeline | None = None) -> None:
+        self.storage = storage
+        self.config = config
+        self._timeline = timeline
+        self._full_view: FileSystemView | None = None
+        #: Checked by ``transaction.prologue.open_for_write`` (once per statement: its services share it).
+        self.opened_for_write = False
+
+    @classmethod
+    def load(cls, base_uri: str) -> HudiTable:
+        storage = Storage(base_uri)
+        if not storage.exists(PROPERTIES_FILE):
+            if has_table(storage):
+                raise damaged_properties(storage, "missing")
+            raise TableNotFoundError(f"no Hudi table at {storage.base_uri} (missing {PROPERTIES_FILE})")
+        return cls(storage, TableConfig.load(storage))
+
+    @classmethod
+    def create(cls, base_uri: str, config: TableConfig) -> HudiTable:
+        storage = Storage(base_uri)
+        storage.makedirs(".hoodie/archived")
+        config.save(storage)
+        return cls(storage, config)
+
+    @property
+    def base_uri(self) -> str:
+        return self.storage.base_uri
+
+    @property
+    def timeline(self) -> Timeline:
+        if self._timeline is None:
+            self._timeline = Timeline.load(self.storage, self.config)
+        return self._timeline
+
+    def refreshed(self) -> HudiTable:
+        """This table with its timeline listed again (the config as loaded: a statement reads
+        ``hoodie.properties`` once)."""
+        return self.with_timeline(Timeline.load(self.storage, self.config, self._timeline))
+
+    def with_timeline(self, timeline: Timeline) -> HudiTable:
+        """This table as of ``timeline`` (one the caller listed, or extended with an instant it wrote)."""
+        table = HudiTable(self.storage, self.config, timeline)
+        table.opened_for_write = self.opened_for_write
+        self._hand_down(table)
+        return table
+
+    def _hand_down(self, table: HudiTable) -> None:
+        """Give ``table`` (of the same config) what this one derived from the config: a statement
+        decides its key generator, merge rule and index once."""
+        for name in ("keygen", "merge_rule", "index"):
+            if name in self.__dict__:  # computed (cached_property keeps it in the instance)
+                table.__dict__[name] = self.__dict__[name]
+
+    def as_of(self, instant_time: str) -> HudiTable:
+        """This table as a reader as of ``instant_time`` sees it: the commits up to it, its
+        schema then, the file slices they wrote (``Timeline.as_of``)."""
+        table = HudiTable(self.storage, self.config, self.timeline.as_of(instant_time))
+        self._hand_down(table)
+        return table
+
+    @cached_property
+    def keygen(self) -> KeyGenerator:
+        return KeyGenerator.from_config(self.config)
+
+    @cached_property
+    def merge_rule(self) -> MergeRule:
+        return MergeRule.from_config(self.config)
+
+    @cached_property
+    def index(self) -> IndexConfig:
+        """The table's index (``hoodie.index.type`` and its options), fixed when it was created."""
+        return IndexConfig.from_settings(self.config.props, self.config.record_key_fields)
+
+    @property
+    def has_record_key(self) -> bool:
+        return bool(self.config.record_key_fields)
+
+    @cached_property
+    def schema(self) -> T.StructType:
+        """Data columns (no meta columns): from the latest commit's schema, else the create schema."""
+        for instant in reversed(self.timeline.completed()):
+            meta = read_commit_metadata(self.timeline, instant)
+            if meta.schema:
+                return without_meta_columns(from_avro(meta.schema))
+        if self.config.create_schema:
+            return without_meta_columns(from_avro(self.config.create_schema))
+        raise FormatError(f"table {self.base_uri} has no schema in hoodie.properties nor in any commit")
+
+    @property
+    def columns(self) -> T.StructType:
+        """The columns a query sees: the five meta columns first (when stored), then the data columns."""
+        return with_meta_columns(self.schema) if self.config.populate_meta_fields else self.schema
+
+    def file_system_view(self, partitions: list[str] | None = None) -> FileSystemView:
+        """The file groups of this snapshot (of ``partitions`` only, when given). The whole
+        table's view is listed once per snapshot; a statement that read it (a MERGE's target)
+        hands its write the partitions it needs from it, without listing storage again."""
+        if self._full_view is not None:
+            return self._full_view if partitions is None else self._full_view.only(partitions)
+        view = FileSystemView.load(self.storage, self.timeline, partitions)
+        if partitions is None:
+            self._full_view = view
+        return view
+
+    def average_record_size(self, default: int = 1024) -> int:
+        """Bytes per record, estimated from the latest commit that wrote records."""
+        for instant in reversed(self.timeline.completed()):
+            meta = read_commit_metadata(self.timeline, instant)
+            writes, size = meta.total("num_writes"), meta.total("total_write_bytes")
+            if writes > 0 and size > 0:
+                return max(1, size // writes)
+        return default

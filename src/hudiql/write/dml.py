@@ -1,0 +1,496 @@
+"""MERGE INTO, UPDATE and DELETE: planned as Spark SQL over the target's snapshot, written as one commit.
+
+Planning turns a statement into *actions*, one row per target row to change, with its new values:
+- MERGE: the source LEFT JOIN the target on the ON condition; clauses are tried in the order
+  written and the first whose condition holds decides the row (standard SQL);
+- UPDATE / DELETE: the target rows the WHERE selects.
+Then one path finishes every statement: precombine (several source rows for one key), the merge
+rule (an update older than the stored row is skipped and counted, unless
+``hoodie.merge.ordering.enforce=false``), partition moves (delete at the old path, insert at the
+new one), counts, and the write. Nothing is written before validation passes. Each row keeps
+the file group of the stored row it changes (from the snapshot's ``_hoodie_file_name``), so the
+write does not look the keys up again (``write.writer.write_decided``).
+An INSERT's counts (``insert_counts``) are the same five, counted by its write tasks.
+
+Example (statements reach ``DmlPlanner`` through ``Session.sql``):
+    >>> _ = session.sql("CREATE TABLE orders (id INT, status STRING, ts INT) USING hudi "
+    ...                 "TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts')")
+    >>> _ = session.sql("INSERT INTO orders VALUES (1, 'new', 5), (2, 'new', 5)")
+    >>> session.sql("MERGE INTO orders t USING (SELECT 1 AS id, 'paid' AS status, 6 AS ts "
+    ...             "UNION ALL SELECT 2, 'lost', 4 UNION ALL SELECT 3, 'new', 1) s ON t.id = s.id "
+    ...             "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *").first()   # 2 is older: skipped
+    Row(num_affected_rows=2, num_updated_rows=1, num_deleted_rows=0, num_inserted_rows=1, num_skipped_older_rows=1)
+    >>> session.sql("MERGE INTO orders t USING orders s ON t.status = s.status WHEN MATCHED THEN DELETE")
+    Traceback (most recent call last):
+    hudiql.errors.SqlError: the MERGE ON condition must match every record key column of orders (id);
+    add t.id = <source expression> (qualify source columns with the source alias)
+"""
+
+from __future__ import annotations
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.window import Window
+from sqlglot import exp
+
+from hudiql.config import registry
+from hudiql.errors import ColumnError, DataError, SqlError
+from hudiql.read.query import QueryPlanner, conjuncts, partition_filter
+from hudiql.read.snapshot import snapshot
+from hudiql.sql import statements as S
+from hudiql.sql.parser import DIALECT
+from hudiql.record.schema import (
+    FILE_NAME,
+    IS_DELETED,
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+    find_column,
+)
+from hudiql.table.table import HudiTable
+from hudiql.timeline.commit import CommitMetadata
+from hudiql.transaction.write_transaction import WriteTransaction
+from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
+from hudiql.write.insert import (
+    evolved_schema,
+    naming_narrowed_columns,
+    narrowed_columns,
+    write_with_schema,
+)
+from hudiql.write.writer import DmlCounts, write_decided
+
+KIND = "__hudiql_kind"
+OLD_PATH = "__hudiql_old_path"
+OLD_ORDERING = "__hudiql_old_ordering"
+OLD_FILE = "__hudiql_old_file"  # the target row's _hoodie_file_name: its file group
+SOURCE_ORDERING = "__hudiql_source_ordering"  # the source row's ordering value, for precombine
+MATCHED = "__hudiql_matched"
+SKIP = "__hudiql_skip"  # an update older than the stored row (merge rule)
+SHARED_KEY = "__hudiql_shared_key"  # the record key of a source row another source row shares, else null
+UPDATE, DELETE_KIND, INSERT = "update", "delete", "insert"
+MOVED = "moved"  # the delete at the old path of an update that moves its row to another partition
+
+
+def insert_counts(meta: CommitMetadata) -> DmlCounts:
+    """What an INSERT did (the commit ``write_rows`` made), counted by its write tasks as MERGE's
+    counts are: rows updated, deleted (``_hoodie_is_deleted``), inserted, and skipped because the
+    stored row has a greater ordering value."""
+    return DmlCounts.from_metadata(meta.extra_metadata)
+
+
+def _bound_columns(on: exp.Expression, target: str) -> dict[str, exp.Expression]:
+    """Target columns (lower case) that ``on`` equates with an expression of the source alone."""
+    bound = {}
+    for conjunct in conjuncts(on):
+        if not isinstance(conjunct, exp.EQ):
+            continue
+        for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
+            if isinstance(side, exp.Column) and side.table.lower() == target and not any(
+                c.table.lower() == target or not c.table for c in other.find_all(exp.Column)
+            ):
+                bound[side.name.lower()] = other
+    return bound
+
+
+def _direct_source_column(value: exp.Expression, name: str, source: str, source_columns) -> bool:
+    """Whether ``value``, assigned to column ``name``, is the source's column of that name."""
+    return (isinstance(value, exp.Column) and value.name.lower() == name.lower() and value.table.lower() in (source, "")
+            and name.lower() in source_columns)
+
+
+def _col(name: str, qualifier: str | None = None) -> exp.Column:
+    return exp.column(name, table=qualifier, quoted=True)
+
+
+def _cast(value: exp.Expression, dtype) -> exp.Expression:
+    return exp.Cast(this=value, to=exp.DataType.build(dtype.simpleString(), dialect=DIALECT))
+
+
+class DmlPlanner:
+    """Plans and writes one statement in ``txn``, over its snapshot ``txn.table`` (a table with a record key)."""
+
+    def __init__(self, planner: QueryPlanner, txn: WriteTransaction) -> None:
+        self.planner = planner  # plans the source and the target's snapshot
+        self.spark = planner.session.spark
+        self.conf = planner.session.conf
+        self.txn = txn
+        self.table = txn.table
+
+    # ---- statements -------------------------------------------------------------------------
+    def merge(self, st: S.Merge) -> DmlCounts:
+        table = self.table
+        target = (st.alias or st.table.name).lower()
+        source = st.source_alias or (st.source.name if isinstance(st.source, exp.Table) else None)
+        if not source:
+            raise SqlError("give the MERGE source an alias: USING (SELECT ...) AS s")
+        source = source.lower()
+        if source == target:
+            raise SqlError(f"the MERGE source and target are both called '{source}'; give one of them another alias")
+        self._check_on(table, st.on, target)
+
+        query = st.source.this if isinstance(st.source, exp.Subquery) else exp.select("*").from_(
+            exp.Table(this=st.source.this, db=st.source.args.get("db"))
+        )
+        source_df = self.planner.dataframe(query)
+        values = self._source_values(table, st.clauses, source_df, source, st.schema_evolution)
+        if st.schema_evolution:
+            write_with_schema(self.txn, evolved_schema(table, values))
+        narrowed = {} if st.schema_evolution else narrowed_columns(table.schema, values)
+        self._check_clauses(table, st.clauses, source_df.columns, source, st.on)
+
+        files = table.file_system_view()
+        source_df = source_df.withColumn(SEQUENCE, F.monotonically_increasing_id())
+        source_view = self._register(source_df)
+        keep = partition_filter(self.spark, table, files, st.on, {target, st.table.name}, unqualified_ok=False)
+        reached = self._source_partitions(table, st.on, target, source, source_view)
+        if reached is not None:
+            literal = keep
+            keep = lambda path: path in reached and (literal is None or literal(path))  # noqa: E731
+        target_view = self._register(snapshot(self.spark, table, files, keep).withColumn(MATCHED, F.lit(True)))
+
+        matched = exp.Not(this=exp.Is(this=_col(MATCHED, target), expression=exp.Null()))
+        conditions = []
+        for clause in st.clauses:
+            base = matched if clause.matched else exp.Not(this=matched.copy())
+            conditions.append(exp.and_(base.copy(), exp.Paren(this=clause.condition.copy())) if clause.condition else base.copy())
+
+        keys = {k.lower() for k in table.config.record_key_fields}
+
+        def value(clause: S.MergeClause, name: str) -> exp.Expression:
+            if clause.action == DELETE_KIND or (clause.action == UPDATE and name.lower() in keys):
+                return _col(name, target)  # an update never changes the key the ON condition matched
+            assigned = {k.lower(): v for k, v in (clause.assignments or {}).items()}
+            if clause.assignments is None:
+                return _col(name, source)
+            if name.lower() in assigned:
+                return assigned[name.lower()].copy()
+            return _col(name, target) if clause.action == UPDATE else exp.Null()
+
+        projections, checks = [], []
+        for field in table.schema.fields:
+            case = exp.Case()
+            for clause, cond in zip(st.clauses, conditions):
+                case = case.when(cond.copy(), value(clause, field.name))
+                if clause.action != DELETE_KIND:
+                    label = f"WHEN {'MATCHED' if clause.matched else 'NOT MATCHED'} THEN {clause.action.upper()}"
+                    checks.append((f"{label}: column {field.name}", _cast(value(clause, field.name), field.dataType)))
+            projections.append(exp.alias_(_cast(case, field.dataType), field.name, quoted=True))
+        deleted_flag = self._source_delete_flag(table, st.clauses, conditions, source_df.columns, source)
+        if deleted_flag is not None:
+            projections.append(exp.alias_(deleted_flag, IS_DELETED, quoted=True))
+        ordering = table.config.ordering_field
+        if ordering:
+            # Several source rows for one key are ranked by the source's own ordering value.
+            in_source = {c.lower() for c in source_df.columns}
+            by_source = next(
+                p.this for p in projections if isinstance(p, exp.Alias) and p.alias.lower() == ordering.lower()
+            )
+            if ordering.lower() in in_source:
+                by_source = _col(ordering, source)
+            projections.append(exp.alias_(by_source.copy(), SOURCE_ORDERING))
+        kind = exp.Case()
+        for clause, cond in zip(st.clauses, conditions):
+            kind = kind.when(cond.copy(), exp.Literal.string(clause.action))
+        projections += [
+            exp.alias_(kind, KIND),
+            exp.alias_(_col(PARTITION_PATH, target), OLD_PATH),
+            exp.alias_(_col(FILE_NAME, target), OLD_FILE),
+            exp.alias_(self._old_ordering(table, target), OLD_ORDERING),
+            exp.alias_(_col(SEQUENCE, source), SEQUENCE),
+        ]
+        def joined(*columns: exp.Expression) -> exp.Select:
+            return (
+                exp.select(*columns)
+                .from_(exp.Table(this=exp.to_identifier(source_view), alias=exp.TableAlias(this=exp.to_identifier(source))))
+                .join(
+                    exp.Table(this=exp.to_identifier(target_view), alias=exp.TableAlias(this=exp.to_identifier(target))),
+                    on=st.on.copy(),
+                    join_type="left",
+                )
+            )
+
+        checks = [(label, joined(check)) for label, check in checks]
+        actions = self._run(joined(*projections), [target_view, source_view], checks).where(F.col(KIND).isNotNull())
+        # A source row no clause matched is a new key only if the join saw every stored row of
+        # its key: ON tests nothing but the record key, over the whole target.
+        on_keys_only = all(isinstance(c, exp.EQ) for c in conjuncts(st.on)) and len(
+            list(conjuncts(st.on))) == len(table.config.record_key_fields)
+        with naming_narrowed_columns(narrowed, "MERGE"):
+            return self._finish(table, actions, from_source=True, inserts_checked=keep is None and on_keys_only)
+
+    def update(self, st: S.Update) -> DmlCounts:
+        table = self.table
+        assigned = {find_column(k, table.schema.fieldNames(), f"UPDATE {table.config.name} SET").lower(): v for k, v in st.assignments.items()}
+        self._check_keys_unassigned(table, assigned, "UPDATE")
+        projections = [
+            exp.alias_(_cast(assigned[f.name.lower()].copy(), f.dataType) if f.name.lower() in assigned else _col(f.name),
+                       f.name, quoted=True)
+            for f in table.schema.fields
+        ]
+        checks = [
+            (f"UPDATE SET {f.name}", _cast(assigned[f.name.lower()].copy(), f.dataType))
+            for f in table.schema.fields if f.name.lower() in assigned
+        ]
+        return self._filtered(table, st.table, st.alias, st.where, projections, UPDATE, checks)
+
+    def delete(self, st: S.Delete, partitions: set[str] | None = None) -> DmlCounts:
+        """``partitions``: the only partition paths the deleted rows can be in (``None``: any)."""
+        table = self.table
+        projections = [exp.alias_(_col(f.name), f.name, quoted=True) for f in table.schema.fields]
+        return self._filtered(table, st.table, st.alias, st.where, projections, DELETE_KIND, [], partitions)
+
+    # ---- shared steps -----------------------------------------------------------------------
+    def _source_partitions(
+        self, table: HudiTable, on: exp.Expression, target: str, source: str, source_view: str
+    ) -> set[str] | None:
+        """The partition paths the source's rows can reach, when ON equates every partition
+        column of the target with a source expression (delta-rs prunes a merge the same way):
+        no target row elsewhere can match, and every insert lands in one of them. ``None``:
+        every partition."""
+        bound = _bound_columns(on, target)
+        fields = table.config.partition_fields
+        if not table.keygen.is_partitioned or not all(f.lower() in bound for f in fields):
+            return None
+        values = exp.select(*[
+            exp.alias_(_cast(bound[f.lower()].copy(), table.schema[f].dataType), f, quoted=True) for f in fields
+        ]).from_(exp.Table(this=exp.to_identifier(source_view), alias=exp.TableAlias(this=exp.to_identifier(source))))
+        frame = self.spark.sql(values.sql(dialect=DIALECT))
+        paths = frame.select(table.keygen.partition_path(table.schema).alias("p")).distinct().collect()
+        return {r[0] for r in paths}
+
+    def _old_ordering(self, table: HudiTable, qualifier: str | None) -> exp.Expression:
+        field = table.config.ordering_field
+        return _col(field, qualifier) if field else exp.Null()
+
+    def _filtered(self, table, name: S.TableName, alias, where, projections, kind: str, checks,
+                  partitions: set[str] | None = None) -> DmlCounts:
+        target = (alias or name.name).lower()
+        files = table.file_system_view(sorted(partitions) if partitions is not None else None)
+        keep = partition_filter(self.spark, table, files, where, {target, name.name}, True) if where else None
+        view = self._register(snapshot(self.spark, table, files, keep))
+        projections = projections + [
+            exp.alias_(exp.Literal.string(kind), KIND),
+            exp.alias_(_col(PARTITION_PATH), OLD_PATH),
+            exp.alias_(_col(FILE_NAME), OLD_FILE),
+            exp.alias_(self._old_ordering(table, None), OLD_ORDERING),
+            exp.alias_(exp.Literal.number(0), SEQUENCE),
+        ]
+        def selected(*columns: exp.Expression) -> exp.Select:
+            sql = exp.select(*columns).from_(
+                exp.Table(this=exp.to_identifier(view), alias=exp.TableAlias(this=exp.to_identifier(target)))
+            )
+            return sql.where(where.copy()) if where is not None else sql
+
+        checks = [(label, selected(check)) for label, check in checks]
+        return self._finish(table, self._run(selected(*projections), [view], checks), from_source=False,
+                            inserts_checked=False)
+
+    def _finish(self, table: HudiTable, actions: DataFrame, from_source: bool, inserts_checked: bool) -> DmlCounts:
+        rule = table.merge_rule
+        keyed = actions.withColumn(RECORD_KEY, table.keygen.record_key()).withColumn(
+            PARTITION_PATH, table.keygen.partition_path(table.schema)
+        )
+        # Without an ordering field, source rows that share a key are an error, found by the
+        # counting job below (no job of its own); with one, the greatest wins.
+        refuse_shared = from_source and not rule.ordering_field
+        if refuse_shared:
+            sharing = F.count(F.lit(1)).over(Window.partitionBy(RECORD_KEY))
+            keyed = keyed.withColumn(SHARED_KEY, F.when(sharing > 1, F.col(RECORD_KEY)))
+        elif from_source:
+            keyed = rule.precombine(keyed, [RECORD_KEY], SEQUENCE, SOURCE_ORDERING)
+        combined = keyed.drop(SOURCE_ORDERING)
+        enforce = registry.flag(self.conf, registry.ENFORCE_ORDERING)
+        if not enforce and rule.is_event_time and table.config.is_mor:
+            raise SqlError(
+                f"{registry.ENFORCE_ORDERING}=false cannot apply to merge-on-read table {table.config.name}: every reader "
+                "merges its log records by the ordering field, so an older update would still lose; "
+                f"SET {registry.ENFORCE_ORDERING}=true, or use a copy-on-write table"
+            )
+        wins = rule.incoming_wins_column(F.col(OLD_ORDERING), F.col(rule.ordering_field)) if (
+            enforce and rule.is_event_time) else F.lit(True)
+        is_update = F.col(KIND) == UPDATE
+        # A row whose _hoodie_is_deleted is true deletes its key, whatever clause produced it.
+        marked = F.coalesce(F.col(IS_DELETED), F.lit(False)) if IS_DELETED in combined.columns else F.lit(False)
+        is_delete = F.col(KIND) == DELETE_KIND
+        skip = F.col(SKIP)
+        decided = combined.withColumn(SKIP, is_update & ~wins).withColumn(DELETE, is_delete)
+        # A row stays in the file group of the stored row it changes; an update that changes the
+        # partition path is an insert at the new path plus a delete at the old one, in one commit.
+        moves = is_update & ~skip & (F.col(OLD_PATH) != F.col(PARTITION_PATH))
+        stored_group = F.regexp_extract(F.col(OLD_FILE), r"^([^_]+)", 1)  # a base or log file's group
+        decided = decided.withColumn(FILE_ID, F.when(F.col(OLD_FILE).isNull() | moves, F.lit(None)).otherwise(stored_group))
+        moved = decided.where(moves).withColumn(PARTITION_PATH, F.col(OLD_PATH)).withColumn(
+            DELETE, F.lit(True)).withColumn(FILE_ID, stored_group).withColumn(KIND, F.lit(MOVED))
+        rows = decided.unionByName(moved).persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            # One pass counts the statement's rows and, per partition, the rows for new file groups.
+            live = ~skip
+            per_partition = rows.groupBy(PARTITION_PATH).agg(
+                F.sum((live & is_update & ~marked).cast("long")),
+                F.sum((live & (is_delete | (is_update & marked))).cast("long")),
+                F.sum(((F.col(KIND) == INSERT) & ~marked).cast("long")),
+                F.sum(skip.cast("long")),
+                F.sum((live & F.col(FILE_ID).isNull() & ~F.col(DELETE) & ~marked).cast("long")),
+                *([F.max(SHARED_KEY)] if refuse_shared else []),
+            ).collect()
+            shared = next((r[6] for r in per_partition if r[6] is not None), None) if refuse_shared else None
+            if shared is not None:
+                raise DataError(
+                    f"several source rows match record key '{shared}' and table {table.config.name} has no "
+                    "ordering field to choose between them; deduplicate the source or set preCombineField"
+                )
+            counts = DmlCounts(*[sum(int(r[i] or 0) for r in per_partition) for i in (1, 2, 3, 4)])
+            if counts.affected == 0:
+                return counts  # nothing changes: no commit
+            inserts = {r[PARTITION_PATH]: int(r[5] or 0) for r in per_partition}
+            written = rows.where(live).drop(KIND, OLD_PATH, OLD_ORDERING, OLD_FILE, SKIP, SHARED_KEY)
+            write_decided(self.txn, written, counts, inserts, inserts_checked)
+            return counts
+        finally:
+            rows.unpersist()
+
+    def _source_values(
+        self, table: HudiTable, clauses: list[S.MergeClause], source_df: DataFrame, source: str, evolving: bool
+    ) -> list[tuple[str, T.DataType]]:
+        """The columns a MERGE's clauses assign a source column of the same name to, with the
+        source column's type, as Spark's MERGE WITH SCHEMA EVOLUTION counts them: every source
+        column under ``UPDATE SET *`` / ``INSERT *`` (but Hudi's meta columns and the
+        ``_hoodie_is_deleted`` flag), and ``c = s.c``. These are the columns it adds or widens
+        (``writer.evolved_schema``); a column the table lacks assigned anything else is refused."""
+        types = {f.name.lower(): f.dataType for f in source_df.schema.fields}
+        names = {c.lower() for c in table.schema.fieldNames()}
+        values = []
+        for clause in clauses:
+            if clause.action == DELETE_KIND:
+                continue
+            if clause.assignments is None:
+                values += [(f.name, f.dataType) for f in source_df.schema.fields
+                           if f.name not in META_COLUMNS and f.name.lower() != IS_DELETED]
+                continue
+            for name, value in clause.assignments.items():
+                direct = _direct_source_column(value, name, source, types)
+                if direct:
+                    values.append((name, types[name.lower()]))
+                elif evolving and name.lower() not in names:
+                    label = f"WHEN {'MATCHED' if clause.matched else 'NOT MATCHED'} THEN {clause.action.upper()}"
+                    raise ColumnError(
+                        f"{label}: table {table.config.name} has no column {name}; MERGE WITH SCHEMA EVOLUTION adds a "
+                        f"column from the source column of its name only ({name} = {source}.{name})"
+                    )
+        return values
+
+    # ---- validation ---------------------------------------------------------------------------
+    def _check_on(self, table: HudiTable, on: exp.Expression, target: str) -> None:
+        """ON must equate every record key column of the target with a source expression."""
+        bound = _bound_columns(on, target)
+        missing = [k for k in table.config.record_key_fields if k.lower() not in bound]
+        if missing:
+            need = " AND ".join(f"{target}.{k} = <source expression>" for k in missing)
+            raise SqlError(
+                f"the MERGE ON condition must match every record key column of {table.config.name} "
+                f"({', '.join(table.config.record_key_fields)}); add {need} (qualify source columns with the source alias)"
+            )
+
+    def _check_clauses(
+        self, table: HudiTable, clauses: list[S.MergeClause], source_columns: list[str], source: str, on: exp.Expression
+    ) -> None:
+        available = {c.lower() for c in source_columns}
+        columns = table.schema.fieldNames()
+        # Source columns a star clause would drop unseen: not stored, and named nowhere in the
+        # statement (a column the ON or a clause uses, such as a CDC ``op``, was not lost). The meta
+        # columns (a hudiql table as the source) and _hoodie_is_deleted (see _source_delete_flag)
+        # are not data to store either.
+        expressions = [on, *(c.condition for c in clauses), *(v for c in clauses for v in (c.assignments or {}).values())]
+        used = {
+            column.name.lower() for e in expressions if e is not None for column in e.find_all(exp.Column)
+            if column.table.lower() in (source, "")
+        }
+        skipped = {c.lower() for c in columns} | {c.lower() for c in META_COLUMNS} | {IS_DELETED} | used
+        extra = [c for c in source_columns if c.lower() not in skipped]
+        for clause in clauses:
+            label = f"WHEN {'MATCHED' if clause.matched else 'NOT MATCHED'} THEN {clause.action.upper()}"
+            if clause.action == DELETE_KIND:
+                continue
+            if clause.assignments is None:
+                star = "UPDATE SET *" if clause.action == UPDATE else "INSERT *"
+                missing = [c for c in columns if c.lower() not in available]
+                if missing:
+                    raise ColumnError(
+                        f"{star} needs source columns {', '.join(missing)}; the source has {', '.join(source_columns)} "
+                        "(assign the columns explicitly instead)"
+                    )
+                if extra:
+                    keys = {k.lower() for k in table.config.record_key_fields}  # an UPDATE never assigns them
+                    listed = (
+                        f"UPDATE SET {', '.join(f'{c} = {source}.{c}' for c in columns if c.lower() not in keys)}"
+                        if clause.action == UPDATE else f"INSERT ({', '.join(columns)}) VALUES ({', '.join(f'{source}.{c}' for c in columns)})"
+                    )
+                    raise ColumnError(
+                        f"{star} would drop source column {', '.join(extra)}: table {table.config.name} has no such "
+                        f"column; write MERGE WITH SCHEMA EVOLUTION to add it, or list the columns to write, e.g. {listed}"
+                    )
+                continue
+            names = set()
+            for name, value in clause.assignments.items():
+                try:
+                    names.add(find_column(name, columns, label).lower())
+                except ColumnError as e:
+                    direct = _direct_source_column(value, name, source, available)
+                    raise ColumnError(f"{e} (MERGE WITH SCHEMA EVOLUTION adds it)" if direct else str(e)) from None
+            if clause.action == UPDATE:
+                self._check_keys_unassigned(table, names, label)
+            else:
+                unassigned = [k for k in table.config.record_key_fields if k.lower() not in names]
+                if unassigned:
+                    raise ColumnError(f"{label} leaves record key column {', '.join(unassigned)} unassigned; give it a value")
+
+    def _source_delete_flag(
+        self, table: HudiTable, clauses: list[S.MergeClause], conditions: list[exp.Expression],
+        source_columns: list[str], source: str,
+    ) -> exp.Expression | None:
+        """A source ``_hoodie_is_deleted`` the target lacks still deletes the key, as in Hudi: under
+        ``UPDATE SET *`` and ``INSERT *`` its value travels with the row (a column the target has is
+        assigned like any other). ``None`` when there is nothing to carry."""
+        if IS_DELETED in {c.lower() for c in table.schema.fieldNames()}:
+            return None
+        name = next((c for c in source_columns if c.lower() == IS_DELETED), None)
+        stars = [clause.assignments is None and clause.action != DELETE_KIND for clause in clauses]
+        if name is None or not any(stars):
+            return None
+        flag = exp.Case()  # the first clause whose condition holds decides, as for the columns
+        for star, cond in zip(stars, conditions):
+            flag = flag.when(cond.copy(), _col(name, source) if star else exp.false())
+        return _cast(flag, T.BooleanType())
+
+    def _check_keys_unassigned(self, table: HudiTable, assigned, label: str) -> None:
+        keys = [k for k in table.config.record_key_fields if k.lower() in assigned]
+        if keys:
+            raise ColumnError(f"{label} cannot change record key column {', '.join(keys)}; delete and insert the row instead")
+
+    # ---- Spark plumbing -----------------------------------------------------------------------
+    def _register(self, df: DataFrame) -> str:
+        return self.planner.register(df)
+
+    def _run(self, sql: exp.Expression, views: list[str], checks: list[tuple[str, exp.Expression]]) -> DataFrame:
+        """Analyse the planned SQL (hudiql tables in subqueries read as snapshots). When a value
+        cannot be cast to its column, ``checks`` (label, one-column query) find which one."""
+        planner = self.planner
+        query, snapshots = planner.with_snapshots(sql)
+        try:
+            return self.spark.sql(query.sql(dialect=DIALECT))
+        except Exception as exc:
+            if "DATATYPE_MISMATCH" in str(exc) or "CAST" in str(exc):
+                for label, check in checks:
+                    checked, more = planner.with_snapshots(check)
+                    try:
+                        self.spark.sql(checked.sql(dialect=DIALECT))
+                    except Exception as column_exc:
+                        reason = str(column_exc).splitlines()[0].split(" SQLSTATE")[0]
+                        raise ColumnError(f"{label}: the value cannot be stored in the column ({reason})") from None
+                    finally:
+                        planner.drop(more)
+            raise
+        finally:
+            planner.drop(views + snapshots)

@@ -1,0 +1,558 @@
+"""The write path (copy-on-write and merge-on-read), driven from the driver, executed in Spark tasks.
+
+``write_rows`` turns a DataFrame of table rows into one commit:
+1. key columns as Spark expressions (key generator), precombine (merge rule; with the bucket
+   index it runs within step 4's shuffle instead);
+2. the index (``write.index``) tags each row with the file group that stores its key;
+3. bucket assignment of inserts (small files first, then new file groups), unless the bucket
+   index placed them already;
+4. a shuffle by file group; each group is merged and written by one task (``MergeTask``), or,
+   on merge-on-read, its changes are appended as a new log file (``AppendTask``);
+5. the tasks' write stats become the commit metadata, which the write transaction
+   (``transaction.write_transaction``) checks for conflicts and completes atomically. (A statement's write runs
+   in ``services.post_commit.transaction``, which runs the table services after the commit.)
+Any failure rolls the instant back: its files are removed and nothing becomes visible.
+
+Example (statements reach ``write_rows`` through ``Session.sql``):
+    >>> _ = session.sql("CREATE TABLE orders (id BIGINT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
+    >>> table = HudiTable.load(warehouse + "/orders")
+    >>> rows = spark.createDataFrame([(1, "a"), (2, "b")], "id BIGINT, v STRING")
+    >>> with WriteTransaction.start(spark, table, write_settings(table, {}), COMMIT) as txn:
+    ...     meta = write_rows(txn, rows, Operation.UPSERT)
+    >>> meta.operation_type, meta.total("num_inserts"), [s.partition_path for s in meta.write_stats]
+    ('UPSERT', 2, [''])
+    >>> table.refreshed().timeline.completed()[0].action
+    'commit'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import Enum
+from functools import reduce
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from hudiql.config import registry
+from hudiql.config.index_config import IndexConfig
+from hudiql.errors import HudiqlError, SqlError
+from hudiql.formats.log_file import wrapper_for
+from hudiql.layout import (
+    PARTITION_METADATA_FILE,
+    join_partition,
+    partition_metadata,
+)
+from hudiql.table.fsview import FileSystemView
+from hudiql.record.merge import MergeRule
+from hudiql.record.schema import (
+    IS_DELETED,
+    META_COLUMNS,
+    PARTITION_PATH,
+    RECORD_KEY,
+    to_arrow,
+    to_avro,
+    to_avro_json,
+    with_meta_columns,
+)
+from hudiql.table.table import HudiTable
+from hudiql.timeline.active import COMMIT  # noqa: F401 - the docstring example
+from hudiql.timeline.commit import STATS_SCHEMA, CommitMetadata, WriteStat
+from hudiql.timeline.replace_plan import pending_clusterings
+from hudiql.transaction.conflict import ConflictRule
+from hudiql.transaction.write_transaction import WriteTransaction
+from hudiql.write.append_handle import AppendTask, LogTarget
+from hudiql.write.bucket import Bucket, assign_inserts
+from hudiql.write.handle import (
+    DELETE,
+    FILE_ID,
+    NEW_KEY,
+    SEQUENCE,
+    MergeTask,
+)
+from hudiql.write.index import NEW_GROUP, plan_constant, tag
+
+
+@dataclass(frozen=True)
+class DmlCounts:
+    """What a write did to the table's rows, as a statement reports it and the commit's
+    ``extraMetadata`` records it (``hudiql.num_*``)."""
+
+    updated: int = 0
+    deleted: int = 0
+    inserted: int = 0
+    skipped_older: int = 0  # lost to a stored row with a greater ordering value
+
+    NAMES = ("num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows", "num_skipped_older_rows")
+
+    @property
+    def affected(self) -> int:
+        return self.updated + self.deleted + self.inserted
+
+    def row(self) -> tuple[int, int, int, int, int]:
+        return (self.affected, self.updated, self.deleted, self.inserted, self.skipped_older)
+
+    def metadata(self) -> dict[str, str]:
+        return {f"hudiql.{n}": str(v) for n, v in zip(self.NAMES, self.row())}
+
+    @classmethod
+    def from_metadata(cls, extra: dict[str, str]) -> DmlCounts:
+        values = {n: int(extra.get(f"hudiql.{n}", 0)) for n in cls.NAMES}
+        return cls(values["num_updated_rows"], values["num_deleted_rows"], values["num_inserted_rows"],
+                   values["num_skipped_older_rows"])
+
+    @classmethod
+    def from_write_stats(cls, rows: list[dict]) -> DmlCounts:
+        """The sum of the tasks' stats rows (``STATS_SCHEMA``), one per file group."""
+        def total(name: str) -> int:
+            return sum(r[name] or 0 for r in rows)
+
+        return cls(total("num_update_writes"), total("num_deletes"), total("num_inserts"), total("num_skipped_older"))
+
+
+class Operation(str, Enum):
+    """Hudi's write operations (``hoodie.datasource.write.operation``), as hudiql runs them."""
+
+    UPSERT = "upsert"
+    INSERT = "insert"
+    BULK_INSERT = "bulk_insert"
+    # Replace commits: new rows go to new file groups, and the commit replaces live ones.
+    INSERT_OVERWRITE = "insert_overwrite"
+    INSERT_OVERWRITE_TABLE = "insert_overwrite_table"
+    DELETE_PARTITION = "delete_partition"
+
+    @property
+    def replaces(self) -> bool:
+        return self in (Operation.INSERT_OVERWRITE, Operation.INSERT_OVERWRITE_TABLE, Operation.DELETE_PARTITION)
+
+    @classmethod
+    def default_for(cls, table: HudiTable) -> Operation:
+        """What an INSERT (or CTAS, or df.write) does unless told: upsert, keeping one row per key;
+        a table without a record key has no key to keep one row of, and inserts."""
+        return cls.UPSERT if table.has_record_key else cls.INSERT
+
+    @classmethod
+    def for_insert(cls, table: HudiTable, session: Mapping[str, str]) -> tuple[Operation, str]:
+        """What an INSERT statement does, and the key that said so: Spark SQL's
+        ``hoodie.spark.sql.insert.into.operation`` or the data source's ``hoodie.datasource.write.operation``,
+        either set in the ``session`` beating either table property, else ``default_for``. An
+        upsert into a table without a record key inserts."""
+        keys = (registry.INSERT_INTO_OPERATION, registry.WRITE_OPERATION)
+        given = [(k, settings.get(k)) for settings in (session, table.config.props) for k in keys]
+        key, raw = next(((k, v) for k, v in given if v), (keys[0], cls.default_for(table).value))
+        try:
+            operation = cls(raw.lower())
+        except ValueError:
+            raise SqlError(f"{key}={raw} is not valid; use insert, upsert or bulk_insert") from None
+        if not table.has_record_key and operation is cls.UPSERT:
+            operation = cls.INSERT
+        return operation, key
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """What one replacecommit replaces: the live file groups (in the statement's snapshot) of
+
+    - every partition (``INSERT_OVERWRITE_TABLE``);
+    - ``partitions`` (static partitions of an overwrite, dropped or truncated ones), and with
+      ``touched`` also the partitions the new rows land in (``INSERT_OVERWRITE``).
+    """
+
+    operation: Operation
+    partitions: tuple[str, ...] = ()
+    touched: bool = False
+
+    def file_ids(self, table: HudiTable, written: Collection[str]) -> dict[str, list[str]]:
+        """``partitionToReplaceFileIds`` in ``table`` (the snapshot); ``written``: the partitions
+        the new rows went to. Only the partitions replaced are listed."""
+        if self.operation is Operation.INSERT_OVERWRITE_TABLE:
+            view = table.file_system_view()
+            partitions = view.partitions()
+        else:
+            partitions = sorted(set(self.partitions) | (set(written) if self.touched else set()))
+            view = table.file_system_view(partitions)
+        return {p: [g.file_id for g in view.file_groups(p)] for p in partitions}
+
+
+def write_rows(
+    txn: WriteTransaction, rows: DataFrame, operation: Operation, replacement: Replacement | None = None
+) -> CommitMetadata | None:
+    """Write ``rows`` (the table's data columns; INSERT, CTAS) as the commit of ``txn``; returns
+    its metadata. With a ``replacement`` (INSERT OVERWRITE) the rows go to new file groups, as
+    into an empty table, and the commit replaces what ``replacement`` says; ``None`` when that
+    changes nothing (no row, nothing replaced: the instant leaves no trace)."""
+    spark, table = txn.spark, txn.table
+    index = txn.table.index
+    # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
+    # bucket assignment counts the inserts, and deleting a new key drops it. The bucket index
+    # does it in the shuffle by file group that the write needs anyway.
+    precombine = table.has_record_key and operation is Operation.UPSERT
+    rows = _prepare(table, rows)
+    if precombine and not index.is_bucket:
+        rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
+    task_stats = _write_file_groups(
+        spark, table, index, rows, operation, txn.instant_time, txn.settings, table.merge_rule, precombine and index.is_bucket,
+        overwrite=replacement is not None,
+    )
+    return _commit(txn, index, operation, task_stats, None, replacement)
+
+
+def write_schema(txn: WriteTransaction, schema: T.StructType) -> CommitMetadata:
+    """Commit ``schema`` as the table's (ALTER TABLE ... COLUMNS): a commit without files, operation
+    ALTER_SCHEMA, as Hudi records a schema change. Files written before read added columns as NULL."""
+    metadata = CommitMetadata(operation_type="ALTER_SCHEMA", schema=to_avro_json(schema, txn.table.config.name))
+    txn.commit(metadata, ConflictRule())
+    return metadata
+
+
+def write_replacement(txn: WriteTransaction, replacement: Replacement) -> CommitMetadata | None:
+    """Commit ``replacement`` alone (DROP PARTITION, TRUNCATE): a replacecommit without new files;
+    ``None`` when it replaces no file group."""
+    return _commit(txn, txn.table.index, replacement.operation, [], None, replacement)
+
+
+def write_decided(
+    txn: WriteTransaction,
+    rows: DataFrame,
+    counts: DmlCounts,
+    inserts: dict[str, int],
+    inserts_checked: bool,
+) -> CommitMetadata:
+    """Write the rows of a MERGE / UPDATE / DELETE as the commit of ``txn``.
+
+    The statement decided each row against the stored row it read (the merge rule, partition
+    moves, deletes: ``write.dml``), and the rows carry their key columns, input sequence, delete
+    flag and ``FILE_ID``, the file group of the stored row (null for a new key). So no index
+    lookup runs again, and each row replaces its key's stored version: the transaction's
+    conflict check makes sure that version is still the one the statement read. ``inserts``:
+    rows without a file group, per partition path (every partition the write touches is a key).
+    ``inserts_checked``: the statement's join saw every stored row a new key could match (a
+    MERGE ON the record key over the whole table), else the index looks the new keys up.
+    """
+    spark, table, instant_time = txn.spark, txn.table, txn.instant_time
+    index = txn.table.index
+    replace = MergeRule.latest_wins()
+    if index.is_bucket:  # the bucket index reads nothing: it places every row again, cheaply
+        task_stats = _write_file_groups(
+            spark, table, index, rows.drop(FILE_ID), Operation.UPSERT, instant_time, txn.settings, replace, False
+        )
+    else:
+        view = table.file_system_view(sorted(inserts))
+        tagged = rows
+        if not inserts_checked and any(inserts.values()):
+            new = rows.where(F.col(FILE_ID).isNull()).drop(FILE_ID)
+            found, _ = tag(spark, table, index, new, sorted(inserts), view, lookup=True)
+            tagged = rows.where(F.col(FILE_ID).isNotNull()).unionByName(found)
+        _write_partition_metadata(table, sorted(p for p, n in inserts.items() if n), instant_time)
+        task_stats = _write_tagged(
+            spark, table, tagged, None, view, Operation.UPSERT, instant_time, txn.settings, replace, False,
+            {p: n for p, n in inserts.items() if n},
+        )
+    return _commit(txn, index, Operation.UPSERT, task_stats, counts.metadata())
+
+
+@contextmanager
+def planned_shuffles(spark: SparkSession) -> Iterator[None]:
+    """Spark's adaptive execution is off within a write: the write sizes its own shuffles (one
+    task per file group, ``_by_file_group``), and adaptive execution would run each shuffle
+    stage as a Spark job of its own, a fixed cost that dominates a small statement."""
+    before = spark.conf.get(_ADAPTIVE, None)
+    spark.conf.set(_ADAPTIVE, "false")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(_ADAPTIVE)
+        else:
+            spark.conf.set(_ADAPTIVE, before)
+
+
+_ADAPTIVE = "spark.sql.adaptive.enabled"
+
+
+def write_settings(table: HudiTable, conf: Mapping[str, str], statement: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A write's settings (``registry.effective_settings``: table properties, the session's ``conf``,
+    the ``statement``'s own options), checked before anything is written."""
+    if not table.config.populate_meta_fields:
+        raise HudiqlError(
+            f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
+        )
+    settings = registry.effective_settings(table.config.props, conf, statement)
+    if table.config.is_mor:
+        registry.check_values(settings, registry.MERGE_ON_READ_WRITE_KEYS)
+    table.index.check_unchanged(table.config.props, registry.effective_settings({}, conf, statement),
+                                       table.config.record_key_fields)
+    return settings
+
+
+def _commit(
+    txn: WriteTransaction,
+    index: IndexConfig,
+    operation: Operation,
+    task_stats: list[dict],
+    counts: dict[str, str] | None,
+    replacement: Replacement | None = None,
+) -> CommitMetadata | None:
+    """Commit the tasks' stats rows as the metadata of ``txn`` (and what it replaces)."""
+    table = txn.table
+    # The tasks count what the incoming rows did (``insert_counts`` reads it back). A MERGE /
+    # UPDATE / DELETE decided its rows while planning and passes its own counts, which win.
+    metadata = CommitMetadata(
+        operation_type=(replacement.operation if replacement else operation).value.upper(),
+        schema=to_avro_json(table.schema, table.config.name),
+        write_stats=[WriteStat.from_row(r) for r in task_stats],
+        extra_metadata=counts or DmlCounts.from_write_stats(task_stats).metadata(),
+    )
+    if replacement is not None:
+        replaced = replacement.file_ids(table, {s.partition_path for s in metadata.write_stats})
+        if not task_stats and not any(replaced.values()):
+            return None  # nothing written, nothing replaced: the transaction rolls its instant back
+        metadata.partition_to_replace_file_ids = replaced
+    unique_keys = table.has_record_key and operation is Operation.UPSERT
+    txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys))
+    return metadata
+
+
+def _prepare(table: HudiTable, rows: DataFrame) -> DataFrame:
+    """Data columns + key columns + input sequence."""
+    data = rows.select([c for c in rows.columns if c not in META_COLUMNS])
+    df = data.withColumn(SEQUENCE, F.monotonically_increasing_id())
+    if table.has_record_key:
+        df = df.withColumn(RECORD_KEY, table.keygen.record_key())
+    else:
+        df = df.withColumn(RECORD_KEY, F.lit(None).cast("string"))
+    return df.withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
+
+
+def _write_file_groups(
+    spark: SparkSession,
+    table: HudiTable,
+    index: IndexConfig,
+    incoming: DataFrame,
+    operation: Operation,
+    instant_time: str,
+    settings: dict,
+    merge_rule: MergeRule,
+    precombine: bool,
+    overwrite: bool = False,
+) -> list[dict]:
+    """Tag ``incoming`` and write it by file group; ``precombine``: keep one row per key in the
+    shuffle by file group (bucket index); ``overwrite``: into new file groups only, as if the
+    table were empty. Returns the tasks' stats rows (``STATS_SCHEMA``)."""
+    incoming = incoming.persist(StorageLevel.MEMORY_AND_DISK)
+    cached = [incoming]
+    try:
+        # Rows per partition: the partitions to index, and a bound on their inserts.
+        rows_by_partition = {r[0]: r[1] for r in incoming.groupBy(PARTITION_PATH).count().collect()}
+        partitions = sorted(rows_by_partition)
+        view = FileSystemView.empty() if overwrite else table.file_system_view(partitions)
+        _write_partition_metadata(table, partitions, instant_time)
+        lookup = operation is Operation.UPSERT
+        tagged, new_groups = tag(spark, table, index, incoming, partitions, view, lookup)
+        partitioned = new_groups is not None
+        if partitioned:
+            # Bucket index: every row is placed already. One shuffle by file group serves the write
+            # and the precombine: a window within each file group needs no exchange of its own.
+            tagged = _by_file_group(spark, tagged, len(view.latest_slices()) + new_groups)
+            if precombine:
+                # The record key leads the window's sort: Spark sorts on a key's first bytes, which
+                # file ids of one bucket share.
+                tagged = table.merge_rule.precombine(tagged, [RECORD_KEY, PARTITION_PATH, FILE_ID], SEQUENCE)
+        # Tagged rows that feed more than one step are computed once: the simple index's (insert
+        # counts, appends, file rewrites), and those of a bucket-index MOR write that starts file
+        # groups (appends, new groups). Spark does not rely on the partitioning of cached rows, so
+        # those are shuffled by file group again where they are written.
+        shared = not partitioned or (table.config.is_mor and new_groups > 0)
+        if shared:
+            tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(tagged)
+        return _write_tagged(
+            spark, table, tagged, new_groups, view, operation, instant_time, settings, merge_rule, partitioned and not shared,
+            most_inserts=rows_by_partition,
+        )
+    finally:
+        for frame in cached:
+            frame.unpersist()
+
+
+def _write_tagged(
+    spark: SparkSession,
+    table: HudiTable,
+    tagged: DataFrame,
+    new_groups: int | None,
+    view: FileSystemView,
+    operation: Operation,
+    instant_time: str,
+    settings: dict,
+    merge_rule: MergeRule,
+    partitioned: bool,
+    insert_counts: dict[str, int] | None = None,
+    most_inserts: dict[str, int] | None = None,
+) -> list[dict]:
+    """Write the tagged rows; ``partitioned``: they are already shuffled by file group.
+    ``insert_counts``: rows without a file group per partition, when the caller knows them;
+    else ``most_inserts`` bounds them."""
+    updates, inserts = _split(tagged)
+    mor = table.config.is_mor
+    rewritten: list[str] = []
+    if new_groups is not None:
+        # Bucket index: every row is placed already; rows of new buckets start their file groups.
+        inserts = inserts if new_groups else None
+    else:
+        # Inserts fill small file groups first. On MOR only the smallest group without log files
+        # in each partition qualifies, and its base file is rewritten with the inserts (as Hudi's
+        # delta commit does when its index cannot find keys in logs): every key stays in a base
+        # file, and the other groups keep taking their updates as logs. As in Hudi's upsert
+        # partitioner, a group a pending clustering rewrites takes no inserts (they would conflict
+        # with the clustering).
+        small_files: dict[str, list] = {}
+        if operation is not Operation.BULK_INSERT:
+            small_limit = registry.number(settings, registry.SMALL_FILE_LIMIT)
+            clustered = {group for _, plan in pending_clusterings(table.timeline) for group in plan.file_groups()}
+            for s in view.latest_slices():
+                if (s.base_file and not s.log_files and s.base_file_size < small_limit
+                        and (s.partition_path, s.file_id) not in clustered):
+                    small_files.setdefault(s.partition_path, []).append(s)
+            if mor:
+                small_files = {p: [min(slices, key=lambda s: s.base_file_size)] for p, slices in small_files.items()}
+        inserts, buckets = _assign_buckets(table, inserts, small_files, settings, insert_counts, most_inserts)
+        new_groups = len(buckets)
+        rewritten = [b.file_id for b in buckets if b.base_file]
+    groups = len(view.latest_slices()) + new_groups
+
+    def by_file_group(rows: DataFrame) -> DataFrame:
+        return rows if partitioned else _by_file_group(spark, rows, groups)
+
+    arrow_schema = to_arrow(with_meta_columns(table.schema))
+    append = _append_task(table, view, instant_time, arrow_schema, settings) if mor else None
+    merge = MergeTask(
+        base_uri=table.base_uri,
+        instant_time=instant_time,
+        arrow_schema=arrow_schema,
+        merge_rule=merge_rule,
+        base_files={s.file_id: s.base_file for s in view.latest_slices() if s.base_file},
+        concat=operation is not Operation.UPSERT or not table.has_record_key,
+        generate_keys=not table.has_record_key,
+        compression=registry.choice(settings, registry.COMPRESSION),
+        append=append.write_group if append is not None else None,
+    )
+    stats: list[DataFrame] = []  # one collect for every task: one Spark job
+    if mor:
+        # Updates of a small file group that takes inserts are merged into its new base file:
+        # a log would belong to the slice the rewrite supersedes. (If no insert arrives, its
+        # task appends them as a log after all: ``MergeTask.append``.)
+        into_base = F.col(FILE_ID).isin(rewritten)
+        if append is not None:
+            stats.append(by_file_group(updates.where(~into_base)).mapInArrow(append.udf(), STATS_SCHEMA))
+        if rewritten:
+            to_merge = updates.where(into_base).unionByName(inserts.withColumn(NEW_KEY, F.lit(True)), allowMissingColumns=True)
+        else:
+            to_merge = inserts
+    elif partitioned:
+        # One filter keeps the rows' partitioning by file group; a union of the two sides would not.
+        to_merge = tagged.where(~(F.col(NEW_GROUP) & _deletes(tagged))).drop(NEW_GROUP)
+    else:
+        to_merge = updates.unionByName(inserts) if inserts is not None else updates
+    if to_merge is not None:
+        stats.append(by_file_group(to_merge).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA))
+    return [r.asDict() for r in reduce(DataFrame.union, stats).collect()] if stats else []
+
+
+def _by_file_group(spark: SparkSession, rows: DataFrame, groups: int) -> DataFrame:
+    """``rows`` shuffled by file group, one partition per group (bounded by the cores): with
+    no explicit count, adaptive execution may fold every file write into one task on one core."""
+    parallel = max(1, min(groups, spark.sparkContext.defaultParallelism * 4))
+    return rows.repartition(parallel, FILE_ID)
+
+
+def _split(tagged: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(rows for existing file groups, rows that need a new one); deleting a key that is not
+    stored is a no-op. Rows of the simple index get their new file group by bucket assignment."""
+    if NEW_GROUP in tagged.columns:
+        updates = tagged.where(~F.col(NEW_GROUP)).drop(NEW_GROUP)
+        inserts = tagged.where(F.col(NEW_GROUP) & ~_deletes(tagged)).drop(NEW_GROUP)
+    else:
+        updates = tagged.where(F.col(FILE_ID).isNotNull())
+        inserts = tagged.where(F.col(FILE_ID).isNull() & ~_deletes(tagged)).drop(FILE_ID)
+    return updates, inserts
+
+
+def _deletes(rows: DataFrame) -> Column:
+    """Rows that delete their key: ``_hoodie_is_deleted`` or a MERGE / DELETE statement's delete."""
+    flags = [F.coalesce(F.col(flag), F.lit(False)) for flag in (IS_DELETED, DELETE) if flag in rows.columns]
+    return reduce(lambda a, b: a | b, flags, F.lit(False))
+
+
+def _assign_buckets(
+    table: HudiTable, inserts: DataFrame, small_files: dict, settings: dict,
+    insert_counts: dict[str, int] | None, most_inserts: dict[str, int] | None,
+) -> tuple[DataFrame | None, list[Bucket]]:
+    """Tag inserts with the file group that receives them (``None`` when there are none);
+    ``insert_counts`` per partition, counted here unless given.
+
+    When even ``most_inserts`` fit in one file group per partition, that assignment is the one
+    the exact counts would give, and counting them (a Spark job) is skipped: a small write's case.
+    (On merge-on-read a small file group so chosen that receives no insert appends its updates
+    as a log all the same: ``MergeTask.append``.)
+    """
+    max_file_size = registry.number(settings, registry.MAX_FILE_SIZE)
+    record_size = registry.number(settings, registry.RECORD_SIZE_ESTIMATE) or table.average_record_size()
+    buckets = None
+    if insert_counts is None and most_inserts is not None:
+        buckets = assign_inserts(most_inserts, small_files, record_size, max_file_size)
+        if len({b.partition_path for b in buckets}) != len(buckets):
+            buckets = None
+    if buckets is None:
+        if insert_counts is None:
+            insert_counts = {r[0]: r[1] for r in inserts.groupBy(PARTITION_PATH).count().collect()}
+        buckets = assign_inserts(insert_counts, small_files, record_size, max_file_size)
+    if not buckets:
+        return None, []
+    # Each partition's hash ranges, in order, as one constant of the plan; the last is open-ended.
+    ranges: dict[str, list[dict]] = {}
+    for b in sorted(buckets, key=lambda b: (b.partition_path, b.low)):
+        ranges.setdefault(b.partition_path, []).append({"high": b.high, "file_id": b.file_id})
+    for partition_ranges in ranges.values():
+        partition_ranges[-1]["high"] = 2.0
+    plan = plan_constant(ranges, "map<string, array<struct<high: double, file_id: string>>>")
+    spread = F.col(RECORD_KEY) if table.has_record_key else F.col(SEQUENCE).cast("string")
+    share = F.pmod(F.xxhash64(spread), F.lit(1_000_003)) / F.lit(1_000_003.0)
+    chosen = F.filter(F.try_element_at(plan, F.col(PARTITION_PATH)), lambda r: share < r["high"])
+    return inserts.withColumn(FILE_ID, F.try_element_at(chosen, F.lit(1))["file_id"]), buckets
+
+
+def _append_task(
+    table: HudiTable, view: FileSystemView, instant_time: str, arrow_schema, settings: dict
+) -> AppendTask | None:
+    """MOR: what turns updates and deletes of existing file groups (shuffled by file group)
+    into a new log file per group (``None`` when no group can take logs)."""
+    targets = {file_id: LogTarget(*target) for file_id, *target in view.log_targets()}
+    if not targets:
+        return None
+    # Rows carry their file id only; what the group's log file needs travels once, in the task.
+    schema = with_meta_columns(table.schema)
+    ordering = table.config.ordering_field
+    avro_schema = to_avro(schema, table.config.name)
+    return AppendTask(
+        base_uri=table.base_uri,
+        instant_time=instant_time,
+        arrow_schema=arrow_schema,
+        avro_schema=avro_schema,
+        ordering_field=ordering,
+        ordering_wrapper=wrapper_for(next(f["type"] for f in avro_schema["fields"] if f["name"] == ordering)) if ordering else None,
+        targets=targets,
+        block_format=registry.choice(settings, registry.LOG_BLOCK_FORMAT),
+        batch_size=registry.size(settings, registry.WRITE_BATCH_SIZE),
+        task_max_size=registry.size(settings, registry.WRITE_TASK_MAX_SIZE),
+    )
+
+
+def _write_partition_metadata(table: HudiTable, partitions: list[str], instant_time: str) -> None:
+    for partition in partitions:
+        path = join_partition(partition, PARTITION_METADATA_FILE)
+        if not table.storage.exists(path):
+            table.storage.write_atomic(path, partition_metadata(instant_time, partition))
