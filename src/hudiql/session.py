@@ -250,6 +250,7 @@ class Session:
         props, schema = derive_table_properties(TableDefinition(
             name=name, database=database, schema=columns, primary_key=st.primary_key,
             partitioned_by=st.partitioned_by, options=st.options, dialect=st.dialect,
+            table_version=registry.setting(self.conf, registry.WRITE_TABLE_VERSION),
         ))
         table = self._create_table(database, name, location, st.location is not None, props)
         if rows is not None:

@@ -56,7 +56,7 @@ PAYLOAD_OPTION = "hoodie.datasource.write.payload.class"
 TABLE_TYPE_OPTION = "hoodie.datasource.write.table.type"
 KEYGEN_OPTION = "hoodie.datasource.write.keygenerator.class"
 WRITE_TABLE_VERSION = "hoodie.write.table.version"
-PAYLOAD_ORDERING_FIELD = "hoodie.payload.ordering.field"
+PAYLOAD_ORDERING_FIELD = C.PAYLOAD_ORDERING_FIELD
 TIMESTAMP_INPUT_FORMAT = "hoodie.keygen.timebased.input.dateformat"
 
 INDEX_TYPE = "hoodie.index.type"
@@ -155,7 +155,7 @@ KEY_GENERATORS = (C.SIMPLE_KEYGEN, C.COMPLEX_KEYGEN, C.NONPARTITIONED_KEYGEN, C.
 PAYLOADS = (C.DEFAULT_PAYLOAD, C.OVERWRITE_WITH_LATEST_PAYLOAD, C.EVENT_TIME_PAYLOAD)
 
 _OVERWRITE_IS_A_STATEMENT = "write INSERT OVERWRITE to replace rows; INSERT INTO takes insert, upsert or bulk_insert"
-_V6 = "hudiql writes table version 6; remove the option or set it to 6"
+_VERSIONS = ("6", "8", "9")
 _NO_BLOOM = "hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest base files) or BUCKET"
 
 
@@ -258,9 +258,17 @@ _KEY_LIST: list[Key] = [
     _enum(TABLE_TYPE_OPTION, TABLE, _TABLE_TYPES, C.COPY_ON_WRITE, same_as=C.TABLE_TYPE),
     _enum(SHORT_TABLE_TYPE[0], TABLE, _TABLE_TYPES, "cow", same_as=C.TABLE_TYPE),
     _enum(SHORT_TABLE_TYPE[1], TABLE, _TABLE_TYPES, "cow", same_as=C.TABLE_TYPE),
-    _fixed(C.TABLE_VERSION, "6", _V6),
-    _fixed(WRITE_TABLE_VERSION, "6", _V6),
-    _fixed(C.TIMELINE_LAYOUT_VERSION, "1"),
+    _enum(WRITE_TABLE_VERSION, BOTH, _VERSIONS, "6",
+          doc="the table version of a new table (CREATE TABLE, CTAS, or SET before them): 6 is read by every "
+              "Hudi reader, 0.x and 1.x; 8 is Hudi 1.0's, 9 Hudi 1.1's. An existing table keeps its own"),
+    _enum(C.TABLE_VERSION, TABLE, _VERSIONS, "6", same_as=WRITE_TABLE_VERSION),
+    _enum(C.TIMELINE_LAYOUT_VERSION, TABLE, ("1", "2"), "1", doc="1 for table version 6, 2 for 8 and 9"),
+    Key(C.TIMELINE_PATH_V8, TABLE, WRITTEN, doc="the timeline's folder in .hoodie (versions 8, 9)"),
+    Key(C.TIMELINE_HISTORY_PATH_V8, TABLE, WRITTEN, doc="the archived timeline's folder in the timeline's (versions 8, 9)"),
+    Key(C.INITIAL_VERSION_V8, TABLE, WRITTEN, doc="the version the table was created with (versions 8, 9)"),
+    Key(C.KEYGEN_TYPE_V8, TABLE, WRITTEN, doc="the key generator by type (versions 8, 9), from the table's keys"),
+    Key(C.MERGE_STRATEGY_ID_V8, TABLE, WRITTEN, doc="the merge mode's strategy id (version 8)"),
+    Key(C.TABLE_FORMAT_V9, TABLE, WRITTEN, doc="the table's format, native (version 9)"),
     _fixed(C.BASE_FILE_FORMAT, "PARQUET"),
     _fixed(C.ARCHIVELOG_FOLDER, "archived"),
     _fixed(C.TIMELINE_TIMEZONE, "UTC"),
@@ -274,6 +282,7 @@ _KEY_LIST: list[Key] = [
     Key(PARTITION_OPTION, TABLE, COLUMNS, same_as=C.PARTITION_FIELDS),
     Key(C.PRECOMBINE_FIELD, TABLE, COLUMNS, doc="the ordering (preCombine) field; none by default"),
     Key(PRECOMBINE_OPTION, TABLE, COLUMNS, same_as=C.PRECOMBINE_FIELD),
+    Key(C.ORDERING_FIELDS_V8, TABLE, COLUMNS, same_as=C.PRECOMBINE_FIELD, doc="the table version 9 name of it"),
     *[Key(name, TABLE, COLUMNS, same_as=C.PRECOMBINE_FIELD) for name in SHORT_ORDERING],
     Key(PAYLOAD_ORDERING_FIELD, TABLE, COLUMNS, doc="the ordering field payloads compare; must be the ordering field"),
     _enum(C.KEYGEN_CLASS, TABLE, _KEYGEN_VALUES, doc="derived from the key and partition columns"),
@@ -594,10 +603,8 @@ UNIMPLEMENTED: list[Unimplemented] = [
                    "hoodie.hbase.index.*", "hoodie.bucket.index.*", "hoodie.index.*"),
                   "hudiql's indexes are hoodie.index.type=SIMPLE and BUCKET (hoodie.bucket.index.num.buckets, "
                   "hoodie.bucket.index.hash.field); remove the option"),
-    Unimplemented(("hoodie.table.ordering.fields", "hoodie.table.keygenerator.type", "hoodie.timeline.path",
-                   "hoodie.record.merge.strategy.id", "hoodie.table.initial.version", "hoodie.table.partition.stats*"),
-                  "this is a table version 8 property; hudiql writes table version 6 (use preCombineField, "
-                  "hoodie.table.keygenerator.class, payloadClass); remove the option"),
+    Unimplemented(("hoodie.table.partition.stats*",),
+                  "hudiql keeps no metadata table, and with it no partition stats; remove the option"),
     Unimplemented(("hoodie.datasource.write.keygenerator.type",),
                   "give the class instead: hoodie.datasource.write.keygenerator.class="
                   + ", ".join(k.rsplit(".", 1)[1] for k in KEY_GENERATORS)),

@@ -44,6 +44,10 @@ TABLE_TYPE = "hoodie.table.type"
 TABLE_VERSION = "hoodie.table.version"
 TIMELINE_LAYOUT_VERSION = "hoodie.timeline.layout.version"
 TIMELINE_PATH_V8 = "hoodie.timeline.path"
+TIMELINE_HISTORY_PATH_V8 = "hoodie.timeline.history.path"
+INITIAL_VERSION_V8 = "hoodie.table.initial.version"
+MERGE_STRATEGY_ID_V8 = "hoodie.record.merge.strategy.id"
+TABLE_FORMAT_V9 = "hoodie.table.format"
 RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
 PRECOMBINE_FIELD = "hoodie.table.precombine.field"
 ORDERING_FIELDS_V8 = "hoodie.table.ordering.fields"
@@ -57,6 +61,7 @@ BASE_FILE_FORMAT = "hoodie.table.base.file.format"
 ARCHIVELOG_FOLDER = "hoodie.archivelog.folder"
 PAYLOAD_CLASS = "hoodie.compaction.payload.class"
 MERGE_MODE = "hoodie.record.merge.mode"
+PAYLOAD_ORDERING_FIELD = "hoodie.payload.ordering.field"
 TIMELINE_TIMEZONE = "hoodie.table.timeline.timezone"
 POPULATE_META_FIELDS = "hoodie.populate.meta.fields"
 CREATE_SCHEMA = "hoodie.table.create.schema"
@@ -186,6 +191,45 @@ def inferred_merge_mode(payload_class: str, has_ordering_field: bool) -> str:
     return EVENT_TIME_ORDERING
 
 
+#: Key generators by the type name table versions 8 and 9 store (``hoodie.table.keygenerator.type``).
+KEYGEN_TYPES = {"SIMPLE": SIMPLE_KEYGEN, "COMPLEX": COMPLEX_KEYGEN, "NON_PARTITION": NONPARTITIONED_KEYGEN,
+                "TIMESTAMP": TIMESTAMP_KEYGEN, "CUSTOM": CUSTOM_KEYGEN}
+#: Hudi's merge strategy ids (``HoodieRecordMerger``) of the two merge modes hudiql runs (table version 8).
+MERGE_STRATEGY_IDS = {EVENT_TIME_ORDERING: "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+                      COMMIT_TIME_ORDERING: "ce9acb64-bde0-424c-9b91-f6ebba25356d"}
+
+
+def versioned_properties(props: dict[str, str], version: int) -> dict[str, str]:
+    """The ``hoodie.properties`` of a new table of ``version`` (6, 8 or 9) from the ones it has as a
+    version 6 table, as Hudi 1.0 (8) and 1.1 (9) write them: from 8 on, the timeline's folders
+    (layout 2), the key generator by type and the merge strategy by id; from 9 on, the ordering
+    fields and the table format, without payload class and strategy id.
+
+    >>> v6 = {TABLE_VERSION: "6", TIMELINE_LAYOUT_VERSION: "1", KEYGEN_CLASS: SIMPLE_KEYGEN,
+    ...       PRECOMBINE_FIELD: "ts", PAYLOAD_CLASS: "x.DefaultHoodieRecordPayload", MERGE_MODE: EVENT_TIME_ORDERING}
+    >>> v9 = versioned_properties(v6, 9)
+    >>> v9[TABLE_VERSION], v9[KEYGEN_TYPE_V8], v9[ORDERING_FIELDS_V8], PAYLOAD_CLASS in v9
+    ('9', 'SIMPLE', 'ts', False)
+    """
+    if version == 6:
+        return dict(props)
+    out = {k: v for k, v in props.items() if k != KEYGEN_CLASS}
+    out.update({
+        TABLE_VERSION: str(version), INITIAL_VERSION_V8: str(version), TIMELINE_LAYOUT_VERSION: "2",
+        TIMELINE_PATH_V8: "timeline", TIMELINE_HISTORY_PATH_V8: "history",
+        KEYGEN_TYPE_V8: next(t for t, c in KEYGEN_TYPES.items() if c == props[KEYGEN_CLASS]),
+    })
+    if version == 8:
+        out[MERGE_STRATEGY_ID_V8] = MERGE_STRATEGY_IDS[props[MERGE_MODE]]
+        return out
+    for key in (PAYLOAD_CLASS, PAYLOAD_ORDERING_FIELD):
+        out.pop(key, None)
+    if PRECOMBINE_FIELD in out:
+        out[ORDERING_FIELDS_V8] = out.pop(PRECOMBINE_FIELD)
+    out[TABLE_FORMAT_V9] = "native"
+    return out
+
+
 class TableConfig:
     """Typed view over the properties of one table."""
 
@@ -288,10 +332,8 @@ class TableConfig:
         if explicit:
             return explicit
         kind = self.props.get(KEYGEN_TYPE_V8, "").upper()
-        known = {"SIMPLE": SIMPLE_KEYGEN, "COMPLEX": COMPLEX_KEYGEN, "NON_PARTITION": NONPARTITIONED_KEYGEN,
-                 "TIMESTAMP": TIMESTAMP_KEYGEN, "CUSTOM": CUSTOM_KEYGEN}
-        if kind in known:
-            return known[kind]
+        if kind in KEYGEN_TYPES:
+            return KEYGEN_TYPES[kind]
         return SIMPLE_KEYGEN if self.partition_fields else NONPARTITIONED_KEYGEN
 
     @property

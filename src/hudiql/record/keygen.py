@@ -50,6 +50,8 @@ class KeyGenerator:
     timestamp_output_format: str | None = None
     timestamp_type: str | None = None
     timestamp_input_format: str | None = None
+    #: Table version 9's complex key generator names the field of a one-field key too (``id:1``).
+    prefixes_single_field: bool = False
 
     @classmethod
     def from_config(cls, config: C.TableConfig) -> KeyGenerator:
@@ -62,6 +64,7 @@ class KeyGenerator:
             timestamp_output_format=config.get(C.TIMESTAMP_OUTPUT_FORMAT),
             timestamp_type=config.get(C.TIMESTAMP_TYPE),
             timestamp_input_format=config.get(registry.TIMESTAMP_INPUT_FORMAT),
+            prefixes_single_field=config.version >= 9 and config.keygen_class == C.COMPLEX_KEYGEN,
         )
 
     @property
@@ -76,7 +79,7 @@ class KeyGenerator:
     def record_key(self) -> Column:
         """The record key; a task fails with ``NULL_KEY_ERROR`` on a null or empty key."""
         fields = self.record_key_fields
-        if len(fields) == 1:
+        if len(fields) == 1 and not self.prefixes_single_field:
             value = F.col(fields[0]).cast("string")
             bad = value.isNull() | (value == F.lit(""))
             message = F.lit(f"{NULL_KEY_ERROR}: record key field '{fields[0]}' is null or empty")

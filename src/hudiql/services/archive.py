@@ -165,6 +165,10 @@ def archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
     """Archive what Hudi's rules let go (``instants_to_archive``); the instants moved."""
     if not instants_to_archive(table, settings):
         return []  # the timeline is short enough: no lock (a later writer only adds instants)
+    if table.timeline.layout_version >= 2:
+        raise HudiqlError(f"table {table.config.name} is of table version {table.config.version}, whose archived "
+                          "timeline (an LSM tree of parquet files) hudiql does not write yet; its instants stay on "
+                          "the active timeline, which readers read whole")
     with locked(table, settings, "archive") as held:
         table = held.table  # a writer's conflict check reads the timeline: decide under the lock
         chosen = instants_to_archive(table, settings)

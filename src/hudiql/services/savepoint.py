@@ -30,9 +30,8 @@ import time
 from collections.abc import Mapping
 
 from hudiql.errors import SqlError
-from hudiql.layout import META_FOLDER
 from hudiql.table.table import HudiTable
-from hudiql.timeline.active import CLEAN, SAVEPOINT, Instant, State, instant_file_name
+from hudiql.timeline.active import CLEAN, SAVEPOINT, Instant, State
 from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
 from hudiql.timeline.savepoint import encode_savepoint, savepointed_paths
 from hudiql.transaction.prologue import locked
@@ -106,7 +105,7 @@ def delete(table: HudiTable, settings: Mapping[str, str], instant_times: str) ->
                            f"{', '.join(existing)} (CALL show_savepoints)")
         for t in wanted:
             instant = Instant(t, SAVEPOINT, State.COMPLETED)
-            table.storage.delete(f"{META_FOLDER}/{instant_file_name(SAVEPOINT, State.COMPLETED, t)}")
+            table.timeline.delete_completed(t, savepoint=True)
             table.timeline.remove_pending(instant)
     return wanted
 

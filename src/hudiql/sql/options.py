@@ -46,7 +46,7 @@ FLINK = "flink"
 # Spellings of one option, most specific first. Each list maps onto one derived property.
 RECORD_KEY_OPTIONS = [K.SHORT_PRIMARY_KEY, K.RECORD_KEY_OPTION, C.RECORD_KEY_FIELDS]
 PARTITION_OPTIONS = [K.PARTITION_OPTION, C.PARTITION_FIELDS]
-ORDERING_OPTIONS = [*K.SHORT_ORDERING, K.PRECOMBINE_OPTION, C.PRECOMBINE_FIELD]
+ORDERING_OPTIONS = [*K.SHORT_ORDERING, K.PRECOMBINE_OPTION, C.PRECOMBINE_FIELD, C.ORDERING_FIELDS_V8]
 PAYLOAD_OPTIONS = [*K.SHORT_PAYLOAD, K.PAYLOAD_OPTION, C.PAYLOAD_CLASS]
 TABLE_TYPE_OPTIONS = [*K.SHORT_TABLE_TYPE, K.TABLE_TYPE_OPTION, C.TABLE_TYPE]
 KEYGEN_OPTIONS = [K.KEYGEN_OPTION, C.KEYGEN_CLASS]
@@ -66,6 +66,8 @@ class TableDefinition:
     partitioned_by: list[str] = field(default_factory=list)
     options: dict[str, str] = field(default_factory=dict)
     dialect: str = SPARK
+    #: The session's ``hoodie.write.table.version`` (a table option of the statement wins).
+    table_version: str = K.KEYS[K.WRITE_TABLE_VERSION].default
 
 
 def _first(options: dict[str, str], names: list[str]) -> str | None:
@@ -149,7 +151,8 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
     partition_fields = _canonical(partition_fields, schema)
     ordering = _canonical(ordering, schema)
     if len(ordering) > 1:
-        raise OptionError(f"one ordering field is supported on table version 6, got {', '.join(ordering)}")
+        raise OptionError(f"one ordering field is supported, got {', '.join(ordering)}")
+    version = _table_version(options, definition.table_version)
 
     raw_type = _first(options, TABLE_TYPE_OPTIONS) or "cow"
     table_type = C.table_type(raw_type)
@@ -158,7 +161,8 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
 
     # Write-side spellings of the key and partition fields are replaced by the table's own keys,
     # so hoodie.properties never holds a value the DDL overrode.
-    overridden = {K.RECORD_KEY_OPTION, K.PARTITION_OPTION}
+    overridden = {K.RECORD_KEY_OPTION, K.PARTITION_OPTION, K.WRITE_TABLE_VERSION, C.TABLE_VERSION,
+                  C.TIMELINE_LAYOUT_VERSION, C.ORDERING_FIELDS_V8}
     props: dict[str, str] = {k: v for k, v in options.items() if k.startswith("hoodie.") and k not in overridden}
     keygen = _first(options, KEYGEN_OPTIONS)
     if keygen and "." not in keygen:
@@ -215,7 +219,24 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
     if options.get(K.FLINK_INDEX_TYPE):
         props.setdefault(K.INDEX_TYPE, options[K.FLINK_INDEX_TYPE])
     IndexConfig.from_settings(props, record_key)  # a bad index option fails the CREATE, not the first write
-    return props, stored_schema
+    return C.versioned_properties(props, version), stored_schema
+
+
+def _table_version(options: dict[str, str], session_version: str) -> int:
+    """The version of a new table: the statement's ``hoodie.write.table.version`` (or
+    ``hoodie.table.version``), else the session's; its timeline layout, if given, must be that
+    version's."""
+    given = [options[k] for k in (K.WRITE_TABLE_VERSION, C.TABLE_VERSION) if options.get(k)]
+    if len({v.strip() for v in given}) > 1:
+        raise OptionError(f"{K.WRITE_TABLE_VERSION}={given[0]} and {C.TABLE_VERSION}={given[1]} differ; give one of them")
+    text = given[0].strip() if given else session_version
+    K.KEYS[K.WRITE_TABLE_VERSION].check(text)
+    version = int(text)
+    layout = options.get(C.TIMELINE_LAYOUT_VERSION)
+    if layout and int(layout) != (1 if version == 6 else 2):
+        raise OptionError(f"{C.TIMELINE_LAYOUT_VERSION}={layout} does not fit table version {version}, whose "
+                          f"timeline layout is {1 if version == 6 else 2}; leave it out")
+    return version
 
 
 def _payload_and_merge_mode(options: dict[str, str], ordering: list[str]) -> tuple[str, str]:

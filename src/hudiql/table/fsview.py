@@ -148,12 +148,15 @@ class FileSystemView:
                 out.append(latest)
         return out
 
-    def log_targets(self) -> list[tuple[str, str | None, str, int]]:
-        """Per live file group: (file id, base file and base instant of its latest slice, next
-        log version)."""
+    def log_targets(self, delta_commit: str | None = None) -> list[tuple[str, str | None, str, int]]:
+        """Per live file group: (file id, base file of its latest slice, the instant and version
+        its new log file is named by). On timeline layout 1 a log file is named by its slice's base
+        instant, with the slice's next version; on layout 2 by its own ``delta_commit``, version 1
+        (a slice takes the logs whose delta commit completed after its base)."""
         return [
             (s.file_id, s.base_file, s.base_instant,
              self.groups[(s.partition_path, s.file_id)].next_log_version(s.base_instant))
+            if delta_commit is None else (s.file_id, s.base_file, delta_commit, 1)
             for s in self.latest_slices()
         ]
 

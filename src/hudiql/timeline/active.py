@@ -1,8 +1,10 @@
 """The timeline: instants in ``.hoodie/``, their states, and the atomic completion of a write.
 
-We write timeline layout 1 (table version 6). We read layout 1 and layout 2 (table version 8,
-instants in ``.hoodie/<hoodie.timeline.path>/`` with the completion time in completed file names);
-``hoodie.properties`` tells which, as it does for every Hudi reader.
+Two layouts, read and written; ``hoodie.properties`` tells which, as it does for every Hudi reader.
+Layout 1 (table version 6): instants in ``.hoodie/``, a completed one named ``<t>.<action>``.
+Layout 2 (table versions 8 and 9): instants in ``.hoodie/<hoodie.timeline.path>/``, a completed one
+named ``<t>_<completion time>.<action>``: when it completed decides, for readers of those versions,
+which file slice a log file belongs to and what an incremental query returns.
 
 Example:
     >>> storage = Storage(warehouse + "/orders")
@@ -122,30 +124,34 @@ def parse_query_instant(text: str, zone: tzinfo = timezone.utc) -> str:
     raise HudiqlError(f"'{text}' is not an instant; write 'yyyyMMddHHmmss[SSS]', 'yyyy-MM-dd HH:mm:ss[.SSS]' or 'yyyy-MM-dd'")
 
 
+#: The table versions hudiql writes, and the timeline layout of each.
+WRITABLE_VERSIONS = {6: 1, 8: 2, 9: 2}
+
+
 def ensure_writable(config: TableConfig, base_uri: str) -> None:
-    """Refuse to write a table whose timeline is of another layout than 1 (``HudiqlError``)."""
-    _ensure_layout_writable(config.timeline_layout_version, base_uri)
+    """Refuse to write a table of a version, or a timeline layout, hudiql does not write (``HudiqlError``)."""
+    layout = WRITABLE_VERSIONS.get(config.version)
+    if layout is None:
+        raise HudiqlError(f"table {base_uri} is of table version {config.version}; hudiql writes table versions "
+                          f"{', '.join(map(str, list(WRITABLE_VERSIONS)[:-1]))} and {list(WRITABLE_VERSIONS)[-1]}")
+    if config.timeline_layout_version != layout:
+        raise HudiqlError(f"table {base_uri} is of table version {config.version} with timeline layout "
+                          f"{config.timeline_layout_version}; hudiql writes that version with layout {layout} only")
 
 
-def _ensure_layout_writable(layout_version: int, base_uri: str) -> None:
-    # Layout 1 instants in a layout 2 table are invisible to every reader.
-    if layout_version != 1:
-        raise HudiqlError(
-            f"table {base_uri} uses timeline layout {layout_version}; hudiql can read it "
-            "but writes only timeline layout 1 (table version 6): copy its rows into a table hudiql created"
-        )
+def instant_file_name(action: str, state: State, ts: str, completion_time: str | None = None) -> str:
+    """File name of an instant; a completed one with its ``completion_time`` on timeline layout 2.
 
-
-def instant_file_name(action: str, state: State, ts: str) -> str:
-    """File name of an instant in timeline layout 1."""
-    if action == COMMIT:
-        return {State.REQUESTED: f"{ts}.commit.requested", State.INFLIGHT: f"{ts}.inflight"}.get(state, f"{ts}.commit")
-    if action in (COMPACTION, LOG_COMPACTION) and state is State.COMPLETED:
-        # A completed compaction is a commit (log compaction: a deltacommit).
-        return f"{ts}.{COMMIT if action == COMPACTION else DELTA_COMMIT}"
-    if state is State.COMPLETED:
-        return f"{ts}.{action}"
-    return f"{ts}.{action}.{state.value}"
+    >>> instant_file_name(COMMIT, State.INFLIGHT, "001"), instant_file_name(COMPACTION, State.COMPLETED, "001", "002")
+    ('001.inflight', '001_002.commit')
+    """
+    if action == COMMIT and state is not State.COMPLETED:
+        return {State.REQUESTED: f"{ts}.commit.requested", State.INFLIGHT: f"{ts}.inflight"}[state]
+    if state is not State.COMPLETED:
+        return f"{ts}.{action}.{state.value}"
+    # A completed compaction is a commit (log compaction: a deltacommit).
+    action = {COMPACTION: COMMIT, LOG_COMPACTION: DELTA_COMMIT}.get(action, action)
+    return f"{ts}_{completion_time}.{action}" if completion_time else f"{ts}.{action}"
 
 
 def _parse_suffix(suffix: str) -> tuple[str, State] | None:
@@ -305,11 +311,18 @@ class Timeline:
         """The instant time one millisecond after ``instant_time``."""
         return format_instant_time(parse_instant_time(instant_time) + timedelta(milliseconds=1))
 
-    # ---- transitions (layout 1) ------------------------------------------------------------
-    def _path(self, action: str, state: State, ts: str) -> str:
+    # ---- transitions ------------------------------------------------------------------------
+    def _path(self, action: str, state: State, ts: str, completion_time: str | None = None) -> str:
         assert self.as_of_instant is None, "a timeline as of an instant is read, never written"
-        _ensure_layout_writable(self.layout_version, self.storage.base_uri)
-        return f"{META_FOLDER}/{instant_file_name(action, state, ts)}"
+        return f"{self.folder}/{instant_file_name(action, state, ts, completion_time)}"
+
+    def _completion_time(self, instant: Instant) -> str | None:
+        """When ``instant`` completes (layout 2): now, and later than its own time and every
+        completion on the timeline, so that completion order is the order writers committed in."""
+        if self.layout_version < 2:
+            return None
+        latest = max((i.completion_time for i in self.instants if i.completion_time), default=instant.timestamp)
+        return max(format_instant_time(datetime.now(timezone.utc)), self.next_instant_time(max(latest, instant.timestamp)))
 
     def request(self, action: str, timestamp: str, plan: bytes = b"") -> Instant:
         """Create the requested instant of a new action (holding its plan, if any)."""
@@ -334,10 +347,19 @@ class Timeline:
 
     def complete(self, instant: Instant, content: bytes) -> Instant:
         """Make the instant visible: one atomic write of its completed file."""
-        path = self._path(instant.action, State.COMPLETED, instant.timestamp)
+        completion_time = self._completion_time(instant)
+        path = self._path(instant.action, State.COMPLETED, instant.timestamp, completion_time)
         self.storage.write_atomic(path, content)
         self._contents[path] = content
-        return Instant(instant.timestamp, instant.action, State.COMPLETED, path)
+        return Instant(instant.timestamp, instant.action, State.COMPLETED, path, completion_time)
+
+    def delete_completed(self, instant_time: str, savepoint: bool = False) -> None:
+        """Delete the completed file of the instant at ``instant_time`` (a ``savepoint``'s, or the
+        other action's there), as listed: its name holds its completion time on layout 2. Nothing
+        when it is gone already (a rollback run again after a crash)."""
+        for instant in self.instants:
+            if instant.timestamp == instant_time and instant.is_completed and (instant.action == SAVEPOINT) == savepoint:
+                self.storage.delete(instant.file_name)
 
     def remove_pending(self, instant: Instant, keep_requested: bool = False) -> None:
         """Delete the inflight (and requested) file of an instant that did not complete."""

@@ -1,4 +1,6 @@
-"""Commit metadata: the JSON content of a completed commit / deltacommit / replacecommit.
+"""Commit metadata: the content of a completed commit / deltacommit / replacecommit: JSON on
+timeline layout 1 (table version 6), an Avro container of Hudi's ``HoodieCommitMetadata``
+(``HoodieReplaceCommitMetadata`` for a replacecommit) on layout 2 (versions 8 and 9).
 
 Example:
     >>> meta = CommitMetadata(operation_type="UPSERT")
@@ -7,6 +9,8 @@ Example:
     2
     >>> CommitMetadata.decode(meta.to_json()).total("num_inserts")
     2
+    >>> CommitMetadata.decode(meta.encode(2)).total("num_inserts")    # layout 2: Avro
+    2
     >>> CommitMetadata.decode(b"{", "20240101000000000.commit")
     Traceback (most recent call last):
     hudiql.errors.FormatError: 20240101000000000.commit is corrupt (JSONDecodeError: ...); the table needs it: ...
@@ -14,9 +18,11 @@ Example:
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+import fastavro
 import pyarrow as pa
 
 from hudiql.errors import damaged_file
@@ -95,6 +101,52 @@ STATS_ARROW_SCHEMA = pa.schema([(f.name, _ROW_TYPES[f.type][1]) for f in fields(
 REPLACE_OPERATIONS = ("INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION", "CLUSTER")
 
 
+def _nullable(avro_type: object) -> list:
+    return ["null", avro_type]
+
+
+_LONG_STATS = ("numWrites", "numDeletes", "numUpdateWrites", "totalWriteBytes", "totalWriteErrors", "totalLogRecords",
+               "totalLogFiles", "totalUpdatedRecordsCompacted", "numInserts", "totalLogBlocks", "totalCorruptLogBlock",
+               "totalRollbackBlocks", "fileSizeInBytes", "logOffset", "minEventTime", "maxEventTime",
+               "totalLogFilesCompacted", "totalLogReadTimeMs", "totalLogSizeCompacted", "numUpdates")
+_STRING_STATS = ("fileId", "path", "prevCommit", "partitionPath", "baseFile", "prevBaseFile", "tempPath")
+#: Hudi's ``HoodieWriteStat`` (every field nullable, as Hudi declares it).
+_WRITE_STAT_SCHEMA = {
+    "type": "record", "name": "HoodieWriteStat", "fields": [
+        *({"name": n, "type": _nullable("string"), "default": None} for n in _STRING_STATS),
+        *({"name": n, "type": _nullable("long"), "default": None} for n in _LONG_STATS),
+        {"name": "logVersion", "type": _nullable("int"), "default": None},
+        {"name": "logFiles", "type": _nullable({"type": "array", "items": "string"}), "default": None},
+        {"name": "cdcStats", "type": _nullable({"type": "map", "values": "long"}), "default": None},
+        {"name": "runtimeStats", "default": None, "type": _nullable({
+            "type": "record", "name": "HoodieRuntimeStats", "fields": [
+                {"name": n, "type": _nullable("long"), "default": None}
+                for n in ("totalScanTime", "totalUpsertTime", "totalCreateTime")]})},
+    ],
+}
+
+
+def _commit_schema(replace: bool) -> dict:
+    """Hudi's ``HoodieCommitMetadata``, or ``HoodieReplaceCommitMetadata`` (``replace``)."""
+    fields_ = [
+        {"name": "partitionToWriteStats", "default": None,
+         "type": _nullable({"type": "map", "values": {"type": "array", "items": _WRITE_STAT_SCHEMA}})},
+        {"name": "compacted", "type": _nullable("boolean"), "default": None},
+        {"name": "extraMetadata", "type": _nullable({"type": "map", "values": "string"}), "default": None},
+        {"name": "version", "type": ["int", "null"], "default": 1},
+        {"name": "operationType", "type": _nullable("string"), "default": None},
+    ]
+    if replace:
+        fields_.append({"name": "partitionToReplaceFileIds", "default": None,
+                        "type": _nullable({"type": "map", "values": {"type": "array", "items": "string"}})})
+    name = "HoodieReplaceCommitMetadata" if replace else "HoodieCommitMetadata"
+    return fastavro.parse_schema({"type": "record", "name": name, "namespace": "org.apache.hudi.avro.model",
+                                  "fields": fields_})
+
+
+_AVRO_SCHEMAS = {replace: _commit_schema(replace) for replace in (False, True)}
+
+
 @dataclass
 class CommitMetadata:
     """The metadata of a completed write: write stats by partition, ``extraMetadata`` (the schema),
@@ -110,7 +162,20 @@ class CommitMetadata:
     def add(self, stat: WriteStat) -> None:
         self.write_stats.append(stat)
 
+    def encode(self, layout_version: int) -> bytes:
+        """The completed instant's content on timeline layout ``layout_version``: JSON (1) or Avro (2)."""
+        if layout_version < 2:
+            return self.to_json()
+        doc = self._doc()
+        doc["version"] = 1
+        out = io.BytesIO()
+        fastavro.writer(out, _AVRO_SCHEMAS[self.operation_type in REPLACE_OPERATIONS], [doc])
+        return out.getvalue()
+
     def to_json(self) -> bytes:
+        return json.dumps(self._doc(), indent=2).encode()
+
+    def _doc(self) -> dict:
         by_partition: dict[str, list[dict]] = {}
         for stat in self.write_stats:
             by_partition.setdefault(stat.partition_path, []).append(stat.to_json_dict())
@@ -125,7 +190,7 @@ class CommitMetadata:
         }
         if self.operation_type in REPLACE_OPERATIONS:  # Hudi's readers need the key, even empty
             doc["partitionToReplaceFileIds"] = self.partition_to_replace_file_ids
-        return json.dumps(doc, indent=2).encode()
+        return doc
 
     @classmethod
     def decode(cls, data: bytes, path: str = "commit metadata") -> CommitMetadata:
@@ -134,10 +199,6 @@ class CommitMetadata:
         naming ``path``."""
         try:
             if data.startswith(b"Obj\x01"):
-                import io
-
-                import fastavro
-
                 records = list(fastavro.reader(io.BytesIO(data)))
                 return cls._from_doc(records[0] if records else {})
             doc = json.loads(data.decode() or "{}")

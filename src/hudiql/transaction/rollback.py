@@ -44,7 +44,6 @@ from collections.abc import Mapping
 
 from hudiql.errors import SqlError
 from hudiql.layout import (
-    META_FOLDER,
     join_partition,
     marker_folder,
     parse_data_file_name,
@@ -60,7 +59,6 @@ from hudiql.timeline.active import (
     ROLLBACK,
     Instant,
     State,
-    instant_file_name,
 )
 from hudiql.timeline.replace_plan import clustering_plan
 from hudiql.timeline.rollback_plan import (
@@ -189,7 +187,7 @@ def _execute(table: HudiTable, rollback_instant: Instant, plan: RollbackPlan) ->
     timeline, storage = table.timeline, table.storage
     if rollback_instant.state is State.REQUESTED:
         rollback_instant = timeline.transition_to_inflight(rollback_instant)
-    storage.delete(f"{META_FOLDER}/{instant_file_name(plan.action, State.COMPLETED, plan.instant_time)}")
+    timeline.delete_completed(plan.instant_time)
     deleted: dict[str, list[str]] = {}
     for request in plan.requests:
         for path in request.files:

@@ -167,7 +167,7 @@ class WriteTransaction:
                 current = Timeline.load(self.table.storage, self.table.config)
                 conflict.check(self.spark, self.table.storage, self.table.timeline, current, self.instant, metadata, rule)
             metadata.extra_metadata.update(registry.commit_extra_metadata(self.settings))
-            completed = self.table.timeline.complete(self.instant, metadata.to_json())
+            completed = self.table.timeline.complete(self.instant, metadata.encode(self.table.timeline.layout_version))
         # What the post-commit services start from: the listing under the lock, and this commit.
         self.committed_table = self.table.with_timeline(current.with_instant(completed))
         self._done = self.committed = True

@@ -48,10 +48,11 @@ DEFAULT_TASK_MAX_SIZE = int(registry.KEYS[registry.WRITE_TASK_MAX_SIZE].default)
 
 
 class LogTarget(NamedTuple):
-    """Where a file group's new log file goes: the slice it extends and the file's version."""
+    """Where a file group's new log file goes: the base file of the slice it extends, and the
+    instant and version the file is named by (``FileSystemView.log_targets``)."""
 
     base_file: str | None
-    base_instant: str
+    log_instant: str
     version: int
 
 
@@ -120,7 +121,7 @@ class AppendTask:
                 if group is None:
                     target = self.targets[file_id]
                     partition_path = rows.column(PARTITION_PATH)[0].as_py()
-                    group = _GroupBuffer(file_id, partition_path, target.base_file, target.base_instant, target.version)
+                    group = _GroupBuffer(file_id, partition_path, target.base_file, target.log_instant, target.version)
                     groups[file_id] = group
                 group.pieces.append(rows)
                 group.size += rows.nbytes

@@ -530,7 +530,8 @@ def _append_task(
 ) -> AppendTask | None:
     """MOR: what turns updates and deletes of existing file groups (shuffled by file group)
     into a new log file per group (``None`` when no group can take logs)."""
-    targets = {file_id: LogTarget(*target) for file_id, *target in view.log_targets()}
+    delta_commit = instant_time if table.timeline.layout_version >= 2 else None
+    targets = {file_id: LogTarget(*target) for file_id, *target in view.log_targets(delta_commit)}
     if not targets:
         return None
     # Rows carry their file id only; what the group's log file needs travels once, in the task.
