@@ -2,8 +2,8 @@
 under the table lock before it changes the table, as Hudi's writer does with
 ``hoodie.metadata.enable=false`` (``table.metadata_table``, ``transaction.prologue``).
 
-The real v8 table (``v8_trips_8i3u1d``) has a metadata table that the official reader lists the table
-through. No real v6 table of the test data carries one, although Hudi 0.11-0.15 writers keep one by
+The real v8 and v9 tables (``v8_trips_8i3u1d``, ``v9_nonpartitioned_rollback``) have a metadata table
+that the official reader lists them through. No real v6 table of the test data carries one, although Hudi 0.11-0.15 writers keep one by
 default: the v6 tables here are real v6 tables given that v8 table's ``.hoodie/metadata/`` and the
 properties a v6 writer sets with it (``hoodie.table.metadata.partitions``).
 """
@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
-from hudiql.errors import HudiqlError
 from hudiql.io.storage import Storage
 from hudiql.table import metadata_table
 from hudiql.config.table_config import METADATA_PARTITIONS, TableConfig
@@ -23,6 +22,7 @@ from hudiql.config.table_config import METADATA_PARTITIONS, TableConfig
 TRIPS = HUDI_TABLES / "quickstart_trips_table" / "mor" / "avro"
 SAMPLE_COW = HUDI_TABLES / "sample_table" / "cow"
 V8_WITH_METADATA_TABLE = TRIPS / "v8_trips_8i3u1d.zip"
+V9_WITH_METADATA_TABLE = HUDI_TABLES / "sample_table" / "mor" / "avro" / "v9_nonpartitioned_rollback.zip"
 TRIPS_COLUMNS = ["uuid", "rider", "fare", "city"]
 SAMPLE_COLUMNS = ["id", "name", "isActive"]
 REMOVED = "removed the metadata table"
@@ -103,15 +103,36 @@ def test_a_crash_between_the_two_steps_leaves_a_readable_table_and_the_next_writ
     assert hudiql_rows(session, query) == official_rows(table, columns) != before
 
 
-def test_the_v8_metadata_table_is_kept_while_hudiql_cannot_write_the_table(session, tmp_path):
-    """A v8 table is refused before anything is written: its metadata table stays, and current."""
-    table = unzip(V8_WITH_METADATA_TABLE, tmp_path)
-    props = (table / ".hoodie" / "hoodie.properties").read_bytes()
+V8_V9_CASES = {
+    # version -> (real table with a metadata table listing its files, a statement, a query, the columns compared)
+    8: (V8_WITH_METADATA_TABLE, "UPDATE t SET fare = 50.0 WHERE rider = 'rider-A'",
+        "SELECT uuid, rider, fare, city FROM t", TRIPS_COLUMNS),
+    9: (V9_WITH_METADATA_TABLE, "UPDATE t SET txn_type = 'refund' WHERE txn_id = 'TXN-003'",
+        "SELECT txn_id, txn_ts, txn_type FROM t", ["txn_id", "txn_ts", "txn_type"]),
+}
+
+
+@pytest.mark.parametrize("version", sorted(V8_V9_CASES))
+def test_write_removes_the_metadata_table_of_a_v8_or_v9_table(session, tmp_path, capsys, version):
+    """The official reader lists these tables through their metadata table: after hudiql's write it
+    lists storage, and reads the rows hudiql wrote."""
+    pytest.importorskip("hudi")
+    zipped, statement, query, columns = V8_V9_CASES[version]
+    table = unzip(zipped, tmp_path)
+    assert "files" in properties(table)[METADATA_PARTITIONS].split(",")
     session.sql(f"CREATE TABLE t USING hudi LOCATION '{table}'")
-    with pytest.raises(HudiqlError, match="timeline layout 2"):
-        session.sql("UPDATE t SET fare = 50.0 WHERE rider = 'rider-A'")
-    assert (table / ".hoodie" / "hoodie.properties").read_bytes() == props
-    assert (table / ".hoodie" / "metadata" / "files").is_dir()
+    before = hudiql_rows(session, query)
+    assert before == official_rows(table, columns)
+    capsys.readouterr()
+
+    session.sql(statement)
+
+    assert len([line for line in capsys.readouterr().err.splitlines() if REMOVED in line]) == 1
+    assert not (table / ".hoodie" / "metadata").exists() and properties(table)[METADATA_PARTITIONS] == ""
+    assert properties(table)["hoodie.table.version"] == str(version)  # written in its own version
+    after = hudiql_rows(session, query)
+    assert after != before and len(after) == len(before)
+    assert after == official_rows(table, columns)
 
 
 def test_removal_keeps_the_v8_table_listed_right_at_each_step(tmp_path):

@@ -16,6 +16,12 @@ their old commit times. With
 as it was at begin, with ``_hoodie_is_deleted = true`` and end as its commit time (every row
 has ``_hoodie_is_deleted``; false for the others).
 
+On table versions 8 and 9 (timeline layout 2) begin and end are completion times, as Hudi 1.x
+reads them: the range is the commits that completed after begin, up to end, and is read as the
+instant times of those commits (rows carry their commit's instant time). A range whose commits
+interleave with one outside it (a commit that started inside and completed after end, written
+by concurrent writers) is refused by name.
+
 A range whose begin was archived (the write stats that say which file groups changed are gone),
 whose end is older than what the cleaner kept, or, with deletes, whose begin is, is refused;
 with ``hoodie.datasource.read.incr.fallback.fulltablescan.enable=true`` it is answered from a
@@ -45,7 +51,7 @@ from hudiql.read.time_travel import earliest_readable_instant, query_instant
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.record.schema import COMMIT_TIME, IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
-from hudiql.timeline.active import COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS
+from hudiql.timeline.active import COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS, as_layout_1
 from hudiql.timeline.archived import archive_files
 
 #: The begin instant that reads from the table's first commit.
@@ -74,7 +80,28 @@ def change_range(table: HudiTable, begin: str, end: str | None) -> ChangeRange:
     if start > stop:
         raise SqlError(f"table {table.config.name}: the begin instant {start} is after the end instant {stop}; "
                        "an incremental read covers the commits after begin, up to end")
+    if table.timeline.layout_version >= 2:
+        return _by_completion_time(table, start, stop if end is not None and end.strip() else None)
     return ChangeRange(start, stop)
+
+
+def _by_completion_time(table: HudiTable, begin: str, end: str | None) -> ChangeRange:
+    """The instant times of the commits that completed after ``begin`` up to ``end`` (``None``:
+    the latest), as one range of instant times."""
+    commits = [i for i in table.timeline.completed(WRITE_ACTIONS) if i.completion_time]
+    inside = [i for i in commits if begin < i.completion_time and (end is None or i.completion_time <= end)]
+    before = [i.timestamp for i in commits if i.completion_time <= begin]
+    start = max(before, default="")
+    if not inside:
+        return ChangeRange(start, start)
+    span = ChangeRange(start, max(i.timestamp for i in inside))
+    by_instant = {i.timestamp for i in commits if span.begin < i.timestamp <= span.end}
+    stray = sorted(by_instant ^ {i.timestamp for i in inside})
+    if stray:
+        raise SqlError(f"table {table.config.name}: commit {stray[0]} started inside the completion-time range "
+                       f"({begin or EARLIEST}, {end or 'latest'}] and completed outside it (or the other way), as "
+                       "concurrent writers leave it; choose a begin or end that does not split it from its neighbours")
+    return span
 
 
 def changes(
@@ -135,7 +162,7 @@ def file_groups_written(table: HudiTable, span: ChangeRange) -> tuple[set[tuple[
             continue
         meta = read_commit_metadata(table.timeline, instant)
         written.update((w.partition_path, w.file_id) for w in meta.write_stats)
-        if instant.action == REPLACE_COMMIT:
+        if as_layout_1(instant.action) == REPLACE_COMMIT:
             replaced.update((p, f) for p, ids in meta.partition_to_replace_file_ids.items() for f in ids)
     return written, replaced
 

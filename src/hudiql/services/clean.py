@@ -36,12 +36,13 @@ from hudiql.errors import HudiqlError
 from hudiql.config import registry as K
 from hudiql.timeline.clean_plan import CleanerPlan, CleanMetadata, decode_metadata, decode_plan, encode_metadata, encode_plan
 from hudiql.timeline.compaction_plan import decode_plan as decode_compaction_plan
-from hudiql.table.fsview import list_data_files, read_commit_metadata
-from hudiql.layout import parse_data_file_name, partition_of
+from hudiql.table.fsview import completion_times, list_data_files, log_slice, read_commit_metadata
+from hudiql.layout import DataFileName, parse_data_file_name, partition_of
 from hudiql.timeline.savepoint import savepointed_files
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import (
     CLEAN,
+    CLUSTERING,
     COMMIT,
     COMPACTION,
     DELTA_COMMIT,
@@ -57,7 +58,7 @@ from hudiql.timeline.active import (
 from hudiql.transaction.prologue import locked, open_for_write
 
 #: The instants whose count the retention policies measure, pending ones included.
-_COMMIT_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION)
+_COMMIT_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, LOG_COMPACTION, CLUSTERING)
 
 
 @dataclass
@@ -138,15 +139,24 @@ def _partitions_to_clean(table: HudiTable, earliest: Instant | None, settings: M
 def _file_groups(table: HudiTable, partitions: list[str] | None,
                  committed: CommittedInstants) -> dict[tuple[str, str], dict[str, _Slice]]:
     """Per file group, its slices of completed instants on storage (files of pending or failed
-    writes are left out: they are not this service's to delete)."""
-    groups: dict[tuple[str, str], dict[str, _Slice]] = {}
+    writes are left out: they are not this service's to delete). A slice is named by its base
+    instant; on timeline layout 2 a log file, named by its delta commit, joins the slice its delta
+    commit completed in (``fsview.log_slice``)."""
+    completion = completion_times(table.timeline) if table.timeline.layout_version >= 2 else {}
+    files: dict[tuple[str, str], list[tuple[DataFileName, str]]] = {}
     for info in list_data_files(table.storage, partitions):
         parsed = parse_data_file_name(info.name)
-        if parsed is None or parsed.instant_time not in committed:
-            continue
-        partition = partition_of(info.path)
-        slices = groups.setdefault((partition, parsed.file_id), {})
-        slices.setdefault(parsed.instant_time, _Slice(parsed.instant_time)).files.append(info.path)
+        if parsed is not None and parsed.instant_time in committed:
+            files.setdefault((partition_of(info.path), parsed.file_id), []).append((parsed, info.path))
+    groups: dict[tuple[str, str], dict[str, _Slice]] = {}
+    for key, named in files.items():
+        bases = {p.instant_time for p, _ in named if not p.is_log}
+        slices = groups[key] = {}
+        for parsed, path in named:
+            slice_time = parsed.instant_time
+            if parsed.is_log and completion:
+                slice_time = log_slice(bases, slice_time, completion.get(slice_time, slice_time))
+            slices.setdefault(slice_time, _Slice(slice_time)).files.append(path)
     return groups
 
 

@@ -56,7 +56,7 @@ from hudiql.timeline.replace_plan import (
 )
 from hudiql.record.schema import FILE_NAME, conform, to_arrow, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
-from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant
+from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant, as_layout_1
 from hudiql.transaction.conflict import ConflictRule
 from hudiql.transaction.prologue import locked
 from hudiql.transaction.write_transaction import WriteTransaction
@@ -128,7 +128,8 @@ def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str
         plan = plan_clustering(table, settings, partitions, columns)
         if plan is None:
             return None
-        return table.timeline.request(REPLACE_COMMIT, instant_time, encode_clustering(plan, table.base_uri))
+        return table.timeline.request(table.timeline.clustering_action, instant_time,
+                                      encode_clustering(plan, table.base_uri))
 
 
 def plan_clustering(table: HudiTable, settings: Mapping[str, str], partitions: list[str] | None,
@@ -304,7 +305,7 @@ def describe(table: HudiTable, limit: int | None = None, show_partitions: bool =
     given): (instant, input groups, state, involved partitions or ``*``), as Hudi's procedures list them."""
     timeline = table.timeline
     rows = []
-    for instant in [i for i in reversed(timeline.instants) if i.action == REPLACE_COMMIT]:
+    for instant in [i for i in reversed(timeline.instants) if as_layout_1(i.action) == REPLACE_COMMIT]:
         if only is not None and instant.timestamp not in only:
             continue
         plan = clustering_plan(timeline, instant)

@@ -23,6 +23,7 @@ Example: two writes of one file group; the second never completed.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from hudiql.errors import damaged_file
@@ -76,7 +77,7 @@ class FileSystemView:
         never a read of fewer or older rows.
         """
         committed = timeline.committed()
-        completion = _completion_times(timeline)
+        completion = completion_times(timeline)
         pending = {i.timestamp: i for i in timeline.instants if i.action == COMPACTION and not i.is_completed}
         groups: dict[tuple[str, str], FileGroup] = {}
         candidates: list[tuple[FileGroup, str, str, str, int]] = []  # group, name instant, name, path, size
@@ -108,7 +109,7 @@ class FileSystemView:
                 continue
             base_instant = name_instant
             if timeline.layout_version >= 2:
-                base_instant = _v8_log_slice(group, name_instant, completion.get(name_instant, name_instant))
+                base_instant = log_slice(group.slices, name_instant, completion.get(name_instant, name_instant))
             slice_ = group.slices.setdefault(
                 base_instant, FileSlice(group.partition_path, group.file_id, base_instant)
             )
@@ -176,14 +177,15 @@ class FileSystemView:
         return out
 
 
-def _completion_times(timeline: Timeline) -> dict[str, str]:
+def completion_times(timeline: Timeline) -> dict[str, str]:
     """Completion time per completed delta commit, where the timeline records it: only layout 2
     names carry one (``T_C.deltacommit``), so this is empty for layout 1."""
     return {i.timestamp: i.completion_time for i in timeline.completed((DELTA_COMMIT,)) if i.completion_time}
 
 
-def _v8_log_slice(group: FileGroup, delta_commit: str, completion_time: str) -> str:
-    """The base instant of the slice a v8 log file (named by its delta commit) belongs to.
+def log_slice(base_instants: Iterable[str], delta_commit: str, completion_time: str) -> str:
+    """The base instant of the slice a v8 log file (named by its delta commit) belongs to, among
+    the slices of its file group (``base_instants``).
 
     As in Hudi 1.x, the latest slice begun at or before the delta commit *completed*: a delta
     commit that started before a compaction was planned but finished after it is not in the
@@ -191,7 +193,7 @@ def _v8_log_slice(group: FileGroup, delta_commit: str, completion_time: str) -> 
     A delta commit archived out of the active timeline passes its request time instead: hudiql
     does not read the archived (LSM) timeline, where Hudi 1.x looks its completion time up.
     """
-    earlier = [t for t in group.slices if t <= completion_time]
+    earlier = [t for t in base_instants if t <= completion_time]
     return max(earlier) if earlier else delta_commit
 
 
@@ -342,7 +344,7 @@ def _slice_of(w: _Written, group: FileGroup | None, completion: dict[str, str]) 
         return w.instant.timestamp
     if w.instant.timestamp not in completion or group is None:
         return parsed.instant_time  # layout 1: the log's name carries its slice
-    return _v8_log_slice(group, w.instant.timestamp, completion[w.instant.timestamp])
+    return log_slice(group.slices, w.instant.timestamp, completion[w.instant.timestamp])
 
 
 def _replaced_file_groups(timeline: Timeline) -> set[tuple[str, str]]:

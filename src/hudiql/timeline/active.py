@@ -4,7 +4,9 @@ Two layouts, read and written; ``hoodie.properties`` tells which, as it does for
 Layout 1 (table version 6): instants in ``.hoodie/``, a completed one named ``<t>.<action>``.
 Layout 2 (table versions 8 and 9): instants in ``.hoodie/<hoodie.timeline.path>/``, a completed one
 named ``<t>_<completion time>.<action>``: when it completed decides, for readers of those versions,
-which file slice a log file belongs to and what an incremental query returns.
+which file slice a log file belongs to and what an incremental query returns. A clustering is its
+own action there (``<t>.clustering.requested``) and completes as a replacecommit; on layout 1 it is
+a replacecommit whose request holds a clustering plan. Queries for replacecommits find both.
 
 Example:
     >>> storage = Storage(warehouse + "/orders")
@@ -44,9 +46,18 @@ CLEAN = "clean"
 ROLLBACK = "rollback"
 SAVEPOINT = "savepoint"
 RESTORE = "restore"
+CLUSTERING = "clustering"
 
 #: Actions whose completed instants make data visible to readers.
 WRITE_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
+#: Actions whose completed file is another action's: a compaction's is a commit, a log
+#: compaction's a delta commit, a clustering's (layout 2) a replacecommit.
+COMPLETES_AS = {COMPACTION: COMMIT, LOG_COMPACTION: DELTA_COMMIT, CLUSTERING: REPLACE_COMMIT}
+
+
+def as_layout_1(action: str) -> str:
+    """The action an instant has on timeline layout 1, where a clustering is a replacecommit."""
+    return REPLACE_COMMIT if action == CLUSTERING else action
 
 INSTANT_FORMAT = "%Y%m%d%H%M%S"
 _INSTANT_RE = re.compile(r"^(?P<ts>\d{14,17})(?:_(?P<completion>\d{14,17}))?\.(?P<suffix>[a-z.]+)$")
@@ -149,8 +160,7 @@ def instant_file_name(action: str, state: State, ts: str, completion_time: str |
         return {State.REQUESTED: f"{ts}.commit.requested", State.INFLIGHT: f"{ts}.inflight"}[state]
     if state is not State.COMPLETED:
         return f"{ts}.{action}.{state.value}"
-    # A completed compaction is a commit (log compaction: a deltacommit).
-    action = {COMPACTION: COMMIT, LOG_COMPACTION: DELTA_COMMIT}.get(action, action)
+    action = COMPLETES_AS.get(action, action)
     return f"{ts}_{completion_time}.{action}" if completion_time else f"{ts}.{action}"
 
 
@@ -238,19 +248,16 @@ class Timeline:
             # One instant per time: its furthest state; a compaction keeps its action once completed.
             action, state, path, completion = max(entries, key=lambda e: order.index(e[1]))
             for other_action, _, _, _ in entries:
-                if other_action in (COMPACTION, LOG_COMPACTION):
+                if other_action in COMPLETES_AS:
                     action = other_action
             instants.append(Instant(ts, action, state, path, completion))
         return cls(storage, sorted(instants), layout, folder, earlier._contents if earlier is not None else None)
 
     # ---- queries -------------------------------------------------------------------------
     def completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> list[Instant]:
-        """Completed instants of the given actions (a completed compaction counts as a commit)."""
-        wanted = set(actions)
-        if COMMIT in wanted:
-            wanted.add(COMPACTION)
-        if DELTA_COMMIT in wanted:
-            wanted.add(LOG_COMPACTION)
+        """Completed instants of the given actions (a completed compaction counts as a commit, a
+        clustering as a replacecommit: ``COMPLETES_AS``)."""
+        wanted = set(actions) | {a for a, completed_as in COMPLETES_AS.items() if completed_as in actions}
         return [i for i in self.instants if i.is_completed and i.action in wanted]
 
     def committed(self) -> CommittedInstants:
@@ -282,7 +289,14 @@ class Timeline:
         return view
 
     def pending(self, actions: tuple[str, ...] | None = None) -> list[Instant]:
-        return [i for i in self.instants if not i.is_completed and (actions is None or i.action in actions)]
+        """Pending instants of the given actions (a pending clustering counts as a replacecommit)."""
+        return [i for i in self.instants
+                if not i.is_completed and (actions is None or as_layout_1(i.action) in actions)]
+
+    @property
+    def clustering_action(self) -> str:
+        """The action a new clustering is requested as: its own on layout 2, a replacecommit on 1."""
+        return CLUSTERING if self.layout_version >= 2 else REPLACE_COMMIT
 
     def read(self, instant: Instant) -> bytes:
         if not instant.is_completed:

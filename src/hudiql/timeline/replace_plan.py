@@ -23,7 +23,7 @@ from typing import Any
 
 import fastavro
 
-from hudiql.timeline.active import REPLACE_COMMIT, Instant, Timeline
+from hudiql.timeline.active import REPLACE_COMMIT, Instant, Timeline, as_layout_1
 
 _STRING = ["null", "string"]
 _STRING_MAP = ["null", {"type": "map", "values": "string"}]
@@ -194,7 +194,7 @@ def decode_clustering(data: bytes) -> ClusteringPlan | None:
 
 def clustering_plan(timeline: Timeline, instant: Instant) -> ClusteringPlan | None:
     """The plan of ``instant`` when it is a clustering (a replacecommit whose request holds one)."""
-    if instant.action != REPLACE_COMMIT or not timeline.storage.exists(timeline.requested_path(instant)):
+    if as_layout_1(instant.action) != REPLACE_COMMIT or not timeline.storage.exists(timeline.requested_path(instant)):
         return None
     return decode_clustering(timeline.read_requested(instant))
 

@@ -39,7 +39,7 @@ from hudiql.record.schema import (
     from_avro,
     without_meta_columns,
 )
-from hudiql.timeline.active import COMPACTION, WRITE_ACTIONS, Instant, Timeline
+from hudiql.timeline.active import COMPACTION, WRITE_ACTIONS, Instant, Timeline, as_layout_1
 from hudiql.timeline.commit import CommitMetadata, WriteStat
 from hudiql.timeline.compaction_plan import decode_plan
 from hudiql.timeline.replace_plan import pending_clusterings
@@ -78,7 +78,7 @@ def concurrent_instants(snapshot: Timeline, current: Timeline, own: str, actions
     known = {i.timestamp: i for i in snapshot.instants}
     out = []
     for instant in current.instants:
-        if instant.timestamp == own or instant.action not in actions:
+        if instant.timestamp == own or as_layout_1(instant.action) not in actions:
             continue
         before = known.get(instant.timestamp)
         if instant.is_completed:

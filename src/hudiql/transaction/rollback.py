@@ -51,6 +51,7 @@ from hudiql.layout import (
 from hudiql.table.fsview import read_commit_metadata
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import (
+    CLUSTERING,
     COMMIT,
     COMPACTION,
     DELTA_COMMIT,
@@ -78,7 +79,7 @@ from hudiql.transaction.lock import commit_lock
 _MARKER_RE = re.compile(r"^(?P<file>.+)\.marker\.[A-Z]+$")
 
 #: The actions whose completed instants a rollback undoes (a completed compaction is a commit).
-ROLLBACK_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION)
+ROLLBACK_ACTIONS = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT, COMPACTION, CLUSTERING)
 
 
 def files_from_markers(table: HudiTable, instant_time: str) -> list[str]:

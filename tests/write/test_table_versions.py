@@ -1,0 +1,242 @@
+"""Table versions 8 and 9 (Hudi 1.0 and 1.1), written as Hudi writes them: ``hoodie.write.table.version``
+picks a new table's version; timeline layout 2 (``.hoodie/timeline/``, completed instants named with
+their completion time, commit metadata in Avro); log files named by their delta commit; a clustering
+as its own action. Every step is checked against the official reader (PyPI ``hudi``).
+
+The statement and service matrix runs whole on v8 merge-on-read and v9 copy-on-write, and the
+statements alone on v8 copy-on-write and v9 merge-on-read (the v6 matrix is the rest of the suite).
+"""
+
+from __future__ import annotations
+
+import io
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import fastavro
+import pytest
+from conftest import hudiql_rows, official_rows
+from hudiql.config.table_config import TableConfig
+from hudiql.errors import OptionError
+from hudiql.sql.statements import TableName
+
+COLUMNS = ["id", "name", "ts", "dt"]
+QUERY = "SELECT id, name, ts, dt FROM t"
+
+
+def create(session, version: int, kind: str, *props: str) -> Path:
+    options = ["primaryKey='id'", "preCombineField='ts'", f"type='{kind}'", f"'hoodie.write.table.version'='{version}'",
+               "'hoodie.compact.inline'='false'", "'hoodie.clean.automatic'='false'", *props]
+    session.sql(f"CREATE TABLE t (id INT, name STRING, ts BIGINT, dt STRING) USING hudi PARTITIONED BY (dt) "
+                f"TBLPROPERTIES ({', '.join(options)})")
+    return Path(session.table(TableName(None, "t")).base_uri.removeprefix("file://"))
+
+
+def timeline_files(table: Path) -> list[str]:
+    return sorted(p.name for p in (table / ".hoodie" / "timeline").iterdir() if p.is_file())
+
+
+def completed(table: Path, action: str) -> list[tuple[str, str]]:
+    """(instant time, completion time) of the completed ``<t>_<c>.<action>`` files."""
+    out = []
+    for name in timeline_files(table):
+        stem, _, suffix = name.partition(".")
+        if suffix == action and "_" in stem:
+            requested, completion = stem.split("_")
+            out.append((requested, completion))
+    return out
+
+
+def pending(table: Path) -> set[str]:
+    """Instant times with a requested or inflight file and no completed one."""
+    names = timeline_files(table)
+    done = {n.split(".")[0].split("_")[0] for n in names if "_" in n.split(".")[0]}
+    return {n.split(".")[0] for n in names if n.endswith((".inflight", ".requested"))} - done
+
+
+def same_rows(session, table: Path, step: str) -> list[tuple]:
+    rows = hudiql_rows(session, QUERY)
+    assert rows == official_rows(table, COLUMNS), f"after {step}"
+    return rows
+
+
+@pytest.mark.parametrize("version", [8, 9])
+def test_a_new_table_has_the_properties_and_folders_of_its_version(session, version):
+    table = create(session, version, "mor")
+    props = TableConfig.parse((table / ".hoodie" / "hoodie.properties").read_bytes()).props
+    assert props["hoodie.table.version"] == props["hoodie.table.initial.version"] == str(version)
+    assert props["hoodie.timeline.layout.version"] == "2" and props["hoodie.timeline.path"] == "timeline"
+    assert props["hoodie.table.keygenerator.type"] == "SIMPLE" and "hoodie.table.keygenerator.class" not in props
+    assert props["hoodie.record.merge.mode"] == "EVENT_TIME_ORDERING"
+    if version == 8:
+        assert props["hoodie.table.precombine.field"] == "ts"
+        assert props["hoodie.record.merge.strategy.id"] == "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
+    else:
+        assert props["hoodie.table.ordering.fields"] == "ts" and props["hoodie.table.format"] == "native"
+        assert not {"hoodie.table.precombine.field", "hoodie.compaction.payload.class"} & set(props)
+    assert (table / ".hoodie" / "timeline" / "history").is_dir() and not (table / ".hoodie" / "archived").exists()
+    assert "hoodie.write.table.version" not in props
+
+
+def test_the_session_picks_the_version_and_a_table_keeps_its_own(session):
+    session.sql("SET hoodie.write.table.version=9")
+    session.sql("CREATE TABLE n (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id')")
+    session.sql("CREATE TABLE c USING hudi TBLPROPERTIES (primaryKey='id') AS SELECT 1 AS id, 'a' AS v")
+    session.sql("SET hoodie.write.table.version=6")
+    session.sql("INSERT INTO n VALUES (1, 'a')")  # written as v9: a table is never upgraded silently
+    for name in ("n", "c"):
+        table = session.table(TableName(None, name))
+        assert (table.config.version, table.timeline.layout_version) == (9, 2)
+        assert official_rows(table.base_uri.removeprefix("file://"), ["id", "v"]) == [(1, "a")]
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("SET hoodie.write.table.version=7", "hoodie.write.table.version=7 is not valid; use 6, 8 or 9"),
+    ("CREATE TABLE x (id INT) USING hudi TBLPROPERTIES ('hoodie.write.table.version'='10')", "use 6, 8 or 9"),
+    ("CREATE TABLE x (id INT) USING hudi TBLPROPERTIES ('hoodie.write.table.version'='8', "
+     "'hoodie.timeline.layout.version'='1')", "does not fit table version 8"),
+])
+def test_a_version_hudiql_does_not_write_is_refused_by_name(session, warehouse, statement, message):
+    with pytest.raises(OptionError, match=message):
+        session.sql(statement)
+    assert not (warehouse / "x").exists()
+
+
+def statements(session, table: Path, kind: str) -> None:
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd1'), (3, 'c', 1, 'd2')")
+    same_rows(session, table, "INSERT")
+    session.sql("UPDATE t SET name = 'bb', ts = 2 WHERE id = 2")
+    same_rows(session, table, "UPDATE")
+    session.sql("DELETE FROM t WHERE id = 3")
+    session.sql("MERGE INTO t USING (SELECT 4 AS id, 'd' AS name, 1L AS ts, 'd2' AS dt UNION ALL "
+                "SELECT 1, 'aa', 5, 'd1') s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert same_rows(session, table, "MERGE") == [(1, "aa", 5, "d1"), (2, "bb", 2, "d1"), (4, "d", 1, "d2")]
+
+    action = "deltacommit" if kind == "mor" else "commit"
+    done = completed(table, action)
+    assert len(done) == 4 and all(requested < completion for requested, completion in done)
+    assert [c for _, c in done] == sorted(c for _, c in done)  # completion order is commit order
+    content = (table / ".hoodie" / "timeline" / f"{done[-1][0]}_{done[-1][1]}.{action}").read_bytes()
+    reader = fastavro.reader(io.BytesIO(content))
+    assert reader.writer_schema["name"] == "org.apache.hudi.avro.model.HoodieCommitMetadata"
+    assert next(iter(reader))["operationType"] == "UPSERT"
+    assert not [p for p in (table / ".hoodie").iterdir() if p.name.endswith(("commit", ".inflight", ".requested"))]
+    if kind == "mor":
+        # a log file per delta commit that wrote one, named by it, never appended to
+        logs = sorted(p.name for p in table.rglob(".*.log.*"))
+        assert logs and all(".log.1_" in n for n in logs)
+        assert {n.split("_")[1].split(".")[0] for n in logs} <= {t for t, _ in done[1:]}
+
+
+@pytest.mark.parametrize("version, kind", [(8, "cow"), (9, "mor")])
+def test_statements(session, version, kind):
+    statements(session, create(session, version, kind), kind)
+
+
+@pytest.mark.parametrize("version, kind", [(8, "mor"), (9, "cow")])
+def test_statements_and_services(session, version, kind):
+    table = create(session, version, kind)
+    statements(session, table, kind)
+    if kind == "mor":
+        session.sql("CALL run_compaction(op => 'scheduleAndExecute', table => 't')")
+        compactions = [n for n in timeline_files(table) if ".compaction." in n]
+        assert len(compactions) == 2 and len(completed(table, "commit")) == 1  # requested, inflight; done as a commit
+        same_rows(session, table, "compaction")
+        session.sql("UPDATE t SET name = 'a2', ts = 6 WHERE id = 1")  # a log file after the compaction's base
+        same_rows(session, table, "UPDATE after compaction")
+
+    savepoint = session.sql("CALL create_savepoint(table => 't')").collect()
+    assert savepoint[0][0] is True
+    saved = same_rows(session, table, "savepoint")
+    session.sql("INSERT INTO t VALUES (5, 'e', 1, 'd3')")
+    latest = session.sql("CALL show_commits(table => 't')").collect()[0][0]
+    session.sql(f"CALL rollback_to_instant(table => 't', instant_time => '{latest}')")
+    assert same_rows(session, table, "rollback_to_instant") == saved
+    assert completed(table, "rollback") and not [n for n in timeline_files(table) if n.startswith(latest)]
+    session.sql("INSERT OVERWRITE t PARTITION (dt = 'd2') SELECT 7, 'g', 1")
+    assert same_rows(session, table, "INSERT OVERWRITE") != saved
+    assert completed(table, "replacecommit")
+    savepoint_time = session.sql("CALL show_savepoints(table => 't')").collect()[0][0]
+    session.sql(f"CALL rollback_to_savepoint(table => 't', instant_time => '{savepoint_time}')")
+    assert same_rows(session, table, "restore") == saved and completed(table, "restore")
+    session.sql(f"CALL delete_savepoint(table => 't', instant_time => '{savepoint_time}')")
+    assert not completed(table, "savepoint")
+
+    session.sql("UPDATE t SET name = 'b3', ts = 7 WHERE id = 2")
+    session.sql("SET hoodie.cleaner.commits.retained=1")
+    cleaned = session.sql("CALL run_clean(table => 't')").collect()
+    assert cleaned and cleaned[0]["total_files_deleted"] > 0 and completed(table, "clean")
+    same_rows(session, table, "clean")
+
+    session.sql("CALL run_clustering(table => 't')")
+    clustered = [n for n in timeline_files(table) if ".clustering." in n]
+    assert sorted(n.split(".", 1)[1] for n in clustered) == ["clustering.inflight", "clustering.requested"]
+    assert clustered[0].split(".")[0] in {t for t, _ in completed(table, "replacecommit")}
+    rows = same_rows(session, table, "clustering")
+    session.sql("UPDATE t SET name = 'b4', ts = 8 WHERE id = 2")
+    same_rows(session, table, "UPDATE after clustering")
+
+    # incremental reads by completion time, as Hudi 1.x: after the clustering completed, or after the
+    # last UPDATE's own instant time (it completed later): the last UPDATE alone
+    action = "deltacommit" if kind == "mor" else "commit"
+    writes = sorted(completed(table, action) + completed(table, "replacecommit"), key=lambda w: w[1])
+    for begin in (writes[-2][1], writes[-1][0]):
+        changed = session.sql(f"SELECT id, name FROM hudi_table_changes('t', 'latest_state', '{begin}')").collect()
+        assert sorted(tuple(r) for r in changed) == [(2, "b4")], begin
+    assert sorted(r[0] for r in rows) == sorted(r[0] for r in hudiql_rows(session, "SELECT id FROM t"))
+
+
+# ---- a writer killed with SIGKILL -------------------------------------------------------------------------
+
+_KILLED_WRITER = textwrap.dedent("""
+    import os, signal, sys
+    import hudiql
+    from hudiql.timeline.active import Timeline
+    from hudiql.transaction import write_transaction
+    warehouse, step = sys.argv[1], sys.argv[2]
+    session = hudiql.connect(warehouse=warehouse)
+    session.sql("SET hoodie.client.heartbeat.interval_in_ms=500")
+
+    def die():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if step == "started":  # the instant requested and inflight, nothing written
+        start = Timeline.start
+        Timeline.start = lambda self, *a, **k: (start(self, *a, **k), die())
+    elif step == "written":  # its files written, the instant not completed
+        Timeline.complete = lambda self, *a, **k: die()
+    else:  # completed, before the post-commit services
+        complete = write_transaction.WriteTransaction.commit
+        def commit(self, *a, **k):
+            complete(self, *a, **k)
+            die()
+        write_transaction.WriteTransaction.commit = commit
+    session.sql("UPDATE t SET name = 'killed', ts = 9 WHERE id = 1")
+""")
+
+
+@pytest.mark.parametrize("step", ["started", "written", "completed"])
+def test_a_v8_writer_killed_at_each_step_leaves_a_table_the_next_writer_goes_on_with(session, warehouse, step):
+    table = create(session, 8, "mor", "'hoodie.client.heartbeat.interval_in_ms'='500'")
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd1')")
+    before = same_rows(session, table, "INSERT")
+    killed = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(warehouse), step],
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    updated = [(1, "killed", 9, "d1"), (2, "b", 1, "d1")]
+    expected = updated if step == "completed" else before
+    assert hudiql_rows(session, QUERY) == official_rows(table, COLUMNS) == expected
+
+    time.sleep(1.5)  # past the dead writer's two missed heartbeats
+    session.sql("INSERT INTO t VALUES (3, 'c', 1, 'd2')")
+    assert pending(table) == set()
+    assert hudiql_rows(session, QUERY) == official_rows(table, COLUMNS) == sorted([*expected, (3, "c", 1, "d2")])
+    # no file of the dead writer's instant is left, unless it completed
+    committed = {t for t, _ in completed(table, "deltacommit")}
+    data = [p.name for p in table.rglob("*") if p.is_file() and ".hoodie" not in p.parts and "partition" not in p.name]
+    instants = {n.split("_")[1].split(".")[0] if n.startswith(".") else n.rsplit("_", 1)[1].split(".")[0] for n in data}
+    assert instants <= committed
