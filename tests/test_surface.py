@@ -117,8 +117,8 @@ REFUSED = [
     ("CREATE TABLE n (m MAP<STRING, INT>, v INT) USING hudi TBLPROPERTIES (primaryKey='m')", ColumnError,
      "record key column 'm' is a map<string,int>; use a column of a simple type"),
     # options: honoured, or refused with the reason (the registry: hudiql.config.registry)
-    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.write.table.version'='8')", OptionError,
-     "hoodie.write.table.version=8 is not supported: hudiql writes table version 6; remove the option or set it to 6"),
+    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.write.table.version'='7')", OptionError,
+     "hoodie.write.table.version=7 is not valid; use 6, 8 or 9"),
     ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.table.cdc.enabled'='true')", OptionError,
      "hoodie.table.cdc.enabled=true is not supported: hudiql does not write change data capture (CDC) logs; "
      "remove the option or set it to false"),

@@ -26,7 +26,6 @@ CLEAN_FAMILY = ("hudiql cleans with hoodie.cleaner.policy, hoodie.cleaner.commit
                 "and archives with hoodie.keep.min.commits and hoodie.keep.max.commits; remove the option")
 OVERWRITE_IS_A_STATEMENT = "write INSERT OVERWRITE to replace rows; INSERT INTO takes insert, upsert or bulk_insert"
 NO_BLOOM = "hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest base files) or BUCKET"
-V6 = "hudiql writes table version 6; remove the option or set it to 6"
 
 
 def table_error(key: str, value: str) -> str:
@@ -44,9 +43,6 @@ def session_error(key: str, value: str) -> str:
 # ---- what issue 12 requires refused, word for word -------------------------------------------------
 
 REFUSED = [
-    ("hoodie.write.table.version", "8", V6),
-    ("hoodie.table.version", "8", V6),
-    ("hoodie.table.version", "5", V6),
     ("hoodie.table.cdc.enabled", "true",
      "hudiql does not write change data capture (CDC) logs; remove the option or set it to false"),
     ("hoodie.table.cdc.supplemental.logging.mode", "DATA_BEFORE_AFTER",
@@ -141,6 +137,9 @@ def test_bloom_index_no_longer_runs_as_simple():
         ("hoodie.combine.before.upsert", "true"),
         ("hoodie.datasource.hive_sync.enable", "false"),
         ("hoodie.write.table.version", "6"),
+        ("hoodie.write.table.version", "9"),
+        ("hoodie.table.version", "8"),
+        ("hoodie.table.ordering.fields", "ts"),
     ],
 )
 def test_values_that_match_what_hudiql_does_are_accepted(key, value):
@@ -275,9 +274,10 @@ def test_bad_session_values(key, value, message):
          "hoodie.datasource.write.keygenerator.type=SIMPLE is not supported: give the class instead: "
          "hoodie.datasource.write.keygenerator.class=SimpleKeyGenerator, ComplexKeyGenerator, "
          "NonpartitionedKeyGenerator, TimestampBasedKeyGenerator, CustomKeyGenerator"),
-        ("hoodie.table.ordering.fields", "ts",
-         "hoodie.table.ordering.fields=ts is not supported: this is a table version 8 property; hudiql writes table "
-         "version 6 (use preCombineField, hoodie.table.keygenerator.class, payloadClass); remove the option"),
+        ("hoodie.write.table.version", "7", "hoodie.write.table.version=7 is not valid; use 6, 8 or 9"),
+        ("hoodie.table.version", "5", "hoodie.table.version=5 is not valid; use 6, 8 or 9"),
+        ("hoodie.table.initial.version", "8",
+         "hoodie.table.initial.version is written by hudiql from the CREATE TABLE statement; remove the option"),
     ],
 )
 def test_bad_table_values(key, value, message):
@@ -398,7 +398,7 @@ def test_every_key_the_code_names_is_registered():
 
 
 def test_create_table_with_a_refused_option_creates_nothing(session, warehouse):
-    for option in ("'hoodie.metadata.enable'='true'", "'hoodie.write.table.version'='8'", "'hoodie.index.type'='BLOOM'",
+    for option in ("'hoodie.metadata.enable'='true'", "'hoodie.write.table.version'='7'", "'hoodie.index.type'='BLOOM'",
                    "'hoodie.parquet.max.file.size'='big'", "'hoodie.cleaner.commits.retained'='25'"):
         with pytest.raises(OptionError):
             session.sql(f"CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id', {option})")

@@ -12,7 +12,6 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from conftest import HUDI_TABLES, timeline, unzip
-from hudiql.errors import HudiqlError
 from hudiql.io.storage import Storage
 from hudiql.config import table_config as C
 from hudiql.timeline.active import (
@@ -204,14 +203,19 @@ def test_completed_and_pending_instants_by_action(table):
     assert times(tl.pending((COMPACTION,))) == ["8"]
 
 
-def test_a_layout_2_timeline_is_read_but_never_written(tmp_path):
+def test_a_layout_2_timeline_is_written_in_layout_2(tmp_path):
+    """A real v8 table's timeline: a new instant goes to .hoodie/timeline, completed with its completion time."""
     path = unzip(SAMPLE / "cow" / "v8_nonpartitioned.zip", tmp_path)
     tl = Timeline.load(Storage(str(path)))
     assert tl.layout_version == 2 and tl.folder == ".hoodie/timeline"
-    before = sorted(p.name for p in (path / ".hoodie").rglob("*"))
-    with pytest.raises(HudiqlError, match="timeline layout 2.*writes only timeline layout 1"):
-        tl.start(COMMIT, tl.new_instant_time())
-    assert sorted(p.name for p in (path / ".hoodie").rglob("*")) == before
+    instant = tl.start(COMMIT, tl.new_instant_time())
+    assert {f"{instant.timestamp}.commit.requested", f"{instant.timestamp}.inflight"} <= {
+        p.name for p in (path / ".hoodie" / "timeline").iterdir()}
+    done = tl.complete(instant, b"")
+    assert done.file_name == f".hoodie/timeline/{instant.timestamp}_{done.completion_time}.commit"
+    assert done.completion_time > instant.timestamp
+    assert [i.completion_time for i in Timeline.load(Storage(str(path))).completed()][-1] == done.completion_time
+    assert not [p for p in (path / ".hoodie").iterdir() if p.name.startswith(instant.timestamp)]
 
 
 # ---- which instants committed ----------------------------------------------------------------

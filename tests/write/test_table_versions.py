@@ -21,7 +21,7 @@ import fastavro
 import pytest
 from conftest import hudiql_rows, official_rows
 from hudiql.config.table_config import TableConfig
-from hudiql.errors import OptionError
+from hudiql.errors import HudiqlError, OptionError
 from hudiql.sql.statements import TableName
 
 COLUMNS = ["id", "name", "ts", "dt"]
@@ -240,3 +240,15 @@ def test_a_v8_writer_killed_at_each_step_leaves_a_table_the_next_writer_goes_on_
     data = [p.name for p in table.rglob("*") if p.is_file() and ".hoodie" not in p.parts and "partition" not in p.name]
     instants = {n.split("_")[1].split(".")[0] if n.startswith(".") else n.rsplit("_", 1)[1].split(".")[0] for n in data}
     assert instants <= committed
+
+
+def test_archiving_a_v8_table_is_refused_by_name_and_a_due_one_says_why_it_waits(session, capfd):
+    create(session, 8, "cow", "'hoodie.keep.min.commits'='2'", "'hoodie.keep.max.commits'='3'",
+           "'hoodie.cleaner.commits.retained'='1'")
+    for i in range(4):
+        session.sql(f"INSERT INTO t VALUES ({i}, 'a', 1, 'd1')")
+    err = capfd.readouterr().err
+    assert "whose archived timeline (an LSM tree of parquet files) hudiql does not write yet" in err
+    with pytest.raises(HudiqlError, match="table t is of table version 8, whose archived timeline"):
+        session.sql("CALL archive_commits(table => 't', min_commits => 2, max_commits => 3, retain_commits => 1)")
+    assert len(hudiql_rows(session, QUERY)) == 4

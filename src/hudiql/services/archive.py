@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 
-from hudiql.errors import HudiqlError
+from hudiql.errors import HudiqlError, warn
 from hudiql.config import registry as K
 from hudiql.timeline.archived import ArchivedInstant, archived_entry, read_archived, write_archive
 from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
@@ -166,9 +166,7 @@ def archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
     if not instants_to_archive(table, settings):
         return []  # the timeline is short enough: no lock (a later writer only adds instants)
     if table.timeline.layout_version >= 2:
-        raise HudiqlError(f"table {table.config.name} is of table version {table.config.version}, whose archived "
-                          "timeline (an LSM tree of parquet files) hudiql does not write yet; its instants stay on "
-                          "the active timeline, which readers read whole")
+        raise HudiqlError(_NOT_ON_LAYOUT_2.format(name=table.config.name, version=table.config.version))
     with locked(table, settings, "archive") as held:
         table = held.table  # a writer's conflict check reads the timeline: decide under the lock
         chosen = instants_to_archive(table, settings)
@@ -180,6 +178,22 @@ def archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
         for instant in chosen:
             table.storage.delete_dir(marker_folder(instant.timestamp))  # markers a crashed write left
     return chosen
+
+
+_NOT_ON_LAYOUT_2 = ("table {name} is of table version {version}, whose archived timeline (an LSM tree of parquet "
+                    "files) hudiql does not write yet; its instants stay on the active timeline, which readers "
+                    "read whole")
+
+
+def archive_inline(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
+    """After a write (``post_commit``): ``archive``; on a table of version 8 or 9 (timeline layout
+    2), one line saying why the instants due stay, when some are."""
+    if table.timeline.layout_version < 2:
+        return archive(table, settings)
+    if instants_to_archive(table, settings):
+        warn(f"{_NOT_ON_LAYOUT_2.format(name=table.config.name, version=table.config.version)} "
+             f"(set {K.ARCHIVE_AUTOMATIC}=false to stop this line)")
+    return []
 
 
 # ---- CALL procedures -----------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> N
         ("inline compaction", "CALL run_compaction", K.INLINE_COMPACT, lambda t: compaction.compact_inline(spark, t, settings)),
         ("inline clustering", "CALL run_clustering", K.INLINE_CLUSTERING, lambda t: clustering.cluster_inline(spark, t, settings)),
         ("cleaning", "CALL run_clean", K.CLEAN_AUTOMATIC, lambda t: clean.run(t, settings)),
-        ("archiving", "CALL archive_commits", K.ARCHIVE_AUTOMATIC, lambda t: archive.archive(t, settings)),
+        ("archiving", "CALL archive_commits", K.ARCHIVE_AUTOMATIC, lambda t: archive.archive_inline(t, settings)),
     ]
     if not table.config.is_mor:
         services = services[1:]
