@@ -19,7 +19,7 @@ from pathlib import Path
 
 import fastavro
 import pytest
-from conftest import hudiql_rows, official_rows
+from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import HudiqlError, OptionError
 from hudiql.sql.statements import TableName
@@ -252,3 +252,44 @@ def test_archiving_a_v8_table_is_refused_by_name_and_a_due_one_says_why_it_waits
     with pytest.raises(HudiqlError, match="table t is of table version 8, whose archived timeline"):
         session.sql("CALL archive_commits(table => 't', min_commits => 2, max_commits => 3, retain_commits => 1)")
     assert len(hudiql_rows(session, QUERY)) == 4
+
+
+# ---- real v8 and v9 tables, adopted ------------------------------------------------------------------------
+
+SAMPLE = HUDI_TABLES / "sample_table"
+TRIPS = HUDI_TABLES / "quickstart_trips_table" / "mor" / "avro"
+ADOPTED = {
+    # name -> (zipped table, columns compared, an UPDATE, whether it is merge-on-read)
+    "v8 cow": (SAMPLE / "cow" / "v8_simplekeygen_nonhivestyle.zip", ["id", "name", "isActive"],
+               "UPDATE t SET name = concat(name, '+') WHERE id = 3", False),
+    "v8 mor, metadata table": (TRIPS / "v8_trips_8i3u1d.zip", ["uuid", "rider", "fare", "city"],
+                               "UPDATE t SET fare = fare + 1 WHERE rider = 'rider-E'", True),
+    "v9 mor, metadata table": (SAMPLE / "mor" / "avro" / "v9_nonpartitioned_rollback.zip",
+                               ["txn_id", "txn_ts", "txn_type"], "UPDATE t SET txn_type = 'refund' WHERE txn_id = 'TXN-003'",
+                               True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADOPTED))
+def test_a_real_table_is_written_compacted_and_cleaned_in_its_own_version(session, tmp_path, name):
+    zipped, columns, update, mor = ADOPTED[name]
+    table = unzip(zipped, tmp_path)
+    version = TableConfig.parse((table / ".hoodie" / "hoodie.properties").read_bytes()).version
+    session.sql(f"CREATE TABLE t USING hudi LOCATION '{table}'")
+    query = f"SELECT {', '.join(columns)} FROM t"
+    before = hudiql_rows(session, query)
+    assert before == official_rows(table, columns)
+    session.sql(update)
+    session.sql(update)
+    after = hudiql_rows(session, query)
+    assert after != before and after == official_rows(table, columns)
+    if mor:
+        session.sql("CALL run_compaction(op => 'scheduleAndExecute', table => 't')")
+        assert completed(table, "commit") and hudiql_rows(session, query) == official_rows(table, columns) == after
+        session.sql(update)  # on the compacted slice: the one before it may go
+        after = hudiql_rows(session, query)
+    session.sql("SET hoodie.cleaner.commits.retained=1")
+    assert session.sql("CALL run_clean(table => 't')").collect()[0]["total_files_deleted"] > 0
+    assert hudiql_rows(session, query) == official_rows(table, columns) == after
+    props = TableConfig.parse((table / ".hoodie" / "hoodie.properties").read_bytes())
+    assert props.version == version and not (table / ".hoodie" / "metadata").exists()
