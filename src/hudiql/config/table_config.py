@@ -230,6 +230,27 @@ def versioned_properties(props: dict[str, str], version: int) -> dict[str, str]:
     return out
 
 
+#: What a table of version 8 or 9 stores that a version 6 table does not.
+_V8_V9_KEYS = (TIMELINE_PATH_V8, TIMELINE_HISTORY_PATH_V8, INITIAL_VERSION_V8, KEYGEN_TYPE_V8, MERGE_STRATEGY_ID_V8,
+               ORDERING_FIELDS_V8, TABLE_FORMAT_V9)
+
+
+def properties_for_version(config: TableConfig, version: int) -> dict[str, str]:
+    """The ``hoodie.properties`` of ``config``'s table moved to ``version`` (an upgrade or a
+    downgrade): its version 6 properties (the key generator by class, the ordering field as the
+    preCombine field, the payload class and merge mode as it reads them), then ``version``'s
+    (``versioned_properties``); a version 8 or 9 table remembers the version it began as."""
+    v6 = {k: v for k, v in config.props.items() if k not in _V8_V9_KEYS}
+    v6.update({TABLE_VERSION: "6", TIMELINE_LAYOUT_VERSION: "1", KEYGEN_CLASS: config.keygen_class,
+               PAYLOAD_CLASS: config.payload_class, MERGE_MODE: config.merge_mode})
+    if config.ordering_field:
+        v6[PRECOMBINE_FIELD] = config.ordering_field
+    out = versioned_properties(v6, version)
+    if version != 6:
+        out[INITIAL_VERSION_V8] = config.get(INITIAL_VERSION_V8) or str(config.version)
+    return out
+
+
 class TableConfig:
     """Typed view over the properties of one table."""
 

@@ -1,4 +1,4 @@
-"""The procedures of the table services: compaction, cleaning, archiving, and the table's properties.
+"""The procedures of the table services: compaction, cleaning, archiving, the table's properties and its version.
 
 Example:
     >>> run_clean = {p.name: p for p in PROCEDURES}["run_clean"]
@@ -13,8 +13,8 @@ Example:
 from __future__ import annotations
 
 from hudiql.errors import SqlError
-from hudiql.procedures.base import BOOL, INT, STRING, TABLE, Context, Parameter, Procedure, options
-from hudiql.services import archive, clean, compaction
+from hudiql.procedures.base import BOOL, INT, REQUIRED, STRING, TABLE, Context, Parameter, Procedure, options
+from hudiql.services import archive, clean, compaction, table_version
 from hudiql.config import registry
 
 
@@ -77,6 +77,14 @@ def _show_archived_commits(ctx: Context, args: dict[str, object]) -> list[tuple]
     return archive.show_archived_commits(ctx.table, int(args["limit"]), str(args["start_ts"]), str(args["end_ts"]))
 
 
+def _change_version(name: str):
+    def run(ctx: Context, args: dict[str, object]) -> list[tuple]:
+        to_version = table_version.parse_version(name, args["to_version"])
+        table_version.change_version(ctx.spark, ctx.table, ctx.settings, name, to_version)
+        return [(True,)]
+    return run
+
+
 PROCEDURES: tuple[Procedure, ...] = (
     Procedure("show_table_properties", (TABLE,), "key string, value string", _table_properties),
     Procedure("run_compaction", (Parameter("op", default="scheduleandexecute"), TABLE),
@@ -98,6 +106,8 @@ PROCEDURES: tuple[Procedure, ...] = (
         TABLE, Parameter("path"), Parameter("min_commits", INT, 20), Parameter("max_commits", INT, 30),
         Parameter("retain_commits", INT, 10), Parameter("enable_metadata", BOOL, True),
     ), "result int", _archive_commits),
+    *(Procedure(name, (TABLE, Parameter("to_version", default=REQUIRED)), "result boolean", _change_version(name))
+      for name in ("upgrade_table", "downgrade_table")),
     Procedure("show_archived_commits", (
         TABLE, Parameter("limit", INT, 10), Parameter("start_ts", STRING, ""), Parameter("end_ts", STRING, ""),
     ), "commit_time string, state_transition_time string, total_bytes_written long, total_files_added long, "

@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from enum import Enum
+from typing import NamedTuple
 
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import HudiqlError
@@ -164,6 +165,31 @@ def instant_file_name(action: str, state: State, ts: str, completion_time: str |
     return f"{ts}_{completion_time}.{action}" if completion_time else f"{ts}.{action}"
 
 
+class InstantFile(NamedTuple):
+    """What an instant file's name says."""
+
+    instant_time: str
+    action: str
+    state: State
+    completion_time: str | None  # layout 2, completed
+
+
+def parse_instant_file_name(name: str) -> InstantFile | None:
+    """What the name of an instant file of either layout says; ``None`` for any other file (only
+    a completed instant carries a completion time, ``<t>_<c>.<action>``).
+
+    >>> parse_instant_file_name("20240101000000000_20240101000000500.deltacommit").completion_time
+    '20240101000000500'
+    >>> parse_instant_file_name("20240101000000000.inflight")[:3]
+    ('20240101000000000', 'commit', <State.INFLIGHT: 'inflight'>)
+    """
+    m = _INSTANT_RE.match(name)
+    parsed = m and _parse_suffix(m["suffix"])
+    if not parsed or (m["completion"] is not None and parsed[1] is not State.COMPLETED):
+        return None
+    return InstantFile(m["ts"], parsed[0], parsed[1], m["completion"])
+
+
 def _parse_suffix(suffix: str) -> tuple[str, State] | None:
     if suffix == "inflight":
         return COMMIT, State.INFLIGHT
@@ -236,12 +262,10 @@ class Timeline:
         # Files of one instant: by time, and a savepoint apart (Hudi writes it at the time of its commit).
         files: dict[tuple[str, bool], list[tuple[str, State, str, str | None]]] = {}
         for info in storage.list(folder):
-            m = None if info.is_dir else _INSTANT_RE.match(info.name)
-            parsed = m and _parse_suffix(m["suffix"])
-            # Only a completed instant carries a completion time (``T_C.action``); anything else is no instant.
-            if parsed and (m["completion"] is None or parsed[1] is State.COMPLETED):
-                key = (m["ts"], parsed[0] == SAVEPOINT)
-                files.setdefault(key, []).append((*parsed, f"{folder}/{info.name}", m["completion"]))
+            parsed = None if info.is_dir else parse_instant_file_name(info.name)
+            if parsed:
+                key = (parsed.instant_time, parsed.action == SAVEPOINT)
+                files.setdefault(key, []).append((parsed.action, parsed.state, f"{folder}/{info.name}", parsed.completion_time))
         instants = []
         order = [State.REQUESTED, State.INFLIGHT, State.COMPLETED]
         for (ts, _), entries in files.items():

@@ -1,0 +1,124 @@
+"""``CALL upgrade_table`` / ``CALL downgrade_table``: a table moved between versions 6, 8 and 9, as
+Hudi's upgrade and downgrade move it, one version step at a time (6 <-> 8 <-> 9), rows and history
+kept. hudiql never changes a table's version otherwise.
+
+Before a step that changes the timeline's layout (6 <-> 8): failed writes are rolled back and a
+merge-on-read table is compacted (log files are named by their slice's base instant on version 6,
+by their own delta commit on 8: none may be left in a latest slice); then, under the table lock,
+nothing may be pending. What the other version cannot hold is refused by name, the table unchanged:
+an archived timeline (hudiql does not convert Hudi's version 6 archive to the LSM timeline of 8, or
+back), a one-field record key of the complex key generator between 8 and 9 (9 stores it as
+``field:value``, 8 as the value).
+
+Crash-safe: the new timeline is written beside the old one first (no reader of the table's version
+looks there), ``hoodie.properties`` is replaced in one atomic write (the table changes version
+there), the old timeline's files are deleted last. A crash before the switch leaves the table as it
+was; after it, the old files are left over, unread, and the same call deletes them.
+
+Example:
+    >>> _ = session.sql("CREATE TABLE orders (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
+    >>> _ = session.sql("INSERT INTO orders VALUES (1, 'a')")
+    >>> session.sql("CALL upgrade_table(table => 'orders', to_version => 'NINE')").collect()
+    [Row(result=True)]
+    >>> table = HudiTable.load(warehouse + "/orders")
+    >>> table.config.version, [i.completion_time is not None for i in table.timeline.completed()]
+    (9, [True])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql import SparkSession
+
+from hudiql.config import table_config as C
+from hudiql.errors import SqlError
+from hudiql.layout import META_FOLDER
+from hudiql.services import compaction
+from hudiql.table.table import HudiTable
+from hudiql.timeline.active import parse_instant_file_name
+from hudiql.timeline.archived import archive_files
+from hudiql.timeline.conversion import LAYOUT_2_FOLDER, LAYOUT_2_HISTORY, converted, write_converted
+from hudiql.transaction.prologue import locked
+
+#: Hudi's names of the versions (``HoodieTableVersion``), as ``to_version`` takes them.
+VERSION_NAMES = {"SIX": 6, "EIGHT": 8, "NINE": 9}
+_STEPS = (6, 8, 9)
+
+
+def parse_version(procedure: str, text: object) -> int:
+    """``to_version`` as Hudi names it (``'NINE'``) or as a number (``9``)."""
+    value = str(text).strip().upper()
+    version = VERSION_NAMES.get(value) or (int(value) if value in ("6", "8", "9") else None)
+    if version is None:
+        raise SqlError(f"CALL {procedure}: to_version {text} is not a version hudiql writes; use 6 (SIX), 8 (EIGHT) "
+                       "or 9 (NINE)")
+    return version
+
+
+def change_version(spark: SparkSession, table: HudiTable, settings: Mapping[str, str], procedure: str,
+                   to_version: int) -> None:
+    """Move ``table`` to ``to_version`` (``procedure`` upgrade_table: up, downgrade_table: down)."""
+    current = table.config.version
+    upward = procedure == "upgrade_table"
+    if to_version != current and (to_version > current) != upward:
+        other = "downgrade_table" if upward else "upgrade_table"
+        raise SqlError(f"CALL {procedure}: table {table.config.name} is of version {current}; CALL {other} moves "
+                       f"it to version {to_version}")
+    if to_version == current:
+        _delete_left_over(table)  # a step a crash cut short after its switch
+        return
+    path = [v for v in _STEPS if min(current, to_version) <= v <= max(current, to_version)]
+    for step in path[1:] if upward else list(reversed(path))[1:]:
+        table = _step(spark, table, settings, procedure, step)
+
+
+def _step(spark: SparkSession, table: HudiTable, settings: Mapping[str, str], procedure: str, to: int) -> HudiTable:
+    """One version step; the table as it is after it."""
+    name, config = table.config.name, table.config
+    if {config.version, to} == {8, 9} and config.keygen_class == C.COMPLEX_KEYGEN and len(config.record_key_fields) == 1:
+        raise SqlError(f"CALL {procedure}: table {name} keys its records by one field with the complex key generator, "
+                       "whose keys version 9 stores as field:value and version 8 as the value; hudiql does not "
+                       f"rewrite its records' keys, so it stays at version {config.version}")
+    relayout = {config.version, to} == {6, 8}
+    if relayout:
+        archived = archive_files(table.storage) if config.version == 6 else [
+            i for i in table.storage.list(LAYOUT_2_HISTORY) if not i.is_dir]
+        if archived:
+            raise SqlError(f"CALL {procedure}: table {name} has an archived timeline ({archived[0]}), which hudiql "
+                           f"does not convert between version {config.version}'s form and version {to}'s; the "
+                           "table is unchanged")
+        if config.is_mor:
+            compaction.schedule_and_execute(spark, table.refreshed(), settings)
+    with locked(table, settings, f"{procedure} to version {to}", roll_back_failed_writes=True) as held:
+        table = held.table
+        pending = table.timeline.pending()
+        if pending:
+            raise SqlError(f"CALL {procedure}: {pending[0].action} {pending[0].timestamp} of table {name} is pending; "
+                           "let it finish (or a failed write be rolled back by the next write), then call again")
+        if relayout and config.is_mor and any(s.log_files for s in table.file_system_view().latest_slices()):
+            raise SqlError(f"CALL {procedure}: a write added log files to table {name} after its compaction; "
+                           "call again")
+        props = C.properties_for_version(table.config, to)
+        if relayout:
+            if to == 8:
+                table.storage.delete_dir(LAYOUT_2_FOLDER)  # what a crashed attempt wrote
+                table.storage.makedirs(LAYOUT_2_HISTORY)
+            write_converted(table.storage, converted(table.timeline, 2 if to == 8 else 1))
+        C.TableConfig(props).save(table.storage)
+        moved = HudiTable.load(table.base_uri)
+    _delete_left_over(moved)
+    return moved
+
+
+def _delete_left_over(table: HudiTable) -> None:
+    """The timeline files of the other layout, which a step leaves until its switch is written."""
+    if table.timeline.layout_version >= 2:
+        for info in table.storage.list(META_FOLDER):
+            if not info.is_dir and parse_instant_file_name(info.name):
+                table.storage.delete(info.path)
+        if table.storage.is_dir(f"{META_FOLDER}/archived") and not table.storage.list(f"{META_FOLDER}/archived"):
+            table.storage.delete_dir(f"{META_FOLDER}/archived")
+    elif table.storage.is_dir(LAYOUT_2_FOLDER):
+        table.storage.delete_dir(LAYOUT_2_FOLDER)
+        table.storage.makedirs(f"{META_FOLDER}/archived")
