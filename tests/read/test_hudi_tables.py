@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
-from hudiql.errors import HudiqlError
 from hudiql.record.schema import META_COLUMNS
 
 COW = HUDI_TABLES / "sample_table" / "cow"
@@ -110,11 +109,16 @@ def test_partition_filter(session, tmp_path, name, where, ids, partitions):
 
 
 @pytest.mark.parametrize("name", ["v8_nonpartitioned", "v8_empty"])
-def test_v8_tables_are_read_only(session, tmp_path, name):
+def test_v8_tables_are_written_in_their_own_version(session, tmp_path, name):
     table_dir = unzip_table(name, tmp_path)
     adopt(session, table_dir)
-    before = sorted(table_dir.rglob("*"))
-    with pytest.raises(HudiqlError, match="timeline layout 2"):
-        session.sql("INSERT INTO t (id, name, isActive) VALUES (5, 'Eve', true)")
-    assert sorted(table_dir.rglob("*")) == before
-    assert hudiql_rows(session, "SELECT id, name, isActive FROM t") == EXPECTED[name]
+    session.sql("INSERT INTO t (id, name, isActive) VALUES (5, 'Eve', true)")
+    expected = sorted([*EXPECTED[name], (5, "Eve", True)])
+    assert hudiql_rows(session, "SELECT id, name, isActive FROM t") == expected
+    assert official_rows(table_dir, ["id", "name", "isActive"]) == expected
+    props = (table_dir / ".hoodie" / "hoodie.properties").read_text()
+    assert "hoodie.table.version=8" in props
+    written = [p.name for p in (table_dir / ".hoodie" / "timeline").iterdir() if p.name.endswith(".commit")]
+    assert written and all("_" in n for n in written)  # completed with a completion time, as layout 2 names it
+
+
