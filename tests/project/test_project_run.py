@@ -357,3 +357,18 @@ def test_a_hook_that_is_not_sql_text_is_refused_naming_the_model(tmp_path):
                          "name: p\nmodels:\n  p:\n    +post-hook: \"SELECT 1\"\n")
     code, out = run(root, "compile")
     assert code == 2 and "model m" in out and "config 'post_hook' must be SQL text or a list of it, got ['SELECT 1', 1]" in out
+
+
+def test_a_model_picks_its_table_version_with_its_options(spark, tmp_path):
+    """options={'hoodie.write.table.version': '9'}: the model's table is a version 9 table, merged into
+    as one (and read by the official reader)."""
+    body = "SELECT 1 AS id, '{{ var('v') }}' AS v{% if var('more') %} UNION ALL SELECT 2, 'b'{% endif %}"
+    root = write_project(tmp_path / "p", {
+        "models/nine.sql": "{{ config(materialized='incremental', unique_key='id', table_type='mor', "
+                           "options={'hoodie.write.table.version': '9'}) }} " + body,
+    }, "name: p\n")
+    assert run(root, "run", spark, vars={"v": "a", "more": False})[0] == 0
+    assert run(root, "run", spark, vars={"v": "a2", "more": True})[0] == 0
+    table = location(root, "nine").removeprefix("file://")
+    assert "hoodie.table.version=9" in open(f"{table}/.hoodie/hoodie.properties").read()
+    assert rows(spark, root, "SELECT id, v FROM nine") == [(1, "a2"), (2, "b")] == official_rows(table, ["id", "v"])

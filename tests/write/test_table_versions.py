@@ -22,6 +22,7 @@ import pytest
 from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import HudiqlError, OptionError
+from hudiql.io.storage import Storage
 from hudiql.sql.statements import TableName
 
 COLUMNS = ["id", "name", "ts", "dt"]
@@ -293,3 +294,18 @@ def test_a_real_table_is_written_compacted_and_cleaned_in_its_own_version(sessio
     assert hudiql_rows(session, query) == official_rows(table, columns) == after
     props = TableConfig.parse((table / ".hoodie" / "hoodie.properties").read_bytes())
     assert props.version == version and not (table / ".hoodie" / "metadata").exists()
+
+
+def test_the_data_source_writes_a_new_table_in_the_version_it_names(session, warehouse):
+    """df.write.format("hudi") with hoodie.write.table.version=8: a v8 merge-on-read table, upserted."""
+    path = str(warehouse / "ds")
+    options = {"hoodie.table.name": "ds", "hoodie.datasource.write.recordkey.field": "id",
+               "hoodie.datasource.write.precombine.field": "ts", "hoodie.datasource.write.partitionpath.field": "dt"}
+    first = session.spark.createDataFrame([(1, "a", 1, "d1"), (2, "b", 1, "d2")], "id int, name string, ts long, dt string")
+    first.write.format("hudi").options(**options).option("hoodie.write.table.version", "8") \
+        .option("hoodie.datasource.write.table.type", "MERGE_ON_READ").mode("overwrite").save(path)
+    session.spark.createDataFrame([(1, "aa", 2, "d1")], "id int, name string, ts long, dt string") \
+        .write.format("hudi").options(**options).mode("append").save(path)
+    read = session.spark.read.format("hudi").load(path).select(*COLUMNS).collect()
+    assert sorted(tuple(r) for r in read) == official_rows(path, COLUMNS) == [(1, "aa", 2, "d1"), (2, "b", 1, "d2")]
+    assert TableConfig.load(Storage(path)).version == 8 and completed(Path(path), "deltacommit")
