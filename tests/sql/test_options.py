@@ -11,6 +11,7 @@ import json
 import pytest
 from pyspark.sql import types as T
 
+from hudiql.config.registry import validate_table_options
 from hudiql.errors import ColumnError, HudiqlError, OptionError
 from hudiql.sql.options import FLINK, SPARK, TableDefinition, derive_table_properties
 
@@ -453,3 +454,28 @@ def test_unpartitioned_schema_keeps_declared_order_and_widens_small_ints():
     assert stored.fieldNames() == ["b", "a", "c"]
     assert [f.dataType for f in stored.fields] == [T.IntegerType(), T.IntegerType(), T.StringType()]
     assert all(f.nullable for f in stored.fields)
+
+
+# ---- Hudi 1.x's record mergers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("merger, ordering", [
+    ("org.apache.hudi.common.model.HoodieAvroRecordMerger", None),  # the payload class decides: any table
+    ("org.apache.hudi.common.model.HoodieAvroRecordMerger", "ts"),
+    ("org.apache.hudi.HoodieSparkRecordMerger", "ts"),  # by the ordering field: event time ordering
+    ("org.apache.hudi.DefaultSparkRecordMerger", "ts"),
+])
+def test_a_record_merger_that_merges_as_the_table_does_is_accepted_and_not_stored(merger, ordering):
+    options = {"hoodie.datasource.write.record.merger.impls": merger, **({"preCombineField": ordering} if ordering else {})}
+    props = props_of(primary_key=["id"], options=options)
+    assert "hoodie.datasource.write.record.merger.impls" not in props
+    assert props["hoodie.record.merge.mode"] == ("EVENT_TIME_ORDERING" if ordering else "COMMIT_TIME_ORDERING")
+
+
+def test_a_record_merger_that_merges_otherwise_is_refused_by_name():
+    with pytest.raises(OptionError, match="HoodieSparkRecordMerger merges records by the ordering field .* but the "
+                                          "table merges by COMMIT_TIME_ORDERING; set preCombineField"):
+        props_of(primary_key=["id"], options={"hoodie.write.record.merge.custom.implementation.classes":
+                                              "org.apache.hudi.HoodieSparkRecordMerger"})
+    with pytest.raises(OptionError, match="is not supported: hudiql merges records by the payload class"):
+        validate_table_options({"hoodie.datasource.write.record.merger.impls": "com.example.MyMerger"})

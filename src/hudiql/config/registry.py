@@ -136,6 +136,12 @@ SHORT_ORDERING = ("preCombineField", "orderingFields", "precombine.field", "writ
 SHORT_PAYLOAD = ("payloadClass", "payload.class")
 SHORT_TABLE_TYPE = ("type", "table.type")
 SHORT_MERGE_MODE = "recordMergeMode"
+RECORD_MERGER_IMPLS = "hoodie.datasource.write.record.merger.impls"
+MERGE_CUSTOM_CLASSES = "hoodie.write.record.merge.custom.implementation.classes"
+#: Hudi 1.x's record mergers that merge as hudiql does: by the payload class (Avro), or by the
+#: ordering field (Spark's, which is event time ordering).
+AVRO_MERGER = "org.apache.hudi.common.model.HoodieAvroRecordMerger"
+EVENT_TIME_MERGERS = ("org.apache.hudi.HoodieSparkRecordMerger", "org.apache.hudi.DefaultSparkRecordMerger")
 FLINK_INDEX_TYPE = "index.type"
 
 SIMPLE_INDEX = "SIMPLE"
@@ -245,6 +251,8 @@ _OPERATION_REFUSED = {
     "bootstrap": "hudiql does not bootstrap tables; use insert, upsert or bulk_insert",
 }
 _MERGE_MODES = (C.EVENT_TIME_ORDERING, C.COMMIT_TIME_ORDERING)
+_OTHER_MERGER = ("hudiql merges records by the payload class (HoodieAvroRecordMerger) or by the ordering field "
+                 "(HoodieSparkRecordMerger, DefaultSparkRecordMerger); name one of them, or remove the option")
 _CUSTOM_MERGE = {"custom": "hudiql merges records by the ordering field (EVENT_TIME_ORDERING) or by commit "
                            "time (COMMIT_TIME_ORDERING); custom mergers are not supported"}
 
@@ -294,6 +302,10 @@ _KEY_LIST: list[Key] = [
     _enum(C.MERGE_MODE, TABLE, _MERGE_MODES, refused=_CUSTOM_MERGE,
           doc="EVENT_TIME_ORDERING with an ordering field, else COMMIT_TIME_ORDERING"),
     _enum(SHORT_MERGE_MODE, TABLE, _MERGE_MODES, refused=_CUSTOM_MERGE, same_as=C.MERGE_MODE),
+    _enum(RECORD_MERGER_IMPLS, TABLE, (AVRO_MERGER, *EVENT_TIME_MERGERS), otherwise=_OTHER_MERGER,
+          doc="a merger that merges as the table does: the Avro one by its payload class, Spark's by its ordering field"),
+    _enum(MERGE_CUSTOM_CLASSES, TABLE, (AVRO_MERGER, *EVENT_TIME_MERGERS), otherwise=_OTHER_MERGER,
+          same_as=RECORD_MERGER_IMPLS),
     Key(C.HIVE_STYLE, TABLE, BOOL, doc="true in Spark SQL, false in Flink SQL"),
     Key(C.URL_ENCODE, TABLE, BOOL, "false"),
     _enum(C.TIMESTAMP_TYPE, TABLE, ("EPOCHMILLISECONDS", "UNIX_TIMESTAMP", "SCALAR", "DATE_STRING"),

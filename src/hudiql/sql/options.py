@@ -162,7 +162,7 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
     # Write-side spellings of the key and partition fields are replaced by the table's own keys,
     # so hoodie.properties never holds a value the DDL overrode.
     overridden = {K.RECORD_KEY_OPTION, K.PARTITION_OPTION, K.WRITE_TABLE_VERSION, C.TABLE_VERSION,
-                  C.TIMELINE_LAYOUT_VERSION, C.ORDERING_FIELDS_V8}
+                  C.TIMELINE_LAYOUT_VERSION, C.ORDERING_FIELDS_V8, K.RECORD_MERGER_IMPLS, K.MERGE_CUSTOM_CLASSES}
     props: dict[str, str] = {k: v for k, v in options.items() if k.startswith("hoodie.") and k not in overridden}
     keygen = _first(options, KEYGEN_OPTIONS)
     if keygen and "." not in keygen:
@@ -180,6 +180,7 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
         props[C.TIMESTAMP_OUTPUT_TZ] = "UTC"
 
     payload, merge_mode = _payload_and_merge_mode(options, ordering)
+    _check_merger(options, merge_mode)
     payload_ordering = options.get(K.PAYLOAD_ORDERING_FIELD)
     if payload_ordering and [payload_ordering.strip().lower()] != [o.lower() for o in ordering]:
         raise OptionError(
@@ -257,6 +258,15 @@ def _payload_and_merge_mode(options: dict[str, str], ordering: list[str]) -> tup
             f"which merges by {merge_mode}; leave one of them out"
         )
     return payload, merge_mode
+
+
+def _check_merger(options: dict[str, str], merge_mode: str) -> None:
+    """A record merger named by Hudi 1.x's options must merge as the table does: the Avro merger
+    runs the payload class; Spark's mergers order by the ordering field (event time ordering)."""
+    merger = _first(options, [K.RECORD_MERGER_IMPLS, K.MERGE_CUSTOM_CLASSES])
+    if merger and merger.strip().lower() in {m.lower() for m in K.EVENT_TIME_MERGERS} and merge_mode != C.EVENT_TIME_ORDERING:
+        raise OptionError(f"{merger.strip()} merges records by the ordering field (EVENT_TIME_ORDERING), but the table "
+                          f"merges by {merge_mode}; set preCombineField, or name {K.AVRO_MERGER}")
 
 
 def _derive_keygen(record_key: list[str], partition_fields: list[str], schema: T.StructType) -> str:
