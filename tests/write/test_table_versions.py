@@ -23,6 +23,7 @@ from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import HudiqlError, OptionError
 from hudiql.io.storage import Storage
+from hudiql.sql.parser import split_statements
 from hudiql.sql.statements import TableName
 
 COLUMNS = ["id", "name", "ts", "dt"]
@@ -306,3 +307,36 @@ def test_the_data_source_writes_a_new_table_in_the_version_it_names(session, war
     read = session.spark.read.format("hudi").load(path).select(*COLUMNS).collect()
     assert sorted(tuple(r) for r in read) == official_rows(path, COLUMNS) == [(1, "aa", 2, "d1"), (2, "b", 1, "d2")]
     assert TableConfig.load(Storage(path)).version == 8 and completed(Path(path), "deltacommit")
+
+
+# ---- Hudi's own scripts, replayed --------------------------------------------------------------------------
+
+REPLAYS = {
+    # name -> (the table and its script in tests/data/hudi-tables, the version, the generating session's zone)
+    "v8 cow simple key": ("sample_table/cow/v8_simplekeygen_nonhivestyle", 8, "UTC"),
+    "v9 cow complex key": ("sample_table/cow/v9_txns_complex_nometa", 9, "America/Chicago"),
+    "v9 mor simple key": ("sample_table/mor/avro/v9_txns_simple_nometa", 9, "America/Chicago"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPLAYS))
+def test_hudis_own_script_replays_to_the_rows_hudi_wrote(session, tmp_path, name):
+    """The SQL script that made a real table, run through hudiql (in the table's version and the
+    generating session's time zone): the official reader reads hudiql's table as it reads Hudi's."""
+    path, version, zone = REPLAYS[name]
+    written_by_hudi = unzip(HUDI_TABLES / f"{path}.zip", tmp_path)
+    script = (HUDI_TABLES / f"{path}.sql").read_text()
+    spark = session.spark
+    zone_before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+    try:
+        session.sql(f"SET hoodie.write.table.version={version}")
+        for statement in split_statements(script):
+            session.sql(statement)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone_before)
+    table = session.table(TableName(None, script.split("CREATE TABLE", 1)[1].split()[0]))
+    assert table.config.version == version
+    columns = [f.name for f in table.schema.fields]
+    expected = official_rows(written_by_hudi, columns)
+    assert expected and official_rows(table.base_uri.removeprefix("file://"), columns) == expected
