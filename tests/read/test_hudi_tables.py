@@ -48,7 +48,9 @@ def adopt(session, table_dir: Path) -> None:
 
 
 def test_every_cow_table_is_covered():
-    assert sorted(p.stem for p in COW.glob("*.zip")) == sorted(EXPECTED)
+    # the v9 "txns" tables have a schema of their own: the replays of their scripts cover them
+    # (tests/write/test_table_versions.py)
+    assert sorted(p.stem for p in COW.glob("*.zip") if "_txns_" not in p.stem) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
