@@ -193,3 +193,24 @@ def test_dbt_core_project_on_s3(s3, spark, tmp_path):
 
     refused = run({**s3.options, "aws_secret_acces_key": "x"})
     assert not refused.success and "did you mean 'aws_secret_access_key'" in str(refused.exception)
+
+
+def test_a_version_9_merge_on_read_table_on_s3(s3, spark):
+    """Timeline layout 2 on S3: instants in .hoodie/timeline (completed ones with their completion
+    time), log files named by their delta commit, compaction; read back by both readers."""
+    warehouse = f"s3://{BUCKET}/v9/warehouse"
+    session = connect(s3, spark, warehouse)
+    session.sql("""CREATE TABLE orders (id INT, price DOUBLE, day STRING) USING hudi PARTITIONED BY (day)
+                   TBLPROPERTIES (primaryKey = 'id', type = 'mor', 'hoodie.write.table.version' = '9',
+                                  'hoodie.compact.inline' = 'false')""")
+    session.sql("INSERT INTO orders VALUES (1, 1.0, 'd1'), (2, 2.0, 'd1'), (3, 3.0, 'd2')")
+    session.sql("UPDATE orders SET price = price + 0.5 WHERE id = 3")
+    session.sql("DELETE FROM orders WHERE id = 2")
+    expected = [(1, 1.0, "d1"), (3, 3.5, "d2")]
+    table_uri = f"{warehouse}/orders"
+    timeline = [f.rsplit("/", 1)[1] for f in files(s3, "v9/warehouse/orders/.hoodie/timeline")]
+    assert sum(1 for n in timeline if n.endswith(".deltacommit") and "_" in n) == 3
+    assert any(".log.1_" in f for f in files(s3, "v9/warehouse/orders/day=d2"))
+    assert hudiql_rows(session, "SELECT id, price, day FROM orders") == official_rows(s3, table_uri) == expected
+    session.sql("CALL run_compaction(op => 'scheduleandexecute', table => 'orders')")
+    assert hudiql_rows(session, "SELECT id, price, day FROM orders_ro") == official_rows(s3, table_uri) == expected
