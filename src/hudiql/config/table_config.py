@@ -37,7 +37,7 @@ EVENT_TIME_PAYLOAD = PAYLOAD_PACKAGE + "EventTimeAvroPayload"
 EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 COMMIT_TIME_ORDERING = "COMMIT_TIME_ORDERING"
 
-# Keys of hoodie.properties (v6), named once.
+# Keys of hoodie.properties, named once (_V8, _V9: what those table versions add).
 TABLE_NAME = "hoodie.table.name"
 DATABASE_NAME = "hoodie.database.name"
 TABLE_TYPE = "hoodie.table.type"
