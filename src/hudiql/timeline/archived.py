@@ -53,6 +53,7 @@ from hudiql.formats.log_file import (
 from hudiql.io.storage import Storage
 from hudiql.layout import META_FOLDER
 from hudiql.timeline import clean_plan, compaction_plan, replace_plan, savepoint
+from hudiql.timeline.commit import COMMIT_METADATA_SCHEMA, REPLACE_COMMIT_METADATA_SCHEMA
 from hudiql.timeline.active import (
     CLEAN,
     COMMIT,
@@ -89,44 +90,6 @@ def _nullable(name: str, kind: object) -> dict:
 
 
 # ---- Hudi's Avro models, as its .avsc files define them ----------------------------------------------
-_RUNTIME_STATS = {"type": "record", "name": "HoodieRuntimeStats", "fields": [
-    _nullable("totalScanTime", "long"), _nullable("totalCreateTime", "long"), _nullable("totalUpsertTime", "long"),
-]}
-_WRITE_STAT = {"type": "record", "name": "HoodieWriteStat", "fields": [
-    *(_nullable(n, "string") for n in ("fileId", "path", "prevCommit")),
-    *(_nullable(n, "long") for n in (
-        "numWrites", "numDeletes", "numUpdateWrites", "totalWriteBytes", "totalWriteErrors")),
-    _nullable("partitionPath", "string"),
-    *(_nullable(n, "long") for n in (
-        "totalLogRecords", "totalLogFiles", "totalUpdatedRecordsCompacted", "numInserts", "totalLogBlocks",
-        "totalCorruptLogBlock", "totalRollbackBlocks", "fileSizeInBytes")),
-    _nullable("logVersion", "int"),
-    _nullable("logOffset", "long"),
-    _nullable("baseFile", "string"),
-    _nullable("logFiles", {"type": "array", "items": "string"}),
-    _nullable("cdcStats", {"type": "map", "values": "long"}),
-    _nullable("prevBaseFile", "string"),
-    _nullable("minEventTime", "long"),
-    _nullable("maxEventTime", "long"),
-    _nullable("runtimeStats", _RUNTIME_STATS),
-    *(_nullable(n, "long") for n in ("totalLogFilesCompacted", "totalLogReadTimeMs", "totalLogSizeCompacted")),
-    _nullable("tempPath", "string"),
-    _nullable("numUpdates", "long"),
-]}
-COMMIT_METADATA_SCHEMA = {"type": "record", "name": "HoodieCommitMetadata", "namespace": _NAMESPACE, "fields": [
-    _nullable("partitionToWriteStats", {"type": "map", "values": {"type": "array", "items": _WRITE_STAT}}),
-    _nullable("compacted", "boolean"),
-    _nullable("extraMetadata", {"type": "map", "values": "string"}),
-    {"name": "version", "type": ["int", "null"], "default": 1},
-    _nullable("operationType", "string"),
-]}
-REPLACE_COMMIT_METADATA_SCHEMA = {"type": "record", "name": "HoodieReplaceCommitMetadata", "namespace": _NAMESPACE, "fields": [
-    _nullable("partitionToWriteStats", {"type": "map", "values": {"type": "array", "items": "HoodieWriteStat"}}),
-    _nullable("extraMetadata", {"type": "map", "values": "string"}),
-    {"name": "version", "type": ["int", "null"], "default": 1},
-    _nullable("operationType", "string"),
-    _nullable("partitionToReplaceFileIds", {"type": "map", "values": {"type": "array", "items": "string"}}),
-]}
 _COMPACTION_METADATA = {"type": "record", "name": "HoodieCompactionMetadata", "fields": [  # deprecated by Hudi
     {"name": "partitionToCompactionWriteStats", "type": ["null", {"type": "map", "values": {"type": "array", "items": {
         "type": "record", "name": "HoodieCompactionWriteStat", "fields": [

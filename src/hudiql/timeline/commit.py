@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 from dataclasses import asdict, dataclass, field, fields
@@ -101,50 +102,62 @@ STATS_ARROW_SCHEMA = pa.schema([(f.name, _ROW_TYPES[f.type][1]) for f in fields(
 REPLACE_OPERATIONS = ("INSERT_OVERWRITE", "INSERT_OVERWRITE_TABLE", "DELETE_PARTITION", "CLUSTER")
 
 
-def _nullable(avro_type: object) -> list:
-    return ["null", avro_type]
+_NAMESPACE = "org.apache.hudi.avro.model"
 
 
-_LONG_STATS = ("numWrites", "numDeletes", "numUpdateWrites", "totalWriteBytes", "totalWriteErrors", "totalLogRecords",
-               "totalLogFiles", "totalUpdatedRecordsCompacted", "numInserts", "totalLogBlocks", "totalCorruptLogBlock",
-               "totalRollbackBlocks", "fileSizeInBytes", "logOffset", "minEventTime", "maxEventTime",
-               "totalLogFilesCompacted", "totalLogReadTimeMs", "totalLogSizeCompacted", "numUpdates")
-_STRING_STATS = ("fileId", "path", "prevCommit", "partitionPath", "baseFile", "prevBaseFile", "tempPath")
-#: Hudi's ``HoodieWriteStat`` (every field nullable, as Hudi declares it).
-_WRITE_STAT_SCHEMA = {
-    "type": "record", "name": "HoodieWriteStat", "fields": [
-        *({"name": n, "type": _nullable("string"), "default": None} for n in _STRING_STATS),
-        *({"name": n, "type": _nullable("long"), "default": None} for n in _LONG_STATS),
-        {"name": "logVersion", "type": _nullable("int"), "default": None},
-        {"name": "logFiles", "type": _nullable({"type": "array", "items": "string"}), "default": None},
-        {"name": "cdcStats", "type": _nullable({"type": "map", "values": "long"}), "default": None},
-        {"name": "runtimeStats", "default": None, "type": _nullable({
-            "type": "record", "name": "HoodieRuntimeStats", "fields": [
-                {"name": n, "type": _nullable("long"), "default": None}
-                for n in ("totalScanTime", "totalUpsertTime", "totalCreateTime")]})},
-    ],
-}
+def _nullable(name: str, kind: object) -> dict:
+    return {"name": name, "type": ["null", kind], "default": None}
 
 
-def _commit_schema(replace: bool) -> dict:
-    """Hudi's ``HoodieCommitMetadata``, or ``HoodieReplaceCommitMetadata`` (``replace``)."""
-    fields_ = [
-        {"name": "partitionToWriteStats", "default": None,
-         "type": _nullable({"type": "map", "values": {"type": "array", "items": _WRITE_STAT_SCHEMA}})},
-        {"name": "compacted", "type": _nullable("boolean"), "default": None},
-        {"name": "extraMetadata", "type": _nullable({"type": "map", "values": "string"}), "default": None},
-        {"name": "version", "type": ["int", "null"], "default": 1},
-        {"name": "operationType", "type": _nullable("string"), "default": None},
-    ]
-    if replace:
-        fields_.append({"name": "partitionToReplaceFileIds", "default": None,
-                        "type": _nullable({"type": "map", "values": {"type": "array", "items": "string"}})})
-    name = "HoodieReplaceCommitMetadata" if replace else "HoodieCommitMetadata"
-    return fastavro.parse_schema({"type": "record", "name": name, "namespace": "org.apache.hudi.avro.model",
-                                  "fields": fields_})
+# Hudi's Avro models of commit metadata, as its .avsc files define them: the content of a completed
+# instant on timeline layout 2, and of an archived entry (``timeline.archived``).
+_RUNTIME_STATS = {"type": "record", "name": "HoodieRuntimeStats", "fields": [
+    _nullable("totalScanTime", "long"), _nullable("totalCreateTime", "long"), _nullable("totalUpsertTime", "long"),
+]}
+_WRITE_STAT = {"type": "record", "name": "HoodieWriteStat", "fields": [
+    *(_nullable(n, "string") for n in ("fileId", "path", "prevCommit")),
+    *(_nullable(n, "long") for n in (
+        "numWrites", "numDeletes", "numUpdateWrites", "totalWriteBytes", "totalWriteErrors")),
+    _nullable("partitionPath", "string"),
+    *(_nullable(n, "long") for n in (
+        "totalLogRecords", "totalLogFiles", "totalUpdatedRecordsCompacted", "numInserts", "totalLogBlocks",
+        "totalCorruptLogBlock", "totalRollbackBlocks", "fileSizeInBytes")),
+    _nullable("logVersion", "int"),
+    _nullable("logOffset", "long"),
+    _nullable("baseFile", "string"),
+    _nullable("logFiles", {"type": "array", "items": "string"}),
+    _nullable("cdcStats", {"type": "map", "values": "long"}),
+    _nullable("prevBaseFile", "string"),
+    _nullable("minEventTime", "long"),
+    _nullable("maxEventTime", "long"),
+    _nullable("runtimeStats", _RUNTIME_STATS),
+    *(_nullable(n, "long") for n in ("totalLogFilesCompacted", "totalLogReadTimeMs", "totalLogSizeCompacted")),
+    _nullable("tempPath", "string"),
+    _nullable("numUpdates", "long"),
+]}
+COMMIT_METADATA_SCHEMA = {"type": "record", "name": "HoodieCommitMetadata", "namespace": _NAMESPACE, "fields": [
+    _nullable("partitionToWriteStats", {"type": "map", "values": {"type": "array", "items": _WRITE_STAT}}),
+    _nullable("compacted", "boolean"),
+    _nullable("extraMetadata", {"type": "map", "values": "string"}),
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    _nullable("operationType", "string"),
+]}
+REPLACE_COMMIT_METADATA_SCHEMA = {"type": "record", "name": "HoodieReplaceCommitMetadata", "namespace": _NAMESPACE, "fields": [
+    _nullable("partitionToWriteStats", {"type": "map", "values": {"type": "array", "items": "HoodieWriteStat"}}),
+    _nullable("extraMetadata", {"type": "map", "values": "string"}),
+    {"name": "version", "type": ["int", "null"], "default": 1},
+    _nullable("operationType", "string"),
+    _nullable("partitionToReplaceFileIds", {"type": "map", "values": {"type": "array", "items": "string"}}),
+]}
+#: A replacecommit's on its own: its write stats' record defined in it (an archived entry defines it
+#: once, in its commit metadata, and names it in its replace metadata).
+_STANDALONE_REPLACE = {**REPLACE_COMMIT_METADATA_SCHEMA, "fields": [
+    {**f, "type": ["null", {"type": "map", "values": {"type": "array", "items": _WRITE_STAT}}]}
+    if f["name"] == "partitionToWriteStats" else f for f in REPLACE_COMMIT_METADATA_SCHEMA["fields"]]}
 
 
-_AVRO_SCHEMAS = {replace: _commit_schema(replace) for replace in (False, True)}
+_AVRO_SCHEMAS = {False: fastavro.parse_schema(copy.deepcopy(COMMIT_METADATA_SCHEMA)),
+                 True: fastavro.parse_schema(copy.deepcopy(_STANDALONE_REPLACE))}
 
 
 @dataclass
