@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 
 META_FOLDER = ".hoodie"
+ARCHIVED_FOLDER = f"{META_FOLDER}/archived"  # timeline layout 1's archived timeline (hoodie.archivelog.folder)
 PROPERTIES_FILE = f"{META_FOLDER}/hoodie.properties"
 TEMP_FOLDER = f"{META_FOLDER}/.temp"
 HEARTBEAT_FOLDER = f"{META_FOLDER}/.heartbeat"

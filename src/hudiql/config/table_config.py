@@ -15,7 +15,7 @@ from datetime import datetime, timezone, tzinfo
 
 from hudiql.errors import FormatError, damaged_file
 from hudiql.io.storage import Storage
-from hudiql.layout import PROPERTIES_FILE
+from hudiql.layout import ARCHIVED_FOLDER, META_FOLDER, PROPERTIES_FILE
 
 COPY_ON_WRITE = "COPY_ON_WRITE"
 MERGE_ON_READ = "MERGE_ON_READ"
@@ -45,6 +45,7 @@ TABLE_VERSION = "hoodie.table.version"
 TIMELINE_LAYOUT_VERSION = "hoodie.timeline.layout.version"
 TIMELINE_PATH_V8 = "hoodie.timeline.path"
 TIMELINE_HISTORY_PATH_V8 = "hoodie.timeline.history.path"
+DEFAULT_TIMELINE_PATH, DEFAULT_HISTORY_PATH = "timeline", "history"
 INITIAL_VERSION_V8 = "hoodie.table.initial.version"
 MERGE_STRATEGY_ID_V8 = "hoodie.record.merge.strategy.id"
 TABLE_FORMAT_V9 = "hoodie.table.format"
@@ -216,7 +217,7 @@ def versioned_properties(props: dict[str, str], version: int) -> dict[str, str]:
     out = {k: v for k, v in props.items() if k != KEYGEN_CLASS}
     out.update({
         TABLE_VERSION: str(version), INITIAL_VERSION_V8: str(version), TIMELINE_LAYOUT_VERSION: "2",
-        TIMELINE_PATH_V8: "timeline", TIMELINE_HISTORY_PATH_V8: "history",
+        TIMELINE_PATH_V8: DEFAULT_TIMELINE_PATH, TIMELINE_HISTORY_PATH_V8: DEFAULT_HISTORY_PATH,
         KEYGEN_TYPE_V8: next(t for t, c in KEYGEN_TYPES.items() if c == props[KEYGEN_CLASS]),
     })
     if version == 8:
@@ -331,7 +332,19 @@ class TableConfig:
     @property
     def timeline_path(self) -> str:
         """The folder of a layout 2 timeline, relative to ``.hoodie``."""
-        return self.props.get(TIMELINE_PATH_V8) or "timeline"
+        return self.props.get(TIMELINE_PATH_V8) or DEFAULT_TIMELINE_PATH
+
+    @property
+    def timeline_folder(self) -> str:
+        """Where the instants are: ``.hoodie`` (layout 1), ``.hoodie/<timeline path>`` (layout 2)."""
+        return f"{META_FOLDER}/{self.timeline_path}" if self.timeline_layout_version >= 2 else META_FOLDER
+
+    @property
+    def archive_folder(self) -> str:
+        """Where archived instants go: ``.hoodie/archived`` (layout 1), the timeline's history (layout 2)."""
+        if self.timeline_layout_version >= 2:
+            return f"{self.timeline_folder}/{self.props.get(TIMELINE_HISTORY_PATH_V8) or DEFAULT_HISTORY_PATH}"
+        return ARCHIVED_FOLDER
 
     @property
     def record_key_fields(self) -> list[str]:

@@ -33,12 +33,11 @@ from pyspark.sql import SparkSession
 
 from hudiql.config import table_config as C
 from hudiql.errors import SqlError
-from hudiql.layout import META_FOLDER
+from hudiql.layout import ARCHIVED_FOLDER, META_FOLDER
 from hudiql.services import compaction
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import parse_instant_file_name
-from hudiql.timeline.archived import archive_files
-from hudiql.timeline.conversion import LAYOUT_2_FOLDER, LAYOUT_2_HISTORY, converted, write_converted
+from hudiql.timeline.conversion import converted, write_converted
 from hudiql.transaction.prologue import locked
 
 #: Hudi's names of the versions (``HoodieTableVersion``), as ``to_version`` takes them.
@@ -66,7 +65,9 @@ def change_version(spark: SparkSession, table: HudiTable, settings: Mapping[str,
         raise SqlError(f"CALL {procedure}: table {table.config.name} is of version {current}; CALL {other} moves "
                        f"it to version {to_version}")
     if to_version == current:
-        _delete_left_over(table)  # a step a crash cut short after its switch
+        # a step a crash cut short after its switch: the other layout's folder, as hudiql names it
+        other = META_FOLDER if table.config.timeline_layout_version >= 2 else f"{META_FOLDER}/{C.DEFAULT_TIMELINE_PATH}"
+        _delete_left_over(table, other)
         return
     path = [v for v in _STEPS if min(current, to_version) <= v <= max(current, to_version)]
     for step in path[1:] if upward else list(reversed(path))[1:]:
@@ -82,8 +83,8 @@ def _step(spark: SparkSession, table: HudiTable, settings: Mapping[str, str], pr
                        f"rewrite its records' keys, so it stays at version {config.version}")
     relayout = {config.version, to} == {6, 8}
     if relayout:
-        archived = archive_files(table.storage) if config.version == 6 else [
-            i for i in table.storage.list(LAYOUT_2_HISTORY) if not i.is_dir]
+        folder = config.archive_folder
+        archived = [i.path for i in table.storage.list(folder) if not i.is_dir] if table.storage.is_dir(folder) else []
         if archived:
             raise SqlError(f"CALL {procedure}: table {name} has an archived timeline ({archived[0]}), which hudiql "
                            f"does not convert between version {config.version}'s form and version {to}'s; the "
@@ -99,26 +100,28 @@ def _step(spark: SparkSession, table: HudiTable, settings: Mapping[str, str], pr
         if relayout and config.is_mor and any(s.log_files for s in table.file_system_view().latest_slices()):
             raise SqlError(f"CALL {procedure}: a write added log files to table {name} after its compaction; "
                            "call again")
-        props = C.properties_for_version(table.config, to)
+        moved_config = C.TableConfig(C.properties_for_version(table.config, to))
         if relayout:
             if to == 8:
-                table.storage.delete_dir(LAYOUT_2_FOLDER)  # what a crashed attempt wrote
-                table.storage.makedirs(LAYOUT_2_HISTORY)
-            write_converted(table.storage, converted(table.timeline, 2 if to == 8 else 1))
-        C.TableConfig(props).save(table.storage)
+                table.storage.delete_dir(moved_config.timeline_folder)  # what a crashed attempt wrote
+            table.storage.makedirs(moved_config.archive_folder)
+            write_converted(table.storage, converted(table.timeline, moved_config))
+        moved_config.save(table.storage)
         moved = HudiTable.load(table.base_uri)
-    _delete_left_over(moved)
+    _delete_left_over(moved, config.timeline_folder)
     return moved
 
 
-def _delete_left_over(table: HudiTable) -> None:
-    """The timeline files of the other layout, which a step leaves until its switch is written."""
-    if table.timeline.layout_version >= 2:
+def _delete_left_over(table: HudiTable, old_folder: str) -> None:
+    """The timeline files the table had in ``old_folder`` before a step changed its layout, which
+    the step deletes only after its switch is written."""
+    if old_folder == table.config.timeline_folder or not table.storage.is_dir(old_folder):
+        return
+    if old_folder == META_FOLDER:  # layout 1's instants, beside hoodie.properties
         for info in table.storage.list(META_FOLDER):
             if not info.is_dir and parse_instant_file_name(info.name):
                 table.storage.delete(info.path)
-        if table.storage.is_dir(f"{META_FOLDER}/archived") and not table.storage.list(f"{META_FOLDER}/archived"):
-            table.storage.delete_dir(f"{META_FOLDER}/archived")
-    elif table.storage.is_dir(LAYOUT_2_FOLDER):
-        table.storage.delete_dir(LAYOUT_2_FOLDER)
-        table.storage.makedirs(f"{META_FOLDER}/archived")
+        if table.storage.is_dir(ARCHIVED_FOLDER) and not table.storage.list(ARCHIVED_FOLDER):
+            table.storage.delete_dir(ARCHIVED_FOLDER)
+    else:
+        table.storage.delete_dir(old_folder)

@@ -21,7 +21,6 @@ from functools import cached_property
 from pyspark.sql import types as T
 
 from hudiql.config.index_config import IndexConfig
-from hudiql.config import table_config as C
 from hudiql.config.table_config import TableConfig, damaged_properties
 from hudiql.errors import FormatError, TableNotFoundError
 from hudiql.io.storage import Storage
@@ -63,11 +62,7 @@ class HudiTable:
     @classmethod
     def create(cls, base_uri: str, config: TableConfig) -> HudiTable:
         storage = Storage(base_uri)
-        # The archived timeline's folder: .hoodie/archived (layout 1), .hoodie/timeline/history (layout 2).
-        if config.timeline_layout_version >= 2:
-            storage.makedirs(f"{META_FOLDER}/{config.timeline_path}/{config.get(C.TIMELINE_HISTORY_PATH_V8)}")
-        else:
-            storage.makedirs(f"{META_FOLDER}/archived")
+        storage.makedirs(config.archive_folder)
         config.save(storage)
         return cls(storage, config)
 

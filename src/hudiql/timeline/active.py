@@ -258,7 +258,7 @@ class Timeline:
         ``earlier``: a timeline of the table listed before, whose completed instants were read."""
         config = config or TableConfig.load(storage)
         layout = config.timeline_layout_version
-        folder = f"{META_FOLDER}/{config.timeline_path}" if layout >= 2 else META_FOLDER
+        folder = config.timeline_folder
         # Files of one instant: by time, and a savepoint apart (Hudi writes it at the time of its commit).
         files: dict[tuple[str, bool], list[tuple[str, State, str, str | None]]] = {}
         for info in storage.list(folder):

@@ -51,7 +51,7 @@ from hudiql.formats.log_file import (
     read_blocks,
 )
 from hudiql.io.storage import Storage
-from hudiql.layout import META_FOLDER
+from hudiql.layout import ARCHIVED_FOLDER
 from hudiql.timeline import clean_plan, compaction_plan, replace_plan, savepoint
 from hudiql.timeline.commit import COMMIT_METADATA_SCHEMA, REPLACE_COMMIT_METADATA_SCHEMA
 from hudiql.timeline.active import (
@@ -66,7 +66,7 @@ from hudiql.timeline.active import (
     State,
 )
 
-ARCHIVE_FOLDER = f"{META_FOLDER}/archived"  # hoodie.archivelog.folder, fixed to "archived"
+ARCHIVE_FOLDER = ARCHIVED_FOLDER
 #: The write token of Hudi's archive log writer (its unknown-task token).
 ARCHIVE_WRITE_TOKEN = "1-0-1"
 _ARCHIVE_FILE_RE = re.compile(r"^\.commits_\.archive\.(?P<version>\d+)(?:_.*)?$")

@@ -8,12 +8,12 @@ stands for it, as in Hudi's upgrade (never before the instant itself). A cluster
 replacecommit on layout 1 and its own action on layout 2.
 
 Example:
-    >>> from hudiql.config.table_config import TableConfig
     >>> storage = Storage(warehouse + "/orders")
     >>> TableConfig({"hoodie.table.name": "orders"}).save(storage)
     >>> timeline = Timeline.load(storage)
     >>> _ = timeline.complete(timeline.start(COMMIT, "20240101000000000"), b"{}")
-    >>> moved = sorted(converted(Timeline.load(storage), 2))
+    >>> v8 = TableConfig({"hoodie.table.name": "orders", "hoodie.table.version": "8"})
+    >>> moved = sorted(converted(Timeline.load(storage), v8))
     >>> [(old, new.split("_")[0]) for old, new, _ in moved]   # the completed one with its completion time
     [('.hoodie/20240101000000000.commit', '.hoodie/timeline/20240101000000000'), ('.hoodie/20240101000000000.commit.requested', '.hoodie/timeline/20240101000000000.commit.requested'), ('.hoodie/20240101000000000.inflight', '.hoodie/timeline/20240101000000000.inflight')]
     >>> moved[0][2][:3]                                       # its commit metadata in Avro
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from hudiql.config.table_config import TableConfig
 from hudiql.io.storage import Storage
-from hudiql.layout import META_FOLDER
 from hudiql.timeline.active import (
     CLUSTERING,
     COMMIT,
@@ -42,16 +42,13 @@ from hudiql.timeline.active import (
 from hudiql.timeline.commit import CommitMetadata
 from hudiql.timeline.replace_plan import clustering_plan
 
-#: The folder of a layout 2 timeline, and of its archived (LSM) timeline, as hudiql writes them.
-LAYOUT_2_FOLDER = f"{META_FOLDER}/timeline"
-LAYOUT_2_HISTORY = f"{LAYOUT_2_FOLDER}/history"
-
 _COMMIT_METADATA = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
 
 
-def converted(timeline: Timeline, to_layout: int) -> list[tuple[str, str, bytes]]:
-    """(path now, path in ``to_layout``, content there) of every file of ``timeline``'s instants."""
-    folder = LAYOUT_2_FOLDER if to_layout >= 2 else META_FOLDER
+def converted(timeline: Timeline, to: TableConfig) -> list[tuple[str, str, bytes]]:
+    """(path now, path in the layout of the table config ``to``, content there) of every file of
+    ``timeline``'s instants."""
+    to_layout, folder = to.timeline_layout_version, to.timeline_folder
     by_time = {(i.timestamp, i.action == SAVEPOINT): i for i in timeline.instants}
     out = []
     for info in timeline.storage.list(timeline.folder):
