@@ -64,7 +64,7 @@ def run_compact(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
         table = session.table(table_name_text(args.table))
-        rows = compaction.run_procedure(session.spark, table, "scheduleandexecute", session.settings(table))
+        rows = compaction.run_procedure(session.spark, table, "scheduleandexecute")
     except HudiqlError as e:
         print(f"Error: {e}", file=sys.stderr)
         return EXIT_FAILED

@@ -170,11 +170,7 @@ class Session:
             if self.view(name) is not None:
                 raise SqlError(f"{name} is a view; this statement needs a table")
             raise TableNotFoundError(f"table {database}.{table} does not exist; see SHOW TABLES")
-        return HudiTable.load(location)
-
-    def settings(self, table: HudiTable) -> dict[str, str]:
-        """What a write of ``table`` in this session runs with: its properties, then the session's SETs."""
-        return registry.effective_settings(table.config.props, self.conf)
+        return HudiTable.load(location).for_statement(self.conf)
 
     def view(self, name: S.TableName) -> View | None:
         """View ``name`` (a temporary view first, as in Spark), or ``None``."""
@@ -256,7 +252,7 @@ class Session:
         if rows is not None:
             try:
                 ordered = rows.select([F.col(f"`{f.name}`") for f in schema.fields])
-                with transaction(self.spark, table, self.conf) as txn:
+                with transaction(self.spark, table) as txn:
                     write_rows(txn, align_columns(ordered, schema), Operation.default_for(table))
             except BaseException:
                 # CTAS is all or nothing: no table is left behind a failed query.
@@ -266,7 +262,7 @@ class Session:
         return self._message(f"created table {database}.{name}")
 
     def _create_table(self, database: str, name: str, location: str, external: bool, props: dict[str, str]) -> HudiTable:
-        table = HudiTable.create(location, TableConfig(props))
+        table = HudiTable.create(location, TableConfig(props)).for_statement(self.conf)
         if external:
             self.catalog.register_external(database, name, table.base_uri)
         return table
@@ -323,7 +319,7 @@ class Session:
 
     def _run_AlterTableColumns(self, st: S.AlterTableColumns) -> Result:
         table = self.table(st.table)
-        with transaction(self.spark, table, self.conf) as txn:
+        with transaction(self.spark, table) as txn:
             write_schema(txn, evolve(txn.table.schema, st.added, st.retyped, fixed_columns(table)))
         return self._message(f"altered table {st.table}")
 
@@ -388,7 +384,7 @@ class Session:
             schema = self.planner.dataframe(parse(f"SELECT * FROM {st.table}")[0].expression).schema
             rows = [(f.name, f.dataType.simpleString(), None) for f in schema.fields]
         else:
-            rows = ddl.describe(self.table(st.table), st.extended, self.conf)
+            rows = ddl.describe(self.table(st.table), st.extended)
         return Result(self.spark.createDataFrame(rows, "col_name string, data_type string, comment string"), True)
 
     def _run_ShowTables(self, st: S.ShowTables) -> Result:
@@ -451,9 +447,9 @@ class Session:
         args = proc.bind(st.args, st.positional)
         if "table" in args:
             table = self.table(table_name_text(str(args["table"])))
-            context = procedures.Context(self.spark, table, self.settings(table))
+            context = procedures.Context(self.spark, table)
         else:
-            context = procedures.Context(self.spark, None, self.conf)
+            context = procedures.Context(self.spark, None)
         rows = proc.run(context, args)
         return Result(self.spark.createDataFrame(rows, proc.output), True)
 
@@ -485,14 +481,14 @@ class Session:
 
     def _run_Insert(self, st: S.Insert) -> Result:
         table = self.table(st.table)
-        operation, key = Operation.for_insert(table, self.conf)
+        operation, key = Operation.for_insert(table)
         if st.overwrite:
             return self._overwrite(table, st, operation if operation.replaces else None,
                                    Operation.default_for(table) if operation.replaces else operation)
         if operation.replaces:
             raise SqlError(f"{key}={operation.value} replaces rows: write INSERT OVERWRITE, or SET {key}=upsert, insert "
                            "or bulk_insert")
-        with transaction(self.spark, table, self.conf) as txn:
+        with transaction(self.spark, table) as txn:
             metadata = write_insert(txn, self._insert_rows(txn.table, st), operation)
         return self._dml_result(insert_counts(metadata))
 
@@ -500,7 +496,7 @@ class Session:
         """INSERT OVERWRITE: the new rows (written as ``operation`` writes them) in one replacecommit
         (``write.replace`` decides what it replaces; ``overwrite``: the operation the settings ask for)."""
         mode = overwrite_mode(self.conf, table, self.spark)
-        with transaction(self.spark, table, self.conf, replace=True) as txn:
+        with transaction(self.spark, table, replace=True) as txn:
             static = static_partition_values(st.partition)
             matching = matching_partitions(self.spark, txn.table, static, "INSERT OVERWRITE ... PARTITION"
                                            ) if mode == "STATIC" else ()
@@ -514,7 +510,7 @@ class Session:
 
     def _run_TruncateTable(self, st: S.TruncateTable) -> Result:
         table = self.table(st.table)
-        with transaction(self.spark, table, self.conf, replace=True) as txn:
+        with transaction(self.spark, table, replace=True) as txn:
             if st.partition is None:
                 partitions = tuple(txn.table.file_system_view().partitions())
             else:
@@ -524,7 +520,7 @@ class Session:
 
     def _run_DropPartitions(self, st: S.DropPartitions) -> Result:
         table = self.table(st.table)
-        with transaction(self.spark, table, self.conf, replace=True) as txn:
+        with transaction(self.spark, table, replace=True) as txn:
             partitions = self._existing_partitions(txn.table, st.partitions, "ALTER TABLE ... DROP PARTITION", st.if_exists)
             metadata = write_replacement(txn, Replacement(Operation.DELETE_PARTITION, partitions))
         return self._message(f"dropped {len(partitions) if metadata else 0} partition(s) of {st.table}")
@@ -557,7 +553,7 @@ class Session:
                 f"{statement} {name} needs a record key; the table was created without one "
                 "(add TBLPROPERTIES (primaryKey='...') when creating it)"
             )
-        with transaction(self.spark, table, self.conf) as txn:
+        with transaction(self.spark, table) as txn:
             counts = plan(DmlPlanner(self.planner, txn))
         return self._dml_result(counts)
 

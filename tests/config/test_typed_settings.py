@@ -90,3 +90,36 @@ def test_unknown_keys_are_refused_with_the_closest_one():
         R.validate_session_option("hoodie.cleaner.commit.retained", "3")
     with pytest.raises(OptionError, match="unknown session option 'write.batch.sise'; did you mean 'write.batch.size'"):
         R.validate_session_option("write.batch.sise", "3")
+
+
+def test_a_statement_reads_its_settings_from_its_table(tmp_path):
+    """The table a statement loads carries the settings it runs with (``HudiTable.for_statement``):
+    its property, under the session's SET, under the statement's option; a procedure's options on top."""
+    from hudiql.config.table_config import TableConfig
+    from hudiql.table.table import HudiTable
+
+    table = HudiTable.create(str(tmp_path / "t"), TableConfig({"hoodie.table.name": "t", R.MAX_DELTA_COMMITS: "7"}))
+    assert table.settings.number(R.MAX_DELTA_COMMITS) == 7
+    session = table.for_statement({R.MAX_DELTA_COMMITS: "8", R.CLEAN_AUTOMATIC: "false"})
+    assert session.settings.number(R.MAX_DELTA_COMMITS) == 8
+    assert session.settings.given == {R.MAX_DELTA_COMMITS: "8", R.CLEAN_AUTOMATIC: "false"}
+    statement = table.for_statement({R.MAX_DELTA_COMMITS: "8"}, {R.MAX_DELTA_COMMITS: "9"})
+    assert statement.settings.number(R.MAX_DELTA_COMMITS) == 9
+    procedure = session.with_options({R.CLEAN_AUTOMATIC: "true"})
+    assert procedure.settings.flag(R.CLEAN_AUTOMATIC) and procedure.settings.number(R.MAX_DELTA_COMMITS) == 8
+    assert procedure.settings.given[R.CLEAN_AUTOMATIC] == "true"
+    # Later snapshots of the statement keep its settings.
+    assert session.refreshed().settings is session.settings
+    assert session.as_of("99999999999999999").settings is session.settings
+
+
+def test_each_setting_is_parsed_once():
+    from hudiql.config.settings import Settings
+
+    settings = Settings({R.MAX_DELTA_COMMITS: "7"})
+    assert settings.number(R.MAX_DELTA_COMMITS) == 7
+    settings._values[R.MAX_DELTA_COMMITS] = "many"  # a second read does not parse the text again
+    assert settings.number(R.MAX_DELTA_COMMITS) == 7
+    assert settings.value(R.MAX_DELTA_COMMITS) == "many"  # the text is a read of its own
+    with pytest.raises(OptionError, match="give a whole number of delta commits"):
+        Settings({R.MAX_DELTA_COMMITS: "many"}).number(R.MAX_DELTA_COMMITS)

@@ -37,8 +37,8 @@ ENTRY_FIELDS = [
 
 def archive_now(session, table: Path, **overrides: str) -> list[str]:
     """Archive as a write of ``table`` in this session would; the instant times moved."""
-    loaded = HudiTable.load(str(table))
-    return [i.timestamp for i in archiving.archive(loaded, {**session.settings(loaded), **overrides})]
+    loaded = HudiTable.load(str(table)).for_statement(session.conf, overrides)
+    return [i.timestamp for i in archiving.archive(loaded)]
 
 
 def completed_writes(table: Path) -> list[str]:
@@ -150,8 +150,8 @@ def test_cow_archiving_keeps_the_timeline_short_and_the_table_readable(session, 
     assert_reads(session, table, [(1, 15, "a"), (2, 0, "b")])
 
     # The procedures: Hudi's result row, and the archived commits with their totals, newest first.
-    loaded = HudiTable.load(str(table))
-    assert archiving.archive_commits(loaded, session.settings(loaded), 4, 6, 2) == [(0,)]
+    loaded = HudiTable.load(str(table)).for_statement(session.conf)
+    assert archiving.archive_commits(loaded, 4, 6, 2) == [(0,)]
     every = sorted(t for t, records in archived(table).items() if ("commit", "COMPLETED") in records)
     rows = archiving.show_archived_commits(loaded, 100, "0", "99999999999999999")
     assert [r[0] for r in rows] == every[::-1]
@@ -185,8 +185,8 @@ def test_mor_archiving_never_passes_a_pending_compaction(session, warehouse):
 
     session.sql("SET hoodie.compact.inline = false")
     session.sql("UPDATE t SET v = v + 1 WHERE id = 2")
-    loaded = HudiTable.load(str(table))
-    pending = compaction.schedule(loaded, session.settings(loaded))
+    loaded = HudiTable.load(str(table)).for_statement(session.conf)
+    pending = compaction.schedule(loaded)
     assert pending is not None
     for _ in range(6):
         session.sql("UPDATE t SET v = v + 1 WHERE id = 1")

@@ -189,8 +189,7 @@ def test_a_crashed_clean_leaves_the_table_readable_and_the_next_clean_finishes_i
     for i in range(1, 4):
         session.sql(f"UPDATE t SET v = {i}")
     hudi_table = HudiTable.load(str(table))
-    settings = dict(hudi_table.config.props)
-    requested = clean.schedule(hudi_table, settings)
+    requested = clean.schedule(hudi_table)
     # The cleaner died after deleting one of the planned files.
     plan = decode_plan((table / ".hoodie" / f"{requested.timestamp}.clean.requested").read_bytes())
     [planned] = plan.files.values()

@@ -325,9 +325,9 @@ def _staged_rows(session: WritingSession, storage: Storage, staged: StagedWrite)
 def _write(session: WritingSession, table: HudiTable, rows: DataFrame, write: WriteOptions) -> None:
     """``rows`` written to ``table`` as ``write`` says, the way the SQL statement that does the same writes them."""
     spark = session.spark
-    conf = session.conf
+    table = table.for_statement(session.conf, write.settings)
     if write.operation == DELETE:
-        with transaction(spark, table, conf, statement=write.settings) as txn:
+        with transaction(spark, table) as txn:
             _delete(session, txn, rows)
         return
     # As INSERT: upsert keeps one row per key, which a table without a record key has not.
@@ -336,7 +336,7 @@ def _write(session: WritingSession, table: HudiTable, rows: DataFrame, write: Wr
     replacement = None
     if write.replaces:
         replacement = overwrite_replacement(table.keygen.partition_fields, None, "STATIC", Operation(write.replaces))
-    with transaction(spark, table, conf, replace=replacement is not None, statement=write.settings) as txn:
+    with transaction(spark, table, replace=replacement is not None) as txn:
         # Columns by name; a new one is added to the table, as Hudi's data source evolves the schema on write.
         insert = prepare_insert(txn.table, rows, None, None, by_name=True, schema_evolution=True)
         write_insert(txn, insert, operation, replacement)

@@ -62,12 +62,11 @@ class Parameter:
 @dataclass(frozen=True)
 class Context:
     """What a procedure runs on: the table its ``table`` argument names, with the settings a
-    write of it would run with (its properties, then the session's SETs); a procedure without a
-    ``table`` argument gets no table and the session's settings."""
+    write of it would run with (``HudiTable.settings``: its properties, then the session's SETs),
+    or ``None`` for a procedure without a ``table`` argument."""
 
     spark: SparkSession
     table: HudiTable | None
-    settings: Mapping[str, str]
 
 
 @dataclass(frozen=True)

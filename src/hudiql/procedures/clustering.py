@@ -109,11 +109,10 @@ def _selected_partitions(ctx: Context, args: dict[str, object]) -> list[str] | N
 def _run_clustering(ctx: Context, args: dict[str, object]) -> list[tuple]:
     op = _operation(args)
     _check_arguments(op, args)
-    table = ctx.table
     overrides = options("run_clustering", str(args.get("options", "")))
     for key, value in overrides.items():
         registry.validate_session_option(key, value)
-    settings = registry.effective_settings(ctx.settings, statement=overrides)
+    table = ctx.table.with_options(overrides)
     if op == "execute":
         pending = [i for i, _ in pending_clusterings(table.timeline)]
         chosen = pending
@@ -132,11 +131,11 @@ def _run_clustering(ctx: Context, args: dict[str, object]) -> list[tuple]:
         if partitions == []:
             return []  # the predicate matched no partition: nothing to plan, as in Hudi
         order = str(args["order"]) if "order" in args else None
-        planned = clustering.schedule(table, settings, partitions, order)
+        planned = clustering.schedule(table, partitions, order)
         chosen = [planned] if planned is not None else []
     if op != "schedule":
         for instant in chosen:
-            clustering.execute(ctx.spark, table.refreshed(), instant, settings)
+            clustering.execute(ctx.spark, table.refreshed(), instant)
     return clustering.describe(table.refreshed(), None, bool(args["show_involved_partition"]),
                                {i.timestamp for i in chosen})
 

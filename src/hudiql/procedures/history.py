@@ -179,13 +179,13 @@ def _show_fsview_latest(ctx: Context, args: dict[str, object]) -> list[tuple]:
 
 
 def _rollback_to_instant(ctx: Context, args: dict[str, object]) -> list[tuple]:
-    rollback.rollback_to_instant(ctx.table, ctx.settings, str(args["instant_time"]))
+    rollback.rollback_to_instant(ctx.table, str(args["instant_time"]))
     return [(True,)]
 
 
 def _create_savepoint(ctx: Context, args: dict[str, object]) -> list[tuple]:
     _no_path("create_savepoint", args)
-    savepoint.create(ctx.table, ctx.settings, str(args["commit_time"]), str(args["user"]), str(args["comments"]))
+    savepoint.create(ctx.table, str(args["commit_time"]), str(args["user"]), str(args["comments"]))
     return [(True,)]
 
 
@@ -196,7 +196,7 @@ def _show_savepoints(ctx: Context, args: dict[str, object]) -> list[tuple]:
 
 def _delete_savepoint(ctx: Context, args: dict[str, object]) -> list[tuple]:
     _no_path("delete_savepoint", args)
-    savepoint.delete(ctx.table, ctx.settings, str(args["instant_time"]))
+    savepoint.delete(ctx.table, str(args["instant_time"]))
     return [(True,)]
 
 
@@ -204,7 +204,7 @@ def _rollback_to_savepoint(ctx: Context, args: dict[str, object]) -> list[tuple]
     proc = "rollback_to_savepoint"
     _no_path(proc, args)
     savepoint_time = savepoint.resolve(ctx.table, str(args["instant_time"]), proc)
-    rollback.restore_to_savepoint(ctx.table, ctx.settings, savepoint_time, savepoint.files(ctx.table, savepoint_time))
+    rollback.restore_to_savepoint(ctx.table, savepoint_time, savepoint.files(ctx.table, savepoint_time))
     return [(True,)]
 
 

@@ -26,7 +26,7 @@ def _run_compaction(ctx: Context, args: dict[str, object]) -> list[tuple]:
     if not ctx.table.config.is_mor:
         raise SqlError(f"CALL run_compaction: table {ctx.table.config.name} is copy-on-write; "
                        "only merge-on-read tables are compacted")
-    return compaction.run_procedure(ctx.spark, ctx.table, str(args["op"]).lower(), ctx.settings)
+    return compaction.run_procedure(ctx.spark, ctx.table, str(args["op"]).lower())
 
 
 def _show_compaction(ctx: Context, args: dict[str, object]) -> list[tuple]:
@@ -52,9 +52,9 @@ def _run_clean(ctx: Context, args: dict[str, object]) -> list[tuple]:
     overrides.update({key: str(args[arg]) for arg, key in _CLEAN_OPTIONS.items() if arg in args})
     for key, value in overrides.items():
         registry.validate_session_option(key, value)
-    settings = registry.effective_settings(ctx.settings, statement=overrides)
-    registry.check_retention(settings)
-    metadata = clean.run(ctx.table, settings, plan_new=bool(args["schedule_in_line"]))
+    table = ctx.table.with_options(overrides)
+    registry.check_retention(table.settings)
+    metadata = clean.run(table, plan_new=bool(args["schedule_in_line"]))
     return [(m.start_clean_time, m.time_taken_ms, m.total_files_deleted, m.earliest_commit_to_retain, None, m.version)
             for m in metadata[-1:]]
 
@@ -69,7 +69,7 @@ def _show_cleans(ctx: Context, args: dict[str, object]) -> list[tuple]:
 def _archive_commits(ctx: Context, args: dict[str, object]) -> list[tuple]:
     if "path" in args:
         raise SqlError("CALL archive_commits: path => is not supported; name the table with table => 't'")
-    return archive.archive_commits(ctx.table, ctx.settings, int(args["min_commits"]), int(args["max_commits"]),
+    return archive.archive_commits(ctx.table, int(args["min_commits"]), int(args["max_commits"]),
                                    int(args["retain_commits"]))
 
 
@@ -80,7 +80,7 @@ def _show_archived_commits(ctx: Context, args: dict[str, object]) -> list[tuple]
 def _change_version(name: str):
     def run(ctx: Context, args: dict[str, object]) -> list[tuple]:
         to_version = table_version.parse_version(name, args["to_version"])
-        table_version.change_version(ctx.spark, ctx.table, ctx.settings, name, to_version)
+        table_version.change_version(ctx.spark, ctx.table, name, to_version)
         return [(True,)]
     return run
 

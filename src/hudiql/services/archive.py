@@ -29,11 +29,11 @@ each instant once).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 
 from hudiql.errors import HudiqlError, warn
 from hudiql.config import registry as K
+from hudiql.config.settings import Settings
 from hudiql.timeline.archived import ArchivedInstant, archived_entry, read_archived, write_archive
 from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
 from hudiql.timeline.clean_plan import decode_plan as decode_clean_plan
@@ -62,9 +62,9 @@ def _first_at_or_after(instants: list[Instant], floor: str) -> Instant | None:
     return next((i for i in instants if i.timestamp >= floor), None)
 
 
-def _compaction_bound(timeline: Timeline, settings: Mapping[str, str]) -> str | None:
+def _compaction_bound(timeline: Timeline, settings: Settings) -> str | None:
     """The oldest instant the compaction trigger still counts from (Hudi keeps it active)."""
-    if K.choice(settings, K.TRIGGER_STRATEGY) not in ("NUM_COMMITS", "NUM_AND_TIME"):
+    if settings.choice(K.TRIGGER_STRATEGY) not in ("NUM_COMMITS", "NUM_AND_TIME"):
         return None
     compactions = timeline.completed((COMPACTION,))
     since = compactions[-1].timestamp if compactions else ""
@@ -73,11 +73,11 @@ def _compaction_bound(timeline: Timeline, settings: Mapping[str, str]) -> str | 
         return None
     if not since:
         since = timeline.instants[0].timestamp
-    keep = K.number(settings, K.MAX_DELTA_COMMITS)
+    keep = settings.number(K.MAX_DELTA_COMMITS)
     return since if len(deltas) < keep else deltas[len(deltas) - keep].timestamp
 
 
-def _commit_bounds(table: HudiTable, commits: list[Instant], settings: Mapping[str, str]) -> list[str]:
+def _commit_bounds(table: HudiTable, commits: list[Instant]) -> list[str]:
     """Instant times no archived commit may reach."""
     timeline = table.timeline
     bounds: list[str] = []
@@ -103,16 +103,16 @@ def _commit_bounds(table: HudiTable, commits: list[Instant], settings: Mapping[s
         if first is not None:
             bounds.append(first.timestamp)
     if table.config.is_mor:
-        compaction = _compaction_bound(timeline, settings)
+        compaction = _compaction_bound(timeline, table.settings)
         if compaction is not None:
             bounds.append(compaction)
     return bounds
 
 
-def instants_to_archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
+def instants_to_archive(table: HudiTable) -> list[Instant]:
     """The instants an archive run of ``table`` (a snapshot) moves, oldest first."""
     timeline = table.timeline
-    keep_min, keep_max = K.number(settings, K.KEEP_MIN_COMMITS), K.number(settings, K.KEEP_MAX_COMMITS)
+    keep_min, keep_max = table.settings.number(K.KEEP_MIN_COMMITS), table.settings.number(K.KEEP_MAX_COMMITS)
     chosen: list[Instant] = []
     for action in (CLEAN, ROLLBACK):
         done = timeline.completed((action,))
@@ -120,7 +120,7 @@ def instants_to_archive(table: HudiTable, settings: Mapping[str, str]) -> list[I
             chosen += done[:len(done) - keep_min]
     commits = timeline.completed(_WRITES)
     if len(commits) > keep_max:
-        bound = min(_commit_bounds(table, commits, settings), default=None)
+        bound = min(_commit_bounds(table, commits), default=None)
         older = [c for c in commits if bound is None or c.timestamp < bound]
         chosen += older[:len(commits) - keep_min]
     return sorted(chosen)
@@ -161,19 +161,19 @@ def _delete_instant_files(table: HudiTable, pending_files: list[str], completed_
         table.storage.delete(path)
 
 
-def archive(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
+def archive(table: HudiTable) -> list[Instant]:
     """Archive what Hudi's rules let go (``instants_to_archive``); the instants moved."""
-    if not instants_to_archive(table, settings):
+    if not instants_to_archive(table):
         return []  # the timeline is short enough: no lock (a later writer only adds instants)
     if table.timeline.layout_version >= 2:
         raise HudiqlError(_NOT_ON_LAYOUT_2.format(name=table.config.name, version=table.config.version))
-    with locked(table, settings, "archive") as held:
+    with locked(table, "archive") as held:
         table = held.table  # a writer's conflict check reads the timeline: decide under the lock
-        chosen = instants_to_archive(table, settings)
+        chosen = instants_to_archive(table)
         if not chosen:
             return []
         entries, pending_files, completed_files = _entries(table, chosen)
-        write_archive(table.storage, entries, K.number(settings, K.ARCHIVAL_BATCH))
+        write_archive(table.storage, entries, table.settings.number(K.ARCHIVAL_BATCH))
         _delete_instant_files(table, pending_files, completed_files)
         for instant in chosen:
             table.storage.delete_dir(marker_folder(instant.timestamp))  # markers a crashed write left
@@ -185,12 +185,12 @@ _NOT_ON_LAYOUT_2 = ("table {name} is of table version {version}, whose archived 
                     "read whole")
 
 
-def archive_inline(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
+def archive_inline(table: HudiTable) -> list[Instant]:
     """After a write (``post_commit``): ``archive``; on a table of version 8 or 9 (timeline layout
     2), one line saying why the instants due stay, when some are."""
     if table.timeline.layout_version < 2:
-        return archive(table, settings)
-    if instants_to_archive(table, settings):
+        return archive(table)
+    if instants_to_archive(table):
         warn(f"{_NOT_ON_LAYOUT_2.format(name=table.config.name, version=table.config.version)} "
              f"(set {K.ARCHIVE_AUTOMATIC}=false to stop this line)")
     return []
@@ -198,13 +198,13 @@ def archive_inline(table: HudiTable, settings: Mapping[str, str]) -> list[Instan
 
 # ---- CALL procedures -----------------------------------------------------------------------------
 
-def archive_commits(table: HudiTable, settings: Mapping[str, str], min_commits: int, max_commits: int,
+def archive_commits(table: HudiTable, min_commits: int, max_commits: int,
                     retain_commits: int) -> list[tuple]:
     """``CALL archive_commits``: archive with these retention numbers; Hudi's one row ``(0,)``."""
-    overrides = {**settings, K.KEEP_MIN_COMMITS: str(min_commits), K.KEEP_MAX_COMMITS: str(max_commits),
-                 K.CLEANER_COMMITS_RETAINED: str(retain_commits)}
-    K.check_retention(overrides)
-    archive(table, overrides)
+    table = table.with_options({K.KEEP_MIN_COMMITS: str(min_commits), K.KEEP_MAX_COMMITS: str(max_commits),
+                                K.CLEANER_COMMITS_RETAINED: str(retain_commits)})
+    K.check_retention(table.settings)
+    archive(table)
     return [(0,)]
 
 

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from hudiql.errors import HudiqlError
 from hudiql.config import registry as K
+from hudiql.config.settings import Settings
 from hudiql.timeline.clean_plan import CleanerPlan, CleanMetadata, decode_metadata, decode_plan, encode_metadata, encode_plan
 from hudiql.timeline.compaction_plan import decode_plan as decode_compaction_plan
 from hudiql.table.fsview import completion_times, list_data_files, log_slice, read_commit_metadata
@@ -72,13 +72,13 @@ class _Slice:
         return {posixpath.basename(f) for f in self.files}
 
 
-def earliest_commit_to_retain(timeline: Timeline, settings: Mapping[str, str], now: datetime) -> Instant | None:
+def earliest_commit_to_retain(timeline: Timeline, settings: Settings, now: datetime) -> Instant | None:
     """The oldest commit whose view of the table readers keep; ``None``: nothing may be cleaned
     by commit age (too few commits, or the policy keeps file versions)."""
-    policy = K.choice(settings, K.CLEANER_POLICY)
+    policy = settings.choice(K.CLEANER_POLICY)
     completed = timeline.completed(_COMMIT_ACTIONS)
     if policy == K.KEEP_LATEST_COMMITS:
-        retained = K.number(settings, K.CLEANER_COMMITS_RETAINED)
+        retained = settings.number(K.CLEANER_COMMITS_RETAINED)
         if len(completed) <= retained:
             return None
         earliest = completed[len(completed) - retained]
@@ -89,7 +89,7 @@ def earliest_commit_to_retain(timeline: Timeline, settings: Mapping[str, str], n
             return before[-1] if before else None
         return earliest
     if policy == K.KEEP_LATEST_BY_HOURS:
-        hours = K.number(settings, K.CLEANER_HOURS_RETAINED)
+        hours = settings.number(K.CLEANER_HOURS_RETAINED)
         floor = format_instant_time(now - timedelta(hours=hours))
         return next((i for i in completed if i.timestamp >= floor), None)
     return None
@@ -100,15 +100,15 @@ def _last_clean(timeline: Timeline) -> Instant | None:
     return cleans[-1] if cleans else None
 
 
-def is_due(timeline: Timeline, settings: Mapping[str, str]) -> bool:
+def is_due(timeline: Timeline, settings: Settings) -> bool:
     """``hoodie.clean.max.commits`` commits completed since the last clean (NUM_COMMITS, the
     only trigger)."""
     last = _last_clean(timeline)
     since = [i for i in timeline.completed(_COMMIT_ACTIONS) if last is None or i.timestamp > last.timestamp]
-    return len(since) >= K.number(settings, K.CLEAN_MAX_COMMITS)
+    return len(since) >= settings.number(K.CLEAN_MAX_COMMITS)
 
 
-def _partitions_to_clean(table: HudiTable, earliest: Instant | None, settings: Mapping[str, str]) -> list[str] | None:
+def _partitions_to_clean(table: HudiTable, earliest: Instant | None) -> list[str] | None:
     """The partitions a clean must look at; ``None``: all of them.
 
     Incrementally, the partitions where a file group got a new slice (a rewrite or a compaction:
@@ -119,9 +119,9 @@ def _partitions_to_clean(table: HudiTable, earliest: Instant | None, settings: M
     """
     timeline = table.timeline
     last = _last_clean(timeline)
-    policy = K.choice(settings, K.CLEANER_POLICY)
+    policy = table.settings.choice(K.CLEANER_POLICY)
     if (earliest is None or last is None or policy == K.KEEP_LATEST_FILE_VERSIONS
-            or not K.flag(settings, K.CLEANER_INCREMENTAL)):
+            or not table.settings.flag(K.CLEANER_INCREMENTAL)):
         return None
     since = decode_metadata(timeline.read(last)).earliest_commit_to_retain
     committed = timeline.committed()
@@ -183,21 +183,21 @@ def _compacting(timeline: Timeline) -> set[tuple[str, str, str]]:
     }
 
 
-def plan(table: HudiTable, settings: Mapping[str, str], now: datetime) -> CleanerPlan:
+def plan(table: HudiTable, now: datetime) -> CleanerPlan:
     """What a clean of ``table`` (a snapshot taken under the table lock) deletes now."""
     timeline = table.timeline
-    policy = K.choice(settings, K.CLEANER_POLICY)
-    earliest = earliest_commit_to_retain(timeline, settings, now)
+    policy = table.settings.choice(K.CLEANER_POLICY)
+    earliest = earliest_commit_to_retain(timeline, table.settings, now)
     completed = timeline.completed(_COMMIT_ACTIONS)
     last_completed = completed[-1].timestamp if completed else ""
     by_version = policy == K.KEEP_LATEST_FILE_VERSIONS
     if earliest is None and not by_version:
         return CleanerPlan(policy, None, last_completed)
-    keep_versions = K.number(settings, K.CLEANER_FILE_VERSIONS_RETAINED)
+    keep_versions = table.settings.number(K.CLEANER_FILE_VERSIONS_RETAINED)
     savepointed, compacting = _savepointed(timeline), _compacting(timeline)
     replaced = _replaced_before(timeline, earliest)
     files: dict[str, list[str]] = {}
-    for (partition, file_id), slices in _file_groups(table, _partitions_to_clean(table, earliest, settings),
+    for (partition, file_id), slices in _file_groups(table, _partitions_to_clean(table, earliest),
                                                      timeline.committed()).items():
         newest_first = [slices[t] for t in sorted(slices, reverse=True)]
         if (partition, file_id) in replaced:
@@ -217,13 +217,13 @@ def plan(table: HudiTable, settings: Mapping[str, str], now: datetime) -> Cleane
                        earliest.action if earliest else COMMIT)
 
 
-def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
+def schedule(table: HudiTable) -> Instant | None:
     """Plan a clean under the table lock; its requested instant, or ``None`` when nothing is to go."""
-    with locked(table, settings, "clean plan") as held:
+    with locked(table, "clean plan") as held:
         table = held.table
         if table.timeline.pending((CLEAN,)):
             return None  # another writer's clean is under way: it deletes what this one would
-        cleaner_plan = plan(table, settings, datetime.now(timezone.utc))
+        cleaner_plan = plan(table, datetime.now(timezone.utc))
         if cleaner_plan.is_empty:
             return None
         # no writer takes the clean's instant time
@@ -253,20 +253,20 @@ def execute(table: HudiTable, instant: Instant) -> CleanMetadata:
     return metadata
 
 
-def run(table: HudiTable, settings: Mapping[str, str], plan_new: bool = True) -> list[CleanMetadata]:
+def run(table: HudiTable, plan_new: bool = True) -> list[CleanMetadata]:
     """Finish the cleans a crash left pending, then (``plan_new``) plan and run one when the
     trigger fires; what each deleted."""
-    open_for_write(table, settings)
+    open_for_write(table)
     done = [execute(table, i) for i in table.timeline.pending((CLEAN,))]
     if plan_new:
         current = table.refreshed() if done else table
-        by_age = K.choice(settings, K.CLEANER_POLICY) != K.KEEP_LATEST_FILE_VERSIONS
+        by_age = table.settings.choice(K.CLEANER_POLICY) != K.KEEP_LATEST_FILE_VERSIONS
         now = datetime.now(timezone.utc)
         # Nothing is old enough yet: no need for the lock (the plan under it would be empty too).
-        if by_age and earliest_commit_to_retain(current.timeline, settings, now) is None:
+        if by_age and earliest_commit_to_retain(current.timeline, table.settings, now) is None:
             return done
-        if is_due(current.timeline, settings):
-            instant = schedule(current, settings)
+        if is_due(current.timeline, current.settings):
+            instant = schedule(current)
             if instant is not None:
                 done.append(execute(current.refreshed(), instant))
     return done

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import reduce
 
@@ -43,6 +43,7 @@ from hudiql.file_group import FileSlice
 from hudiql.io.storage import Storage
 from hudiql.read.snapshot import snapshot
 from hudiql.config import registry as K
+from hudiql.config.settings import Settings
 from hudiql import layout
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.timeline.replace_plan import (
@@ -70,12 +71,12 @@ _GROUP = "__hudiql_clustering_group"
 _MB = 1024.0 * 1024.0
 
 
-def check_settings(settings: Mapping[str, str]) -> None:
+def check_settings(settings: Settings) -> None:
     """Refuse a bad clustering setting before anything is planned."""
     K.check_values(settings, (INLINE, *_NUMBER_KEYS))
 
 
-def configured_sort_columns(settings: Mapping[str, str]) -> str:
+def configured_sort_columns(settings: Settings) -> str:
     """``hoodie.clustering.plan.strategy.sort.columns``, or no sorting."""
     return settings.get(K.CLUSTERING_SORT_COLUMNS) or ""
 
@@ -101,7 +102,7 @@ def _refuse_pending(table: HudiTable) -> None:
         )
 
 
-def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str] | None = None,
+def schedule(table: HudiTable, partitions: list[str] | None = None,
              order: str | None = None) -> Instant | None:
     """Plan a clustering of the small file groups (of ``partitions`` only, when given), sorted by
     ``order`` (else the sort columns setting); ``None`` when no file group qualifies.
@@ -109,13 +110,13 @@ def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str
     Under the table lock, from the timeline as it is then: a write that completes later sees the
     plan in its conflict check, and a write that completed before is in the plan.
     """
-    check_settings(settings)
+    check_settings(table.settings)
     if table.index.is_bucket:
         raise HudiqlError(f"table {table.config.name} uses the bucket index, whose file groups are its buckets; "
                           "clustering would put a bucket's keys in other file groups, so hudiql does not cluster it")
-    columns = sort_columns(table, configured_sort_columns(settings) if order is None else order)
+    columns = sort_columns(table, configured_sort_columns(table.settings) if order is None else order)
     _refuse_pending(table)
-    with locked(table, settings, "clustering plan", roll_back_failed_writes=True) as held:
+    with locked(table, "clustering plan", roll_back_failed_writes=True) as held:
         table = held.table
         _refuse_pending(table)
         instant_time = held.claim_instant_time()  # no writer takes the plan's instant time
@@ -125,20 +126,20 @@ def schedule(table: HudiTable, settings: Mapping[str, str], partitions: list[str
             raise WriteConflictError(
                 f"cannot schedule clustering at {instant_time}: write {inflight[0].timestamp} is still in flight"
             )
-        plan = plan_clustering(table, settings, partitions, columns)
+        plan = plan_clustering(table, partitions, columns)
         if plan is None:
             return None
         return table.timeline.request(table.timeline.clustering_action, instant_time,
                                       encode_clustering(plan, table.base_uri))
 
 
-def plan_clustering(table: HudiTable, settings: Mapping[str, str], partitions: list[str] | None,
+def plan_clustering(table: HudiTable, partitions: list[str] | None,
                     columns: tuple[str, ...]) -> ClusteringPlan | None:
     """The groups Hudi's size-based strategy makes of the table's small file slices."""
-    small = K.number(settings, K.CLUSTERING_SMALL_FILE_LIMIT)
-    target = K.number(settings, K.CLUSTERING_TARGET_FILE_SIZE)
-    max_groups = K.number(settings, K.CLUSTERING_MAX_GROUPS)
-    assumed = K.number(settings, K.MAX_FILE_SIZE)  # what a slice without a base file counts as
+    small = table.settings.number(K.CLUSTERING_SMALL_FILE_LIMIT)
+    target = table.settings.number(K.CLUSTERING_TARGET_FILE_SIZE)
+    max_groups = table.settings.number(K.CLUSTERING_MAX_GROUPS)
+    assumed = table.settings.number(K.MAX_FILE_SIZE)  # what a slice without a base file counts as
 
     def size(s: FileSlice) -> int:
         return s.base_file_size if s.base_file else assumed
@@ -265,19 +266,19 @@ def _group_rows(spark: SparkSession, table: HudiTable, plan: ClusteringPlan) -> 
     return reduce(DataFrame.unionByName, parts)
 
 
-def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: Mapping[str, str]) -> CommitMetadata:
+def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMetadata:
     """Run a planned clustering (or one whose runner died) and commit it."""
     plan = clustering_plan(table.timeline, instant)
     assert plan is not None, f"{instant.timestamp} is not a clustering"
-    with WriteTransaction.resume(spark, table, settings, instant) as txn:
+    with WriteTransaction.resume(spark, table, instant) as txn:
         rows = _group_rows(spark, txn.table, plan)
         parallel = max(1, min(len(plan.groups), spark.sparkContext.defaultParallelism * 4))
         # One task writes each group, its rows in the plan's order: files hold ranges of it.
         rows = rows.repartition(parallel, _GROUP).sortWithinPartitions(_GROUP, *[f"`{c}`" for c in plan.sort_columns])
         task = ClusteringTask(
             table.base_uri, instant.timestamp, to_arrow(with_meta_columns(txn.table.schema)),
-            tuple(g.partition_path for g in plan.groups), K.number(settings, K.CLUSTERING_TARGET_FILE_SIZE),
-            K.choice(settings, K.COMPRESSION),
+            tuple(g.partition_path for g in plan.groups), table.settings.number(K.CLUSTERING_TARGET_FILE_SIZE),
+            table.settings.choice(K.COMPRESSION),
         )
         stats = [WriteStat.from_row(r.asDict()) for r in rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()]
         replaced: dict[str, list[str]] = {}
@@ -315,23 +316,23 @@ def describe(table: HudiTable, limit: int | None = None, show_partitions: bool =
     return rows[:limit] if limit is not None else rows
 
 
-def is_due(table: HudiTable, settings: Mapping[str, str]) -> bool:
+def is_due(table: HudiTable) -> bool:
     """Whether ``max.commits`` commits completed since the last clustering (planned or done)."""
     timeline = table.timeline
     last = next((i.timestamp for i in reversed(timeline.instants) if clustering_plan(timeline, i) is not None), "")
     commits = [i for i in timeline.completed() if i.timestamp > last]
-    return len(commits) >= K.number(settings, K.CLUSTERING_MAX_COMMITS)
+    return len(commits) >= table.settings.number(K.CLUSTERING_MAX_COMMITS)
 
 
-def cluster_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
+def cluster_inline(spark: SparkSession, table: HudiTable) -> list[CommitMetadata]:
     """After a write, with ``hoodie.clustering.inline`` (``services.post_commit``): run the
     clusterings already planned (their file groups take no write until they complete), then plan
     and run one when due. ``table``: as the write left it; listed again after a clustering ran."""
-    check_settings(settings)
-    done = [execute(spark, table.refreshed(), instant, settings) for instant, _ in pending_clusterings(table.timeline)]
+    check_settings(table.settings)
+    done = [execute(spark, table.refreshed(), instant) for instant, _ in pending_clusterings(table.timeline)]
     table = table.refreshed() if done else table
-    if is_due(table, settings):
-        instant = schedule(table, settings)
+    if is_due(table):
+        instant = schedule(table)
         if instant is not None:
-            done.append(execute(spark, table.refreshed(), instant, settings))
+            done.append(execute(spark, table.refreshed(), instant))
     return done

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -57,19 +56,19 @@ def read_plan(table: HudiTable, instant: Instant) -> list[CompactionOperation]:
     return decode_plan(table.timeline.read_requested(instant))
 
 
-def is_due(table: HudiTable, settings: dict[str, str]) -> bool:
+def is_due(table: HudiTable) -> bool:
     """Whether the inline trigger fires: delta commits and/or time since the last compaction."""
-    strategy = K.choice(settings, TRIGGER_STRATEGY)
+    strategy = table.settings.choice(TRIGGER_STRATEGY)
     timeline = table.timeline
     compactions = [i for i in timeline.instants if i.action == COMPACTION]
     since = compactions[-1].timestamp if compactions else ""
     deltas = [i for i in timeline.completed((DELTA_COMMIT,)) if i.timestamp > since]
     if not deltas:
         return False
-    enough_commits = len(deltas) >= K.number(settings, MAX_DELTA_COMMITS)
+    enough_commits = len(deltas) >= table.settings.number(MAX_DELTA_COMMITS)
     start = since or deltas[0].timestamp
     elapsed = time.time() - parse_instant_time(start).timestamp()
-    enough_time = elapsed >= K.number(settings, MAX_DELTA_SECONDS)
+    enough_time = elapsed >= table.settings.number(MAX_DELTA_SECONDS)
     return {
         "NUM_COMMITS": enough_commits,
         "TIME_ELAPSED": enough_time,
@@ -78,7 +77,7 @@ def is_due(table: HudiTable, settings: dict[str, str]) -> bool:
     }[strategy]
 
 
-def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
+def schedule(table: HudiTable) -> Instant | None:
     """Plan a compaction of every file group whose latest slice has logs; ``None`` if none has.
 
     Under the table lock, from the timeline as it is then: a write that completes later sees
@@ -86,7 +85,7 @@ def schedule(table: HudiTable, settings: Mapping[str, str]) -> Instant | None:
     """
     if not table.config.is_mor:
         raise HudiqlError(f"table {table.config.name} is copy-on-write; only merge-on-read tables are compacted")
-    with locked(table, settings, "compaction plan", roll_back_failed_writes=True) as held:
+    with locked(table, "compaction plan", roll_back_failed_writes=True) as held:
         table = held.table
         timeline = table.timeline
         instant_time = held.claim_instant_time()  # no writer takes the plan's instant time
@@ -146,10 +145,10 @@ class CompactionTask:
         ).as_row()
 
 
-def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: Mapping[str, str]) -> CommitMetadata:
+def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMetadata:
     """Run a requested compaction (or one whose runner died) and commit it."""
     operations = read_plan(table, instant)
-    with WriteTransaction.resume(spark, table, settings, instant) as txn:
+    with WriteTransaction.resume(spark, table, instant) as txn:
         reader = SliceReader(
             table.base_uri, to_arrow(with_meta_columns(table.schema)), table.merge_rule,
             table.timeline.committed(),
@@ -158,7 +157,7 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: M
             [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],
             "partition_path string, file_id string, base_instant string, base_file string, log_files array<string>",
         )
-        task = CompactionTask(reader, instant.timestamp, K.choice(settings, K.COMPRESSION))
+        task = CompactionTask(reader, instant.timestamp, table.settings.choice(K.COMPRESSION))
         rows = ops.repartition(max(1, min(len(operations), spark.sparkContext.defaultParallelism * 2))).mapInArrow(
             task.udf(), STATS_SCHEMA
         ).collect()
@@ -171,14 +170,14 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant, settings: M
         return metadata
 
 
-def run(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
+def run(spark: SparkSession, table: HudiTable) -> list[CommitMetadata]:
     """Execute every pending compaction, oldest first."""
-    return [execute(spark, table.refreshed(), i, settings) for i in pending_compactions(table)]
+    return [execute(spark, table.refreshed(), i) for i in pending_compactions(table)]
 
 
-def schedule_and_execute(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> CommitMetadata | None:
-    instant = schedule(table, settings)
-    return execute(spark, table.refreshed(), instant, settings) if instant else None
+def schedule_and_execute(spark: SparkSession, table: HudiTable) -> CommitMetadata | None:
+    instant = schedule(table)
+    return execute(spark, table.refreshed(), instant) if instant else None
 
 
 def describe(table: HudiTable) -> list[tuple[str, int, str]]:
@@ -194,29 +193,29 @@ def describe(table: HudiTable) -> list[tuple[str, int, str]]:
 OPERATIONS = ("schedule", "run", "scheduleandexecute")
 
 
-def run_procedure(spark: SparkSession, table: HudiTable, op: str, settings: Mapping[str, str]) -> list[tuple[str, int, str]]:
+def run_procedure(spark: SparkSession, table: HudiTable, op: str) -> list[tuple[str, int, str]]:
     """``CALL run_compaction(op => ...)``: the compactions scheduled or run, as ``describe`` rows."""
     if op not in OPERATIONS:
         raise HudiqlError(f"run_compaction op '{op}' is not valid; use one of {', '.join(OPERATIONS)}")
     if op == "schedule":
-        instant = schedule(table, settings)
+        instant = schedule(table)
         wanted = {instant.timestamp} if instant else set()
     else:
         if op == "scheduleandexecute":
-            schedule(table, settings)
+            schedule(table)
             table = table.refreshed()
         wanted = {i.timestamp for i in pending_compactions(table)}
-        run(spark, table, settings)
+        run(spark, table)
     return [row for row in describe(table.refreshed()) if row[0] in wanted]
 
 
-def compact_inline(spark: SparkSession, table: HudiTable, settings: Mapping[str, str]) -> list[CommitMetadata]:
+def compact_inline(spark: SparkSession, table: HudiTable) -> list[CommitMetadata]:
     """After a delta commit, with ``hoodie.compact.inline`` (``services.post_commit``): run the
     compactions already planned, oldest first (a plan left by a crash or by ``op => 'schedule'``
     would otherwise stay pending), then plan and run one when the inline trigger fires."""
-    done = run(spark, table, settings)
+    done = run(spark, table)
     table = table.refreshed() if done else table
-    if is_due(table, settings):
-        compacted = schedule_and_execute(spark, table, settings)
+    if is_due(table):
+        compacted = schedule_and_execute(spark, table)
         done += [compacted] if compacted else []
     return done

@@ -26,7 +26,6 @@ Example: the latest commit rolled back; its file is gone, a completed rollback i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import RESTORE, SAVEPOINT, Instant
@@ -48,11 +47,11 @@ def _pending_writes_after(table: HudiTable, instant_time: str) -> list[Instant]:
     return [i for i in table.timeline.pending(ROLLBACK_ACTIONS) if i.timestamp > instant_time]
 
 
-def rollback_to_instant(table: HudiTable, settings: Mapping[str, str], instant_time: str) -> RollbackMetadata:
+def rollback_to_instant(table: HudiTable, instant_time: str) -> RollbackMetadata:
     """``CALL rollback_to_instant``: roll back the latest completed commit, refusing anything
     else by name (nothing is changed then)."""
     proc, name = "rollback_to_instant", table.config.name
-    with locked(table, settings, f"rollback {instant_time}", roll_back_failed_writes=True) as held:
+    with locked(table, f"rollback {instant_time}", roll_back_failed_writes=True) as held:
         table = held.table
         found = [i for i in table.timeline.instants if i.timestamp == instant_time and i.action != SAVEPOINT]
         if not found:
@@ -79,17 +78,17 @@ def rollback_to_instant(table: HudiTable, settings: Mapping[str, str], instant_t
             raise refusal(proc, f"{running[0].action} {running[0].timestamp} is in flight after {instant_time}; "
                                 "wait until it finishes, then roll back the latest commit")
         check_previous_slices(table, instant, proc)
-        return roll_back_completed(table, settings, instant)
+        return roll_back_completed(table, instant)
 
 
 
-def restore_to_savepoint(table: HudiTable, settings: Mapping[str, str], savepoint_time: str,
+def restore_to_savepoint(table: HudiTable, savepoint_time: str,
                          savepointed: set[str]) -> list[RollbackMetadata]:
     """``CALL rollback_to_savepoint``: roll back every commit after the completed savepoint
     ``savepoint_time`` (whose files are ``savepointed``, paths relative to the table), as one
     restore; refused while a write is pending or when a newer savepoint exists."""
     proc, name = "rollback_to_savepoint", table.config.name
-    with locked(table, settings, f"restore {savepoint_time}") as held:
+    with locked(table, f"restore {savepoint_time}") as held:
         table = held.table
         pending = table.timeline.pending(ROLLBACK_ACTIONS)
         if pending:
@@ -107,4 +106,4 @@ def restore_to_savepoint(table: HudiTable, settings: Mapping[str, str], savepoin
             plan_rollback(table, instant, proc)  # refuse before anything changes
         restore = table.timeline.request(RESTORE, held.claim_instant_time(), encode_restore_plan(
             RestorePlan(savepoint_time, [(i.timestamp, i.action) for i in later])))
-        return run_restore(table.refreshed(), settings, restore)
+        return run_restore(table.refreshed(), restore)

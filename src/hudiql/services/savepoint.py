@@ -27,7 +27,6 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 
 from hudiql.errors import SqlError
 from hudiql.table.table import HudiTable
@@ -58,12 +57,12 @@ def _read_files(table: HudiTable, commit_time: str) -> dict[str, list[str]]:
     return out
 
 
-def create(table: HudiTable, settings: Mapping[str, str], commit_time: str, user: str, comments: str) -> str:
+def create(table: HudiTable, commit_time: str, user: str, comments: str) -> str:
     """``CALL create_savepoint``: savepoint the completed commit ``commit_time`` (the latest
     when empty); its instant time. Refused for an unknown, pending or savepointed commit, and for
     one older than what the last clean retained (its files may be gone)."""
     proc, name = "create_savepoint", table.config.name
-    with locked(table, settings, f"savepoint {commit_time}") as held:
+    with locked(table, f"savepoint {commit_time}") as held:
         table = held.table
         timeline = table.timeline
         completed = timeline.completed(ROLLBACK_ACTIONS)
@@ -89,11 +88,11 @@ def create(table: HudiTable, settings: Mapping[str, str], commit_time: str, user
     return commit_time
 
 
-def delete(table: HudiTable, settings: Mapping[str, str], instant_times: str) -> list[str]:
+def delete(table: HudiTable, instant_times: str) -> list[str]:
     """``CALL delete_savepoint``: delete the completed savepoints ``instant_times`` (comma
     separated; the latest when empty); all are checked before any is deleted."""
     proc, name = "delete_savepoint", table.config.name
-    with locked(table, settings, "delete savepoint") as held:
+    with locked(table, "delete savepoint") as held:
         table = held.table
         existing = list_savepoints(table)
         if not existing:

@@ -27,7 +27,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
@@ -55,7 +54,7 @@ def parse_version(procedure: str, text: object) -> int:
     return version
 
 
-def change_version(spark: SparkSession, table: HudiTable, settings: Mapping[str, str], procedure: str,
+def change_version(spark: SparkSession, table: HudiTable, procedure: str,
                    to_version: int) -> None:
     """Move ``table`` to ``to_version`` (``procedure`` upgrade_table: up, downgrade_table: down)."""
     current = table.config.version
@@ -71,10 +70,10 @@ def change_version(spark: SparkSession, table: HudiTable, settings: Mapping[str,
         return
     path = [v for v in _STEPS if min(current, to_version) <= v <= max(current, to_version)]
     for step in path[1:] if upward else list(reversed(path))[1:]:
-        table = _step(spark, table, settings, procedure, step)
+        table = _step(spark, table, procedure, step)
 
 
-def _step(spark: SparkSession, table: HudiTable, settings: Mapping[str, str], procedure: str, to: int) -> HudiTable:
+def _step(spark: SparkSession, table: HudiTable, procedure: str, to: int) -> HudiTable:
     """One version step; the table as it is after it."""
     name, config = table.config.name, table.config
     if {config.version, to} == {8, 9} and config.keygen_class == C.COMPLEX_KEYGEN and len(config.record_key_fields) == 1:
@@ -90,8 +89,8 @@ def _step(spark: SparkSession, table: HudiTable, settings: Mapping[str, str], pr
                            f"does not convert between version {config.version}'s form and version {to}'s; the "
                            "table is unchanged")
         if config.is_mor:
-            compaction.schedule_and_execute(spark, table.refreshed(), settings)
-    with locked(table, settings, f"{procedure} to version {to}", roll_back_failed_writes=True) as held:
+            compaction.schedule_and_execute(spark, table.refreshed())
+    with locked(table, f"{procedure} to version {to}", roll_back_failed_writes=True) as held:
         table = held.table
         pending = table.timeline.pending()
         if pending:

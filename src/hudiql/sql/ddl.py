@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 
 from pyspark.sql import types as T
 
@@ -45,7 +44,7 @@ _DERIVED = [
 ]
 
 
-def describe(table: HudiTable, extended: bool, session_conf: Mapping[str, str]) -> list[tuple[str, str, str | None]]:
+def describe(table: HudiTable, extended: bool) -> list[tuple[str, str, str | None]]:
     rows: list[tuple[str, str, str | None]] = [
         (f.name, f.dataType.simpleString(), None) for f in table.columns.fields
     ]
@@ -71,9 +70,8 @@ def describe(table: HudiTable, extended: bool, session_conf: Mapping[str, str]) 
     rows.append(("Provider", "hudi", None))
     for label, key in _DERIVED:
         rows.append((label, derived[key], key))
-    # What concurrent writers of this session get: a SET wins over the table's property.
-    settings = registry.effective_settings(config.props, session_conf)
-    rows.append(("Concurrency Mode", registry.choice(settings, registry.CONCURRENCY_MODE), registry.CONCURRENCY_MODE))
+    # What concurrent writers of this session get (``HudiTable.for_statement``: a SET wins over the table's property).
+    rows.append(("Concurrency Mode", table.settings.choice(registry.CONCURRENCY_MODE), registry.CONCURRENCY_MODE))
     rows.append(("", "", None))
     rows.append(("# Table Properties", "", None))
     for key, value in sorted(config.props.items()):

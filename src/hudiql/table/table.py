@@ -1,6 +1,8 @@
-"""A Hudi table on storage, as one statement sees it: its config (``hoodie.properties``, read once),
-its timeline (listed when first needed, listed again only by ``refreshed()``), schema, key generator
-and file system view.
+"""A Hudi table on storage, as one statement sees it: the statement's context. Its config
+(``hoodie.properties``, read once), the settings the statement runs with (``for_statement``: the
+table's properties under the session's ``SET`` and the statement's options), its timeline (listed
+when first needed, listed again only by ``refreshed()``), schema, key generator, index and file
+system view, each derived once and handed to the snapshots the statement takes after.
 
 Example:
     >>> _ = session.sql("CREATE TABLE orders (id BIGINT, ts TIMESTAMP, day STRING) USING hudi PARTITIONED BY (day) "
@@ -16,11 +18,13 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 
 from pyspark.sql import types as T
 
 from hudiql.config.index_config import IndexConfig
+from hudiql.config.settings import Settings
 from hudiql.config.table_config import TableConfig, damaged_properties
 from hudiql.errors import FormatError, TableNotFoundError
 from hudiql.io.storage import Storage
@@ -39,12 +43,15 @@ def has_table(storage: Storage) -> bool:
 
 
 class HudiTable:
-    """One table, as loaded at one moment; ``refreshed()`` for a newer timeline. Its timeline is read
-    when first needed, unless given."""
+    """One table, as loaded at one moment, with one statement's settings; ``refreshed()`` for a
+    newer timeline. Its timeline is read when first needed, unless given."""
 
-    def __init__(self, storage: Storage, config: TableConfig, timeline: Timeline | None = None) -> None:
+    def __init__(self, storage: Storage, config: TableConfig, timeline: Timeline | None = None,
+                 settings: Settings | None = None) -> None:
         self.storage = storage
         self.config = config
+        #: What the statement runs with: the table's properties alone until ``for_statement``.
+        self.settings = settings if settings is not None else Settings(config.props)
         self._timeline = timeline
         self._full_view: FileSystemView | None = None
         #: Checked by ``transaction.prologue.open_for_write`` (once per statement: its services share it).
@@ -83,8 +90,26 @@ class HudiTable:
 
     def with_timeline(self, timeline: Timeline) -> HudiTable:
         """This table as of ``timeline`` (one the caller listed, or extended with an instant it wrote)."""
-        table = HudiTable(self.storage, self.config, timeline)
+        table = HudiTable(self.storage, self.config, timeline, self.settings)
         table.opened_for_write = self.opened_for_write
+        self._hand_down(table)
+        return table
+
+    def for_statement(self, session: Mapping[str, str] | None = None,
+                      statement: Mapping[str, str] | None = None) -> HudiTable:
+        """This snapshot with the settings a statement runs with: the table's properties under the
+        ``session``'s ``SET`` and the ``statement``'s own options (a ``df.write`` option, a
+        procedure's argument)."""
+        return self._with_settings(Settings(self.config.props, session, statement))
+
+    def with_options(self, options: Mapping[str, str]) -> HudiTable:
+        """This snapshot with its statement's settings under ``options`` (a procedure's arguments)."""
+        return self._with_settings(self.settings.over(options))
+
+    def _with_settings(self, settings: Settings) -> HudiTable:
+        table = HudiTable(self.storage, self.config, self._timeline, settings)
+        table.opened_for_write = self.opened_for_write
+        table._full_view = self._full_view
         self._hand_down(table)
         return table
 
@@ -98,7 +123,7 @@ class HudiTable:
     def as_of(self, instant_time: str) -> HudiTable:
         """This table as a reader as of ``instant_time`` sees it: the commits up to it, its
         schema then, the file slices they wrote (``Timeline.as_of``)."""
-        table = HudiTable(self.storage, self.config, self.timeline.as_of(instant_time))
+        table = HudiTable(self.storage, self.config, self.timeline.as_of(instant_time), self.settings)
         self._hand_down(table)
         return table
 

@@ -110,12 +110,12 @@ def is_expired(storage: Storage, path: str, settings: Mapping[str, str]) -> bool
 _CLAIM_ATTEMPTS = 100
 
 
-def claim_instant_time(table: HudiTable, settings: Mapping[str, str]) -> WriterHeartbeat:
+def claim_instant_time(table: HudiTable) -> WriterHeartbeat:
     """A beating heartbeat for a new instant time, later than every instant of the snapshot and
     claimed by no other writer (two processes may pick the same millisecond)."""
     instant_time = table.timeline.new_instant_time()
     for _ in range(_CLAIM_ATTEMPTS):
-        heartbeat = WriterHeartbeat(table.storage, instant_time, interval_ms(settings))
+        heartbeat = WriterHeartbeat(table.storage, instant_time, interval_ms(table.settings))
         if heartbeat.start():
             return heartbeat
         instant_time = Timeline.next_instant_time(instant_time)

@@ -12,14 +12,14 @@ the service makes an instant, its instant time claimed with a heartbeat.
 Example:
     >>> from hudiql.config.table_config import METADATA_PARTITIONS, TableConfig
     >>> table = HudiTable.create(warehouse + "/orders", TableConfig({"hoodie.table.name": "orders", METADATA_PARTITIONS: "files"}))
-    >>> open_for_write(table, {})
+    >>> open_for_write(table)
     >>> table.config.metadata_partitions
     []
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hudiql.errors import warn
@@ -31,14 +31,14 @@ from hudiql.transaction.lock import commit_lock
 from hudiql.transaction.rollback import finish_pending, rollback_failed_writes
 
 
-def open_for_write(table: HudiTable, settings: Mapping[str, str]) -> None:
+def open_for_write(table: HudiTable) -> None:
     """Make ``table`` ready to be changed by hudiql, or refuse it (``HudiqlError``); once per
     statement (its services share the table)."""
     if table.opened_for_write:
         return
     ensure_writable(table.config, table.base_uri)
     if has_metadata_table(table.storage, table.config):
-        with commit_lock(table.storage, settings, "metadata table removal"):
+        with commit_lock(table.storage, table.settings, "metadata table removal"):
             config = remove_metadata_table(table.storage)
         table.config.props = dict(config.props)  # the statement's snapshots share this config
         warn(f"removed the metadata table of table {table.config.name} (.hoodie/metadata): hudiql does not "
@@ -51,16 +51,15 @@ class LockedTable:
     """A table under the table lock, listed after the lock was taken: what a service decides from
     it holds until the lock is released."""
 
-    def __init__(self, table: HudiTable, settings: Mapping[str, str]) -> None:
+    def __init__(self, table: HudiTable) -> None:
         self.table = table
-        self._settings = settings
         self._heartbeat: WriterHeartbeat | None = None
 
     def claim_instant_time(self) -> str:
         """A new instant time for the service's instant, kept from every writer by a heartbeat
         until the lock is released."""
         if self._heartbeat is None:
-            self._heartbeat = claim_instant_time(self.table, self._settings)
+            self._heartbeat = claim_instant_time(self.table)
         return self._heartbeat.instant_time
 
     def release(self) -> None:
@@ -69,21 +68,21 @@ class LockedTable:
 
 
 @contextmanager
-def locked(table: HudiTable, settings: Mapping[str, str], purpose: str,
+def locked(table: HudiTable, purpose: str,
            roll_back_failed_writes: bool = False) -> Iterator[LockedTable]:
     """The prologue of a table service or procedure (``purpose`` names it in a lock conflict):
     ``table`` opened for write, its failed writes rolled back first (``roll_back_failed_writes``:
     the services that plan from the file slices), then the table lock held for the block, with the
     table listed under it and the rollbacks and restores a crash left pending finished."""
-    open_for_write(table, settings)
+    open_for_write(table)
     if roll_back_failed_writes:
-        rollback_failed_writes(table, settings)
-    with commit_lock(table.storage, settings, purpose):
+        rollback_failed_writes(table)
+    with commit_lock(table.storage, table.settings, purpose):
         table = table.refreshed()
         if table.timeline.pending((ROLLBACK, RESTORE)):
-            finish_pending(table, settings)
+            finish_pending(table)
             table = table.refreshed()
-        held = LockedTable(table, settings)
+        held = LockedTable(table)
         try:
             yield held
         finally:

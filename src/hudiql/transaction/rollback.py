@@ -29,7 +29,7 @@ Example: a writer died after starting its instant and writing a file.
     >>> name = "f-0_0-1-0_20240101000000000.parquet"
     >>> table.storage.write(marker_path("20240101000000000", "dt=1", name, "CREATE"), b"")
     >>> table.storage.write(f"dt=1/{name}", b"half a file")
-    >>> rollback_failed_writes(HudiTable.load(table.base_uri), {})   # no heartbeat: its writer is gone
+    >>> rollback_failed_writes(HudiTable.load(table.base_uri))   # no heartbeat: its writer is gone
     ['20240101000000000']
     >>> table.storage.exists(f"dt=1/{name}"), HudiTable.load(table.base_uri).timeline.instants
     (False, [])
@@ -40,7 +40,6 @@ from __future__ import annotations
 import posixpath
 import re
 import time
-from collections.abc import Mapping
 
 from hudiql.errors import SqlError
 from hudiql.layout import (
@@ -102,31 +101,31 @@ def rollback(table: HudiTable, instant: Instant, keep_requested: bool = False) -
     table.timeline.remove_pending(instant, keep_requested)
 
 
-def failed_writes(table: HudiTable, settings: Mapping[str, str]) -> list[Instant]:
+def failed_writes(table: HudiTable) -> list[Instant]:
     """The pending commits / deltacommits / replacecommits (not clusterings) of ``table``'s
     timeline whose writer died."""
     # A clustering's plan waits to be run (its run rolls a crashed attempt back to the plan), as in Hudi.
     return [
         i for i in table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
-        if clustering_plan(table.timeline, i) is None and is_expired(table.storage, heartbeat_path(i.timestamp), settings)
+        if clustering_plan(table.timeline, i) is None and is_expired(table.storage, heartbeat_path(i.timestamp), table.settings)
     ]
 
 
-def needs_rollback(table: HudiTable, settings: Mapping[str, str]) -> bool:
+def needs_rollback(table: HudiTable) -> bool:
     """Whether ``rollback_failed_writes`` has anything to do on ``table``'s timeline."""
-    return bool(table.timeline.pending((ROLLBACK, RESTORE)) or failed_writes(table, settings))
+    return bool(table.timeline.pending((ROLLBACK, RESTORE)) or failed_writes(table))
 
 
-def rollback_failed_writes(table: HudiTable, settings: Mapping[str, str]) -> list[str]:
+def rollback_failed_writes(table: HudiTable) -> list[str]:
     """Roll back the writes whose writer died (``failed_writes``); returns their instant times.
     A rollback or restore a crash left pending is finished first: the commit it was undoing looks
     pending too, but only its plan knows its files."""
     if table.timeline.pending((ROLLBACK, RESTORE)):
-        with commit_lock(table.storage, settings, "rollback"):
+        with commit_lock(table.storage, table.settings, "rollback"):
             table = table.refreshed()
-            finish_pending(table, settings)
+            finish_pending(table)
             table = table.refreshed()
-    failed = failed_writes(table, settings)
+    failed = failed_writes(table)
     for instant in failed:
         rollback(table, instant)
         table.storage.delete(heartbeat_path(instant.timestamp))
@@ -202,10 +201,10 @@ def _execute(table: HudiTable, rollback_instant: Instant, plan: RollbackPlan) ->
     return metadata
 
 
-def roll_back_completed(table: HudiTable, settings: Mapping[str, str], instant: Instant) -> RollbackMetadata:
+def roll_back_completed(table: HudiTable, instant: Instant) -> RollbackMetadata:
     """Plan and run the rollback of a completed instant; the caller holds the table lock."""
     plan = plan_rollback(table, instant)
-    heartbeat = claim_instant_time(table, settings)  # no writer takes the rollback's instant time
+    heartbeat = claim_instant_time(table)  # no writer takes the rollback's instant time
     try:
         requested = table.timeline.request(ROLLBACK, heartbeat.instant_time, encode_plan(plan))
         return _execute(table, requested, plan)
@@ -213,13 +212,13 @@ def roll_back_completed(table: HudiTable, settings: Mapping[str, str], instant: 
         heartbeat.stop()
 
 
-def finish_pending(table: HudiTable, settings: Mapping[str, str]) -> None:
+def finish_pending(table: HudiTable) -> None:
     """Run again the rollbacks and restores a crash left pending (oldest first); the caller holds
     the table lock, so none of them is still running."""
     for pending in table.timeline.pending((ROLLBACK,)):
         _execute(table, pending, decode_plan(table.timeline.read_requested(pending), pending.file_name))
     for pending in table.timeline.pending((RESTORE,)):
-        run_restore(table.refreshed(), settings, pending)
+        run_restore(table.refreshed(), pending)
 
 
 def completed_writes(table: HudiTable) -> list[Instant]:
@@ -228,7 +227,7 @@ def completed_writes(table: HudiTable) -> list[Instant]:
 
 # ---- restore -------------------------------------------------------------------------------------
 
-def run_restore(table: HudiTable, settings: Mapping[str, str], restore: Instant) -> list[RollbackMetadata]:
+def run_restore(table: HudiTable, restore: Instant) -> list[RollbackMetadata]:
     """Run a restore plan (again, after a crash): roll back each of its commits still on the
     timeline, newest first, then complete the restore with what each rollback deleted."""
     started = time.monotonic()
@@ -245,7 +244,7 @@ def run_restore(table: HudiTable, settings: Mapping[str, str], restore: Instant)
         current = table.refreshed()
         instant = next((i for i in completed_writes(current) if i.timestamp == instant_time), None)
         if instant is not None:
-            done[instant_time] = roll_back_completed(current, settings, instant)
+            done[instant_time] = roll_back_completed(current, instant)
     rollbacks = [done[t] for t, _ in plan.instants if t in done]
     timeline.complete(restore, encode_restore_metadata(restore.timestamp, int((time.monotonic() - started) * 1000),
                                                        rollbacks))

@@ -23,20 +23,18 @@ Example (a write that writes no file; a real one commits the write stats of its 
     >>> from hudiql.config.table_config import TableConfig
     >>> from hudiql.timeline.active import COMMIT
     >>> table = HudiTable.create(warehouse + "/orders", TableConfig({"hoodie.table.name": "orders"}))
-    >>> txn = WriteTransaction.start(spark, table, {}, COMMIT)
+    >>> txn = WriteTransaction.start(spark, table, COMMIT)
     >>> [(i.timestamp == txn.instant_time, i.state.value) for i in txn.table.timeline.instants]
     [(True, 'inflight')]
     >>> txn.abort()                                # a task failed, say: nothing of the write is left
     >>> Timeline.load(table.storage).instants
     []
-    >>> with WriteTransaction.start(spark, table, {}, COMMIT) as txn:
+    >>> with WriteTransaction.start(spark, table, COMMIT) as txn:
     ...     txn.commit(CommitMetadata(operation_type="UPSERT"), ConflictRule(unique_keys=True)).state
     <State.COMPLETED: 'completed'>
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
@@ -68,11 +66,10 @@ from hudiql.transaction.rollback import (
 class WriteTransaction:
     """One write of one table, from its snapshot to its completed (or rolled back) instant."""
 
-    def __init__(self, spark: SparkSession, table: HudiTable, settings: Mapping[str, str],
-                 instant: Instant, heartbeat: WriterHeartbeat, resumed: bool = False) -> None:
+    def __init__(self, spark: SparkSession, table: HudiTable, instant: Instant, heartbeat: WriterHeartbeat,
+                 resumed: bool = False) -> None:
         self.spark = spark
-        self.table = table  # the snapshot
-        self.settings = settings
+        self.table = table  # the snapshot, with the statement's settings
         self.instant = instant
         self._heartbeat = heartbeat
         self._resumed = resumed  # a planned instant (compaction): a rollback keeps its plan
@@ -86,12 +83,12 @@ class WriteTransaction:
         return self.instant.timestamp
 
     @classmethod
-    def start(cls, spark: SparkSession, table: HudiTable, settings: Mapping[str, str], action: str,
-              requested: bytes = b"") -> WriteTransaction:
+    def start(cls, spark: SparkSession, table: HudiTable, action: str, requested: bytes = b"") -> WriteTransaction:
         """A new instant of ``action`` on ``table``, inflight (``requested``: the content of its
         requested file); ``txn.table`` is the snapshot of the table taken with it (``table``'s own
         timeline is only used to claim the instant)."""
-        open_for_write(table, settings)
+        settings = table.settings
+        open_for_write(table)
         registry.check_retention(settings)  # before anything is written: its services must be able to run
         heartbeat = instant = None
         try:
@@ -103,27 +100,28 @@ class WriteTransaction:
                     # waits. A time claimed before the lock could be older than a plan this write then
                     # writes into, and readers take a slice's writes from its base instant on.
                     snapshot = table.refreshed()  # the statement's one listing before its commit
-                    if attempt == 1 or not needs_rollback(snapshot, settings):
-                        heartbeat = claim_instant_time(snapshot, settings)
+                    if attempt == 1 or not needs_rollback(snapshot):
+                        heartbeat = claim_instant_time(snapshot)
                         instant = snapshot.timeline.start(action, heartbeat.instant_time, requested)
                         snapshot = snapshot.with_timeline(snapshot.timeline.with_instant(instant))
                         break
                 # A writer died: its write is rolled back (outside the lock, which rollback takes), then
                 # the timeline is listed again.
-                rollback_failed_writes(snapshot, settings)
+                rollback_failed_writes(snapshot)
         except BaseException:
             if instant is not None:
                 snapshot.timeline.remove_pending(instant)
             if heartbeat is not None:
                 heartbeat.stop()
             raise
-        return cls(spark, snapshot, settings, instant, heartbeat)
+        return cls(spark, snapshot, instant, heartbeat)
 
     @classmethod
-    def resume(cls, spark: SparkSession, table: HudiTable, settings: Mapping[str, str], planned: Instant) -> WriteTransaction:
+    def resume(cls, spark: SparkSession, table: HudiTable, planned: Instant) -> WriteTransaction:
         """Run a planned instant (a requested compaction, or one whose runner died: rolled back
         to requested first). Refused while another process runs it."""
-        open_for_write(table, settings)
+        settings = table.settings
+        open_for_write(table)
         storage = table.storage
         path = heartbeat_path(planned.timestamp)
         if storage.exists(path):
@@ -133,7 +131,7 @@ class WriteTransaction:
         heartbeat = WriterHeartbeat(storage, planned.timestamp, interval_ms(settings))
         if not heartbeat.start():
             raise WriteConflictError(f"{planned.action} {planned.timestamp} is being run by another writer")
-        txn = cls(spark, table, settings, planned, heartbeat, resumed=True)
+        txn = cls(spark, table, planned, heartbeat, resumed=True)
         try:
             if planned.state is State.INFLIGHT:
                 rollback(table, planned, keep_requested=True)
@@ -162,11 +160,11 @@ class WriteTransaction:
             if path not in written:
                 self.table.storage.delete(path)  # a failed task attempt's file
         current = self.table.timeline  # with one writer (no lock), nothing else completes
-        with commit_lock(self.table.storage, self.settings, f"{self.instant.action} {self.instant_time}") as lock:
+        with commit_lock(self.table.storage, self.table.settings, f"{self.instant.action} {self.instant_time}") as lock:
             if lock is not None:
                 current = Timeline.load(self.table.storage, self.table.config)
                 conflict.check(self.spark, self.table.storage, self.table.timeline, current, self.instant, metadata, rule)
-            metadata.extra_metadata.update(registry.commit_extra_metadata(self.settings))
+            metadata.extra_metadata.update(self.table.settings.commit_extra_metadata())
             completed = self.table.timeline.complete(self.instant, metadata.encode(self.table.timeline.layout_version))
         # What the post-commit services start from: the listing under the lock, and this commit.
         self.committed_table = self.table.with_timeline(current.with_instant(completed))

@@ -17,7 +17,7 @@ Example (statements reach ``write_rows`` through ``Session.sql``):
     >>> _ = session.sql("CREATE TABLE orders (id BIGINT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
     >>> table = HudiTable.load(warehouse + "/orders")
     >>> rows = spark.createDataFrame([(1, "a"), (2, "b")], "id BIGINT, v STRING")
-    >>> with WriteTransaction.start(spark, table, write_settings(table, {}), COMMIT) as txn:
+    >>> with WriteTransaction.start(spark, table, COMMIT) as txn:
     ...     meta = write_rows(txn, rows, Operation.UPSERT)
     >>> meta.operation_type, meta.total("num_inserts"), [s.partition_path for s in meta.write_stats]
     ('UPSERT', 2, [''])
@@ -27,7 +27,7 @@ Example (statements reach ``write_rows`` through ``Session.sql``):
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -136,13 +136,13 @@ class Operation(str, Enum):
         return cls.UPSERT if table.has_record_key else cls.INSERT
 
     @classmethod
-    def for_insert(cls, table: HudiTable, session: Mapping[str, str]) -> tuple[Operation, str]:
+    def for_insert(cls, table: HudiTable) -> tuple[Operation, str]:
         """What an INSERT statement does, and the key that said so: Spark SQL's
         ``hoodie.spark.sql.insert.into.operation`` or the data source's ``hoodie.datasource.write.operation``,
-        either set in the ``session`` beating either table property, else ``default_for``. An
-        upsert into a table without a record key inserts."""
+        either set by the session (``table.settings.given``) beating either table property, else
+        ``default_for``. An upsert into a table without a record key inserts."""
         keys = (registry.INSERT_INTO_OPERATION, registry.WRITE_OPERATION)
-        given = [(k, settings.get(k)) for settings in (session, table.config.props) for k in keys]
+        given = [(k, settings.get(k)) for settings in (table.settings.given, table.config.props) for k in keys]
         key, raw = next(((k, v) for k, v in given if v), (keys[0], cls.default_for(table).value))
         try:
             operation = cls(raw.lower())
@@ -195,7 +195,7 @@ def write_rows(
     if precombine and not index.is_bucket:
         rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
     task_stats = _write_file_groups(
-        spark, table, index, rows, operation, txn.instant_time, txn.settings, table.merge_rule, precombine and index.is_bucket,
+        spark, table, index, rows, operation, txn.instant_time, table.merge_rule, precombine and index.is_bucket,
         overwrite=replacement is not None,
     )
     return _commit(txn, index, operation, task_stats, None, replacement)
@@ -238,7 +238,7 @@ def write_decided(
     replace = MergeRule.latest_wins()
     if index.is_bucket:  # the bucket index reads nothing: it places every row again, cheaply
         task_stats = _write_file_groups(
-            spark, table, index, rows.drop(FILE_ID), Operation.UPSERT, instant_time, txn.settings, replace, False
+            spark, table, index, rows.drop(FILE_ID), Operation.UPSERT, instant_time, replace, False
         )
     else:
         view = table.file_system_view(sorted(inserts))
@@ -249,7 +249,7 @@ def write_decided(
             tagged = rows.where(F.col(FILE_ID).isNotNull()).unionByName(found)
         _write_partition_metadata(table, sorted(p for p, n in inserts.items() if n), instant_time)
         task_stats = _write_tagged(
-            spark, table, tagged, None, view, Operation.UPSERT, instant_time, txn.settings, replace, False,
+            spark, table, tagged, None, view, Operation.UPSERT, instant_time, replace, False,
             {p: n for p, n in inserts.items() if n},
         )
     return _commit(txn, index, Operation.UPSERT, task_stats, counts.metadata())
@@ -274,19 +274,16 @@ def planned_shuffles(spark: SparkSession) -> Iterator[None]:
 _ADAPTIVE = "spark.sql.adaptive.enabled"
 
 
-def write_settings(table: HudiTable, conf: Mapping[str, str], statement: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A write's settings (``registry.effective_settings``: table properties, the session's ``conf``,
-    the ``statement``'s own options), checked before anything is written."""
+def check_write_settings(table: HudiTable) -> None:
+    """Refuse, before anything is written, what a write of ``table`` with its statement's settings
+    (``HudiTable.for_statement``) cannot do."""
     if not table.config.populate_meta_fields:
         raise HudiqlError(
             f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
         )
-    settings = registry.effective_settings(table.config.props, conf, statement)
     if table.config.is_mor:
-        registry.check_values(settings, registry.MERGE_ON_READ_WRITE_KEYS)
-    table.index.check_unchanged(table.config.props, registry.effective_settings({}, conf, statement),
-                                       table.config.record_key_fields)
-    return settings
+        table.settings.check(registry.MERGE_ON_READ_WRITE_KEYS)
+    table.index.check_unchanged(table.config.props, table.settings.given, table.config.record_key_fields)
 
 
 def _commit(
@@ -335,7 +332,6 @@ def _write_file_groups(
     incoming: DataFrame,
     operation: Operation,
     instant_time: str,
-    settings: dict,
     merge_rule: MergeRule,
     precombine: bool,
     overwrite: bool = False,
@@ -371,7 +367,7 @@ def _write_file_groups(
             tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(tagged)
         return _write_tagged(
-            spark, table, tagged, new_groups, view, operation, instant_time, settings, merge_rule, partitioned and not shared,
+            spark, table, tagged, new_groups, view, operation, instant_time, merge_rule, partitioned and not shared,
             most_inserts=rows_by_partition,
         )
     finally:
@@ -387,7 +383,6 @@ def _write_tagged(
     view: FileSystemView,
     operation: Operation,
     instant_time: str,
-    settings: dict,
     merge_rule: MergeRule,
     partitioned: bool,
     insert_counts: dict[str, int] | None = None,
@@ -411,7 +406,7 @@ def _write_tagged(
         # with the clustering).
         small_files: dict[str, list] = {}
         if operation is not Operation.BULK_INSERT:
-            small_limit = registry.number(settings, registry.SMALL_FILE_LIMIT)
+            small_limit = table.settings.number(registry.SMALL_FILE_LIMIT)
             clustered = {group for _, plan in pending_clusterings(table.timeline) for group in plan.file_groups()}
             for s in view.latest_slices():
                 if (s.base_file and not s.log_files and s.base_file_size < small_limit
@@ -419,7 +414,7 @@ def _write_tagged(
                     small_files.setdefault(s.partition_path, []).append(s)
             if mor:
                 small_files = {p: [min(slices, key=lambda s: s.base_file_size)] for p, slices in small_files.items()}
-        inserts, buckets = _assign_buckets(table, inserts, small_files, settings, insert_counts, most_inserts)
+        inserts, buckets = _assign_buckets(table, inserts, small_files, insert_counts, most_inserts)
         new_groups = len(buckets)
         rewritten = [b.file_id for b in buckets if b.base_file]
     groups = len(view.latest_slices()) + new_groups
@@ -428,7 +423,7 @@ def _write_tagged(
         return rows if partitioned else _by_file_group(spark, rows, groups)
 
     arrow_schema = to_arrow(with_meta_columns(table.schema))
-    append = _append_task(table, view, instant_time, arrow_schema, settings) if mor else None
+    append = _append_task(table, view, instant_time, arrow_schema) if mor else None
     merge = MergeTask(
         base_uri=table.base_uri,
         instant_time=instant_time,
@@ -437,7 +432,7 @@ def _write_tagged(
         base_files={s.file_id: s.base_file for s in view.latest_slices() if s.base_file},
         concat=operation is not Operation.UPSERT or not table.has_record_key,
         generate_keys=not table.has_record_key,
-        compression=registry.choice(settings, registry.COMPRESSION),
+        compression=table.settings.choice(registry.COMPRESSION),
         append=append.write_group if append is not None else None,
     )
     stats: list[DataFrame] = []  # one collect for every task: one Spark job
@@ -488,7 +483,7 @@ def _deletes(rows: DataFrame) -> Column:
 
 
 def _assign_buckets(
-    table: HudiTable, inserts: DataFrame, small_files: dict, settings: dict,
+    table: HudiTable, inserts: DataFrame, small_files: dict,
     insert_counts: dict[str, int] | None, most_inserts: dict[str, int] | None,
 ) -> tuple[DataFrame | None, list[Bucket]]:
     """Tag inserts with the file group that receives them (``None`` when there are none);
@@ -499,8 +494,8 @@ def _assign_buckets(
     (On merge-on-read a small file group so chosen that receives no insert appends its updates
     as a log all the same: ``MergeTask.append``.)
     """
-    max_file_size = registry.number(settings, registry.MAX_FILE_SIZE)
-    record_size = registry.number(settings, registry.RECORD_SIZE_ESTIMATE) or table.average_record_size()
+    max_file_size = table.settings.number(registry.MAX_FILE_SIZE)
+    record_size = table.settings.number(registry.RECORD_SIZE_ESTIMATE) or table.average_record_size()
     buckets = None
     if insert_counts is None and most_inserts is not None:
         buckets = assign_inserts(most_inserts, small_files, record_size, max_file_size)
@@ -526,7 +521,7 @@ def _assign_buckets(
 
 
 def _append_task(
-    table: HudiTable, view: FileSystemView, instant_time: str, arrow_schema, settings: dict
+    table: HudiTable, view: FileSystemView, instant_time: str, arrow_schema
 ) -> AppendTask | None:
     """MOR: what turns updates and deletes of existing file groups (shuffled by file group)
     into a new log file per group (``None`` when no group can take logs)."""
@@ -546,9 +541,9 @@ def _append_task(
         ordering_field=ordering,
         ordering_wrapper=wrapper_for(next(f["type"] for f in avro_schema["fields"] if f["name"] == ordering)) if ordering else None,
         targets=targets,
-        block_format=registry.choice(settings, registry.LOG_BLOCK_FORMAT),
-        batch_size=registry.size(settings, registry.WRITE_BATCH_SIZE),
-        task_max_size=registry.size(settings, registry.WRITE_TASK_MAX_SIZE),
+        block_format=table.settings.choice(registry.LOG_BLOCK_FORMAT),
+        batch_size=table.settings.size(registry.WRITE_BATCH_SIZE),
+        task_max_size=table.settings.size(registry.WRITE_TASK_MAX_SIZE),
     )
 
 
