@@ -62,6 +62,9 @@ REFUSED = [
     ("hoodie.cleaner.policy.failed.writes", "EAGER",
      "hudiql rolls back a failed write once its heartbeat expired (LAZY); EAGER would roll back the instant of a "
      "writer that is still running"),
+    ("hoodie.table.log.file.format", "ORC",
+     "hudiql writes Hudi log files, whose data blocks hoodie.logfile.data.block.format makes avro or parquet; "
+     "remove the option or set it to HOODIE_LOG or PARQUET"),
     ("hoodie.write.lock.provider", "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider",
      "hudiql locks a table with a file created atomically in its .hoodie folder (FileSystemBasedLockProvider); "
      "remove the option"),
@@ -140,6 +143,9 @@ def test_bloom_index_no_longer_runs_as_simple():
         ("hoodie.write.table.version", "9"),
         ("hoodie.table.version", "8"),
         ("hoodie.table.ordering.fields", "ts"),
+        ("hoodie.table.log.file.format", "PARQUET"),  # Hudi log files either way: the block format decides
+        ("hoodie.table.log.file.format", "HOODIE_LOG"),
+        ("hoodie.logfile.data.block.format", "parquet"),
     ],
 )
 def test_values_that_match_what_hudiql_does_are_accepted(key, value):

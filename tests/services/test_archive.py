@@ -53,7 +53,7 @@ def last_clean_retained(table: Path) -> str:
 def archived(table: Path) -> dict[str, set[tuple[str, str]]]:
     """Per archived instant time, its (action, state) records."""
     out: dict[str, set[tuple[str, str]]] = {}
-    for a in read_archived(HudiTable.load(str(table)).storage):
+    for a in read_archived(HudiTable.load(str(table)).storage, HudiTable.load(str(table)).config):
         out.setdefault(a.timestamp, set()).add((a.action, a.state.name))
     return out
 
@@ -103,7 +103,7 @@ def test_cow_archiving_keeps_the_timeline_short_and_the_table_readable(session, 
     records = archived(table)  # written twice (the crashed run and this one), read once each
     assert {t: records[t] for t in moved} == {
         t: {("commit", "REQUESTED"), ("commit", "INFLIGHT"), ("commit", "COMPLETED")} for t in moved}
-    for a in read_archived(HudiTable.load(str(table)).storage):
+    for a in read_archived(HudiTable.load(str(table)).storage, HudiTable.load(str(table)).config):
         if a.state.name == "COMPLETED":
             stats = contents[a.timestamp].write_stats
             assert a.metadata["operationType"] == contents[a.timestamp].operation_type
@@ -177,7 +177,7 @@ def test_mor_archiving_never_passes_a_pending_compaction(session, warehouse):
     compacted = [t for t, r in records.items() if ("compaction", "REQUESTED") in r]
     assert compacted and all(records[t] == {("compaction", "REQUESTED"), ("compaction", "INFLIGHT"), ("commit", "COMPLETED")}
                              for t in compacted)
-    by_time = {(a.timestamp, a.state.name): a for a in read_archived(HudiTable.load(str(table)).storage)}
+    by_time = {(a.timestamp, a.state.name): a for a in read_archived(HudiTable.load(str(table)).storage, HudiTable.load(str(table)).config)}
     assert by_time[(compacted[0], "COMPLETED")].metadata["operationType"] == "COMPACT"
     assert by_time[(compacted[0], "REQUESTED")].metadata["operations"]
     assert any(("deltacommit", "COMPLETED") in r for r in records.values())

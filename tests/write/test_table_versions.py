@@ -10,6 +10,8 @@ statements alone on v8 copy-on-write and v9 merge-on-read (the v6 matrix is the 
 from __future__ import annotations
 
 import io
+import json
+import re
 import signal
 import subprocess
 import sys
@@ -18,10 +20,11 @@ import time
 from pathlib import Path
 
 import fastavro
+import pyarrow.parquet as pq
 import pytest
 from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
 from hudiql.config.table_config import TableConfig
-from hudiql.errors import HudiqlError, OptionError
+from hudiql.errors import OptionError
 from hudiql.io.storage import Storage
 from hudiql.sql.parser import split_statements
 from hudiql.sql.statements import TableName
@@ -241,16 +244,56 @@ def test_a_v8_writer_killed_at_each_step_leaves_a_table_the_next_writer_goes_on_
     assert instants <= committed
 
 
-def test_archiving_a_v8_table_is_refused_by_name_and_a_due_one_says_why_it_waits(session, capfd):
-    create(session, 8, "cow", "'hoodie.keep.min.commits'='2'", "'hoodie.keep.max.commits'='3'",
-           "'hoodie.cleaner.commits.retained'='1'")
+@pytest.mark.parametrize("version, kind", [(8, "cow"), (9, "mor")])
+def test_archiving_moves_instants_into_the_lsm_timeline(session, version, kind):
+    # (merge-on-read: archiving keeps the delta commits a compaction trigger counts, here 2)
+    table = create(session, version, kind, "'hoodie.keep.min.commits'='2'", "'hoodie.keep.max.commits'='3'",
+                   "'hoodie.cleaner.commits.retained'='1'", "'hoodie.compact.inline.max.delta.commits'='2'")
+    for i in range(7):
+        session.sql(f"INSERT INTO t VALUES ({i}, 'a', 1, 'd{i % 2}')")
+    session.sql("UPDATE t SET name = 'b', ts = 2 WHERE id = 0")
+    history = table / ".hoodie" / "timeline" / "history"
+    version_now = int((history / "_version_").read_text())
+    assert version_now == 3 and (history / f"manifest_{version_now}").is_file()  # runs after writes 4, 6 and 8
+    manifest = json.loads((history / f"manifest_{version_now}").read_text())
+    names = [f["fileName"] for f in manifest["files"]]
+    assert all(re.fullmatch(r"\d{17}_\d{17}_0\.parquet", n) for n in names) and len(names) == 3
+    assert [f["fileLen"] for f in manifest["files"]] == [(history / n).stat().st_size for n in names]
+    action = "deltacommit" if kind == "mor" else "commit"
+    assert len(completed(table, action)) == 2 and not (table / ".hoodie" / "archived").exists()
+    assert same_rows(session, table, "archiving") == sorted(
+        [(0, "b", 2, "d0")] + [(i, "a", 1, f"d{i % 2}") for i in range(1, 7)])
+
+    rows = [r for n in names for r in pq.read_table(history / n).to_pylist()]
+    assert pq.read_schema(history / names[0]).names == [
+        "instantTime", "completionTime", "action", "metadata", "plan", "version"]
+    assert [r["action"] for r in rows] == [action] * 6 and all(r["version"] == 1 for r in rows)
+    assert all(r["instantTime"] < r["completionTime"] for r in rows)
+    stats = next(fastavro.reader(io.BytesIO(rows[0]["metadata"])))["partitionToWriteStats"]
+    assert list(stats) == ["dt=d0"] and stats["dt=d0"][0]["numInserts"] == 1
+    archived = session.sql("CALL show_archived_commits(table => 't', start_ts => '0', end_ts => '99999999999999999')")
+    assert sorted(r[0] for r in archived.collect()) == [r["instantTime"] for r in rows]
+    # a reader as of an archived commit reads the table as it was then
+    first = session.sql(f"SELECT id FROM t TIMESTAMP AS OF '{rows[0]['instantTime']}'").collect()
+    assert [r.id for r in first] == [0]
+
+
+def test_archiving_the_same_batch_again_after_a_crash_is_not_written_twice(session):
+    table = create(session, 9, "cow", "'hoodie.keep.min.commits'='2'", "'hoodie.keep.max.commits'='3'",
+                   "'hoodie.cleaner.commits.retained'='1'", "'hoodie.archive.automatic'='false'")
     for i in range(4):
         session.sql(f"INSERT INTO t VALUES ({i}, 'a', 1, 'd1')")
-    err = capfd.readouterr().err
-    assert "whose archived timeline (an LSM tree of parquet files) hudiql does not write yet" in err
-    with pytest.raises(HudiqlError, match="table t is of table version 8, whose archived timeline"):
-        session.sql("CALL archive_commits(table => 't', min_commits => 2, max_commits => 3, retain_commits => 1)")
-    assert len(hudiql_rows(session, QUERY)) == 4
+    timeline = table / ".hoodie" / "timeline"
+    kept = {p.name: p.read_bytes() for p in timeline.iterdir() if p.is_file()}
+    session.sql("CALL archive_commits(table => 't', min_commits => 2, max_commits => 3, retain_commits => 1)")
+    for name, content in kept.items():  # the archiver died before it deleted the instants it archived
+        (timeline / name).write_bytes(content)
+    assert len(completed(table, "commit")) == 4
+    session.sql("CALL archive_commits(table => 't', min_commits => 2, max_commits => 3, retain_commits => 1)")
+    history = timeline / "history"
+    assert (history / "_version_").read_text() == "1" and len(list(history.glob("*.parquet"))) == 1
+    assert len(completed(table, "commit")) == 2
+    assert same_rows(session, table, "archiving again") == [(i, "a", 1, "d1") for i in range(4)]
 
 
 # ---- real v8 and v9 tables, adopted ------------------------------------------------------------------------
@@ -313,6 +356,9 @@ def test_the_data_source_writes_a_new_table_in_the_version_it_names(session, war
 
 REPLAYS = {
     # name -> (the table and its script in tests/data/hudi-tables, the version, the generating session's zone)
+    "v6 mor parquet log blocks, complex key": ("sample_table/mor/parquet/v6_complexkeygen_hivestyle", 6, "UTC"),
+    "v6 cow timestamp key": ("sample_table/cow/v6_timebasedkeygen_nonhivestyle", 6, "America/Chicago"),
+    "v6 cow insert overwrite table": ("sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable", 6, "America/Chicago"),
     "v8 cow simple key": ("sample_table/cow/v8_simplekeygen_nonhivestyle", 8, "UTC"),
     "v9 cow complex key": ("sample_table/cow/v9_txns_complex_nometa", 9, "America/Chicago"),
     "v9 mor simple key": ("sample_table/mor/avro/v9_txns_simple_nometa", 9, "America/Chicago"),

@@ -667,8 +667,10 @@ UNIMPLEMENTED: list[Unimplemented] = [
                   ("TIMESTAMP_MICROS",)),
     Unimplemented(("hoodie.parquet.writelegacyformat.enabled",),
                   "hudiql writes the standard Parquet format; remove the option or set it to false", ("false",)),
-    Unimplemented(("hoodie.table.log.file.format",), "hudiql writes Hudi log files; remove the option or set it to HOODIE_LOG",
-                  ("HOODIE_LOG",)),
+    # Hudi 0.x and 1.x write Hudi log files for either value; hoodie.logfile.data.block.format decides their blocks.
+    Unimplemented(("hoodie.table.log.file.format",),
+                  f"hudiql writes Hudi log files, whose data blocks {LOG_BLOCK_FORMAT} makes avro or parquet; remove the "
+                  "option or set it to HOODIE_LOG or PARQUET", ("HOODIE_LOG", "PARQUET")),
     Unimplemented(("hoodie.auto.commit",), "every hudiql statement commits when it ends; remove the option or set it to true",
                   ("true",)),
     # Speed and file layout only: a warning.

@@ -52,7 +52,7 @@ from hudiql.table.fsview import read_commit_metadata
 from hudiql.record.schema import COMMIT_TIME, IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS, as_layout_1
-from hudiql.timeline.archived import archive_files
+from hudiql.timeline.archived import has_archived
 
 #: The begin instant that reads from the table's first commit.
 EARLIEST = "earliest"
@@ -140,7 +140,7 @@ def changes(
 def unreadable_reason(table: HudiTable, span: ChangeRange, include_deletes: bool) -> str | None:
     """Why the range cannot be read from the active timeline and the files left, if it cannot."""
     commits = table.timeline.completed(WRITE_ACTIONS)
-    if span.begin and commits and span.begin < commits[0].timestamp and archive_files(table.storage):
+    if span.begin and commits and span.begin < commits[0].timestamp and has_archived(table.storage, table.config):
         return f"the commits after {span.begin} reach instants archived out of the active timeline " \
                f"(its first commit is {commits[0].timestamp})"
     earliest = earliest_readable_instant(table)

@@ -1,5 +1,6 @@
-"""Archiving: move old instants out of ``.hoodie/`` into the archived timeline, as Hudi's archiver
-of table version 6 does (``timeline.archived``), so that the active timeline stays short.
+"""Archiving: move old instants out of the active timeline into the archived timeline, as Hudi's
+archivers do (``timeline.archived``: Hudi log files on table version 6; ``timeline.lsm_timeline``:
+the LSM timeline of versions 8 and 9), so that the active timeline stays short.
 
 Which instants go, under the table lock:
 - commits (commit, deltacommit, replacecommit, a compaction's commit): when more than
@@ -17,7 +18,8 @@ Which instants go, under the table lock:
   - for merge-on-read with the NUM_COMMITS or NUM_AND_TIME compaction trigger, the latest
     compaction when fewer delta commits than ``hoodie.compact.inline.max.delta.commits`` follow
     it (else the delta commit that keeps that many): the trigger counts them on the timeline.
-- completed cleans and rollbacks, per action, by the same count rule.
+- completed cleans and rollbacks: on version 6, per action, by the same count rule; on versions 8
+  and 9, as Hudi 1.x, those older than the last commit archived.
 Every file of a chosen instant (requested, inflight, completed) goes.
 
 Order: the archive file is written whole first; then the requested and inflight files are
@@ -31,19 +33,24 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from hudiql.errors import HudiqlError, warn
+from hudiql.errors import HudiqlError
 from hudiql.config import registry as K
 from hudiql.config.settings import Settings
+from hudiql.timeline import lsm_timeline
 from hudiql.timeline.archived import ArchivedInstant, archived_entry, read_archived, write_archive
 from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
 from hudiql.timeline.clean_plan import decode_plan as decode_clean_plan
-from hudiql.layout import META_FOLDER, marker_folder
+from hudiql.io.storage import Storage
+from hudiql.layout import marker_folder
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import (
     CLEAN,
+    CLUSTERING,
     COMMIT,
     COMPACTION,
+    COMPLETES_AS,
     DELTA_COMMIT,
+    LOG_COMPACTION,
     REPLACE_COMMIT,
     ROLLBACK,
     SAVEPOINT,
@@ -114,86 +121,92 @@ def instants_to_archive(table: HudiTable) -> list[Instant]:
     timeline = table.timeline
     keep_min, keep_max = table.settings.number(K.KEEP_MIN_COMMITS), table.settings.number(K.KEEP_MAX_COMMITS)
     chosen: list[Instant] = []
-    for action in (CLEAN, ROLLBACK):
-        done = timeline.completed((action,))
-        if len(done) > keep_max:
-            chosen += done[:len(done) - keep_min]
     commits = timeline.completed(_WRITES)
     if len(commits) > keep_max:
         bound = min(_commit_bounds(table, commits), default=None)
         older = [c for c in commits if bound is None or c.timestamp < bound]
         chosen += older[:len(commits) - keep_min]
+    if timeline.layout_version >= 2:
+        if chosen:
+            chosen += [i for i in timeline.completed((CLEAN, ROLLBACK)) if i.timestamp < chosen[-1].timestamp]
+        return sorted(chosen)
+    for action in (CLEAN, ROLLBACK):
+        done = timeline.completed((action,))
+        if len(done) > keep_max:
+            chosen += done[:len(done) - keep_min]
     return sorted(chosen)
 
 
 def _instant_files(timeline: Timeline, instant: Instant, listed: set[str]) -> list[tuple[State, str, str]]:
-    """(state, file action, path) of the files of ``instant`` in ``.hoodie/``, requested first."""
+    """(state, file action, path) of the files of the completed ``instant``, requested first (the
+    completed file is named by the action it completes as: a compaction's is a ``commit``)."""
     out = []
-    for state in (State.REQUESTED, State.INFLIGHT, State.COMPLETED):
+    for state in (State.REQUESTED, State.INFLIGHT):
         name = instant_file_name(instant.action, state, instant.timestamp)
         if name in listed:
-            file_action = name.split(".")[1] if state is State.COMPLETED else instant.action
-            out.append((state, file_action, f"{META_FOLDER}/{name}"))
-    return out
+            out.append((state, instant.action, f"{timeline.folder}/{name}"))
+    return [*out, (State.COMPLETED, COMPLETES_AS.get(instant.action, instant.action), instant.file_name)]
 
 
-def _entries(table: HudiTable, instants: list[Instant]) -> tuple[list[dict], list[str], list[str]]:
-    """The archive records of ``instants``, and their pending-state and completed files."""
+def _read_files(table: HudiTable, instants: list[Instant]) -> list[tuple[Instant, list[tuple[State, str, str, bytes]]]]:
+    """Each of ``instants`` with its files: (state, file action, path, content), requested first."""
     timeline, storage = table.timeline, table.storage
-    listed = {info.name for info in storage.list(META_FOLDER) if not info.is_dir}
-    entries, pending_files, completed_files = [], [], []
-    for instant in instants:
-        files = _instant_files(timeline, instant, listed)
-        contents = {path: storage.read(path) for _, _, path in files}
-        plan = next((contents[path] for state, _, path in files if state is State.REQUESTED), b"")
-        for state, action, path in files:
+    listed = {info.name for info in storage.list(timeline.folder) if not info.is_dir}
+    return [(instant, [(state, action, path, storage.read(path)) for state, action, path in _instant_files(timeline, instant, listed)])
+            for instant in instants]
+
+
+def _history_row(instant: Instant, files: list[tuple[State, str, str, bytes]]) -> lsm_timeline.HistoryRow:
+    """The LSM timeline's row of a completed instant: its completed file's bytes, and the plan Hudi
+    1.x keeps with it (a compaction's and a clean's requested file; a replacecommit's or
+    clustering's inflight file, else its requested one, when not empty)."""
+    content = {state: data for state, _, _, data in files}
+    plan = None
+    if instant.action in (COMPACTION, LOG_COMPACTION, CLEAN):
+        plan = content.get(State.REQUESTED, content.get(State.INFLIGHT))
+    elif instant.action in (REPLACE_COMMIT, CLUSTERING):
+        plan = content.get(State.INFLIGHT) or content.get(State.REQUESTED) or None
+    return lsm_timeline.HistoryRow(instant.timestamp, instant.completion_time, files[-1][1],
+                                   content[State.COMPLETED] or None, plan)
+
+
+def _entries(storage: Storage, files: list[tuple[Instant, list[tuple[State, str, str, bytes]]]]) -> list[dict]:
+    """The layout 1 archive records of the instants' files."""
+    entries = []
+    for instant, instant_files in files:
+        plan = next((data for state, _, _, data in instant_files if state is State.REQUESTED), b"")
+        for state, action, path, data in instant_files:
             modified = storage.modified_time(path)
             transition = format_instant_time(datetime.fromtimestamp(modified, timezone.utc)) if modified else None
-            entries.append(archived_entry(instant.timestamp, action, state, contents[path], plan, transition))
-            (completed_files if state is State.COMPLETED else pending_files).append(path)
-    return entries, pending_files, completed_files
-
-
-def _delete_instant_files(table: HudiTable, pending_files: list[str], completed_files: list[str]) -> None:
-    """Requested and inflight files first, then completed ones oldest first: a crash half way never
-    leaves an instant that looks pending, nor a hole in the completed ones."""
-    for path in pending_files + completed_files:
-        table.storage.delete(path)
+            entries.append(archived_entry(instant.timestamp, action, state, data, plan, transition))
+    return entries
 
 
 def archive(table: HudiTable) -> list[Instant]:
     """Archive what Hudi's rules let go (``instants_to_archive``); the instants moved."""
     if not instants_to_archive(table):
         return []  # the timeline is short enough: no lock (a later writer only adds instants)
-    if table.timeline.layout_version >= 2:
-        raise HudiqlError(_NOT_ON_LAYOUT_2.format(name=table.config.name, version=table.config.version))
     with locked(table, "archive") as held:
         table = held.table  # a writer's conflict check reads the timeline: decide under the lock
         chosen = instants_to_archive(table)
         if not chosen:
             return []
-        entries, pending_files, completed_files = _entries(table, chosen)
-        write_archive(table.storage, entries, table.settings.number(K.ARCHIVAL_BATCH))
-        _delete_instant_files(table, pending_files, completed_files)
+        storage, files = table.storage, _read_files(table, chosen)
+        if table.timeline.layout_version >= 2:
+            folder, compression = table.config.archive_folder, table.settings.choice(K.COMPRESSION)
+            lsm_timeline.write(storage, folder, [_history_row(i, f) for i, f in files], compression)
+        else:
+            write_archive(storage, _entries(storage, files), table.settings.number(K.ARCHIVAL_BATCH))
+        # Requested and inflight files first, then completed ones oldest first: a crash half way never
+        # leaves an instant that looks pending, nor a hole in the completed ones.
+        for path in [p for _, f in files for state, _, p, _ in f if state is not State.COMPLETED] + \
+                [p for _, f in files for state, _, p, _ in f if state is State.COMPLETED]:
+            storage.delete(path)
         for instant in chosen:
-            table.storage.delete_dir(marker_folder(instant.timestamp))  # markers a crashed write left
+            storage.delete_dir(marker_folder(instant.timestamp))  # markers a crashed write left
+        if table.timeline.layout_version >= 2:
+            lsm_timeline.compact_and_clean(storage, folder, compression)
     return chosen
-
-
-_NOT_ON_LAYOUT_2 = ("table {name} is of table version {version}, whose archived timeline (an LSM tree of parquet "
-                    "files) hudiql does not write yet; its instants stay on the active timeline, which readers "
-                    "read whole")
-
-
-def archive_inline(table: HudiTable) -> list[Instant]:
-    """After a write (``post_commit``): ``archive``; on a table of version 8 or 9 (timeline layout
-    2), one line saying why the instants due stay, when some are."""
-    if table.timeline.layout_version < 2:
-        return archive(table)
-    if instants_to_archive(table):
-        warn(f"{_NOT_ON_LAYOUT_2.format(name=table.config.name, version=table.config.version)} "
-             f"(set {K.ARCHIVE_AUTOMATIC}=false to stop this line)")
-    return []
 
 
 # ---- CALL procedures -----------------------------------------------------------------------------
@@ -235,7 +248,7 @@ def show_archived_commits(table: HudiTable, limit: int, start_ts: str = "", end_
         raise HudiqlError(f"CALL show_archived_commits: limit => {limit} must be at least 0")
     start, end = start_ts or _days_ago(10), end_ts or _days_ago(1)
     rows = [
-        commit_row(a) for a in reversed(read_archived(table.storage))
+        commit_row(a) for a in reversed(read_archived(table.storage, table.config))
         if a.state is State.COMPLETED and a.action in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
         and start < a.timestamp <= end
     ]

@@ -55,7 +55,7 @@ def run(spark: SparkSession, table: HudiTable) -> None:
         ("inline compaction", "CALL run_compaction", K.INLINE_COMPACT, lambda t: compaction.compact_inline(spark, t)),
         ("inline clustering", "CALL run_clustering", K.INLINE_CLUSTERING, lambda t: clustering.cluster_inline(spark, t)),
         ("cleaning", "CALL run_clean", K.CLEAN_AUTOMATIC, lambda t: clean.run(t)),
-        ("archiving", "CALL archive_commits", K.ARCHIVE_AUTOMATIC, lambda t: archive.archive_inline(t)),
+        ("archiving", "CALL archive_commits", K.ARCHIVE_AUTOMATIC, archive.archive),
     ]
     if not table.config.is_mor:
         services = services[1:]

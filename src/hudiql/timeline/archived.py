@@ -1,4 +1,7 @@
-"""The archived timeline of table version 6: instants moved out of ``.hoodie/`` into Hudi log files.
+"""The archived timeline: instants moved out of the active timeline. On timeline layout 2 (table
+versions 8 and 9) it is Hudi 1.x's LSM timeline (``timeline.lsm_timeline``); ``has_archived`` and
+``read_archived`` read either layout. The rest of this module is layout 1's (table version 6), in
+Hudi log files.
 
 Each archive run writes a new file ``.hoodie/archived/.commits_.archive.<version>_1-0-1`` (never
 an append: object stores have none), a Hudi log file of Avro data blocks whose header holds the
@@ -25,9 +28,9 @@ Example:
     >>> entries = [archived_entry("001", COMMIT, State.REQUESTED, b""), archived_entry("001", COMMIT, State.COMPLETED, meta.to_json())]
     >>> write_archive(storage, entries, batch=1)
     '.hoodie/archived/.commits_.archive.1_1-0-1'
-    >>> [(a.timestamp, a.action, a.state.name) for a in read_archived(storage)]
+    >>> [(a.timestamp, a.action, a.state.name) for a in read_archived(storage, TableConfig({}))]
     [('001', 'commit', 'REQUESTED'), ('001', 'commit', 'COMPLETED')]
-    >>> read_archived(storage)[1].metadata["partitionToWriteStats"][""][0]["numWrites"]
+    >>> read_archived(storage, TableConfig({}))[1].metadata["partitionToWriteStats"][""][0]["numWrites"]
     3
 """
 
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 
 import fastavro
 
+from hudiql.config.table_config import TableConfig
 from hudiql.errors import damaged_file
 from hudiql.formats.log_file import (
     AVRO_DATA,
@@ -52,7 +56,7 @@ from hudiql.formats.log_file import (
 )
 from hudiql.io.storage import Storage
 from hudiql.layout import ARCHIVED_FOLDER
-from hudiql.timeline import clean_plan, compaction_plan, replace_plan, savepoint
+from hudiql.timeline import clean_plan, compaction_plan, lsm_timeline, replace_plan, savepoint
 from hudiql.timeline.commit import COMMIT_METADATA_SCHEMA, REPLACE_COMMIT_METADATA_SCHEMA
 from hudiql.timeline.active import (
     CLEAN,
@@ -298,8 +302,34 @@ class ArchivedInstant:
     entry: dict | None = None  # the whole HoodieArchivedMetaEntry record
 
 
-def read_archived(storage: Storage) -> list[ArchivedInstant]:
-    """Every archived instant file of the table, by time then state; each once."""
+def has_archived(storage: Storage, config: TableConfig) -> bool:
+    """Whether the table's archived timeline holds any instant."""
+    if config.timeline_layout_version >= 2:
+        return bool(lsm_timeline.latest_manifest(storage, config.archive_folder)[1])
+    return bool(archive_files(storage))
+
+
+def read_archived(storage: Storage, config: TableConfig) -> list[ArchivedInstant]:
+    """Every archived instant file of the table, by time then state; each once. (Layout 2 archives
+    completed instants only: their completion time is their ``transition_time``.)"""
+    if config.timeline_layout_version >= 2:
+        return [ArchivedInstant(row.instant_time, row.action, State.COMPLETED, _instant_content(row.metadata),
+                                row.completion_time)
+                for row in lsm_timeline.read(storage, config.archive_folder)]
+    return _read_archive_files(storage)
+
+
+def _instant_content(content: bytes | None) -> dict | None:
+    """An instant file's content as a record: Avro (layout 2), else JSON (an instant an upgrade
+    from layout 1 moved)."""
+    if not content:
+        return None
+    if content.startswith(b"Obj\x01"):
+        return next(iter(fastavro.reader(io.BytesIO(content))), None)
+    return json.loads(content.decode())
+
+
+def _read_archive_files(storage: Storage) -> list[ArchivedInstant]:
     seen: dict[tuple[str, str, State], ArchivedInstant] = {}
     for _, path in archive_files(storage):
         for block in read_blocks(storage.read(path), path):
