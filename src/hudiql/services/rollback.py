@@ -14,12 +14,12 @@ Example: the latest commit rolled back; its file is gone, a completed rollback i
     >>> table.storage.write("dt=1/f-1_0-1-0_20240102000000000.parquet", b"rows")
     >>> meta = CommitMetadata(write_stats=[WriteStat("f-1", "dt=1", "dt=1/f-1_0-1-0_20240102000000000.parquet")])
     >>> _ = timeline.complete(instant, meta.to_json())
-    >>> rolled = rollback_to_instant(table.refreshed(), {}, "20240102000000000")
+    >>> rolled = rollback_to_instant(table.refreshed(), "20240102000000000")
     >>> rolled.instant_time, [posixpath.basename(p) for p in rolled.deleted["dt=1"]]
     ('20240102000000000', ['f-1_0-1-0_20240102000000000.parquet'])
     >>> [(i.action, i.state.value) for i in table.refreshed().timeline.instants]
     [('rollback', 'completed')]
-    >>> rollback_to_instant(table.refreshed(), {}, "20240102000000000")
+    >>> rollback_to_instant(table.refreshed(), "20240102000000000")
     Traceback (most recent call last):
     hudiql.errors.SqlError: CALL rollback_to_instant: table orders has no instant 20240102000000000; CALL show_commits(table => 'orders') lists its commits
 """

@@ -13,14 +13,14 @@ Example:
     >>> table.storage.write("dt=1/f-0_0-1-0_20240101000000000.parquet", b"rows")
     >>> meta = CommitMetadata(write_stats=[WriteStat("f-0", "dt=1", "dt=1/f-0_0-1-0_20240101000000000.parquet")])
     >>> _ = table.timeline.complete(instant, meta.to_json())
-    >>> create(table.refreshed(), {}, "", "admin", "before the backfill")
+    >>> create(table.refreshed(), "", "admin", "before the backfill")
     '20240101000000000'
     >>> list_savepoints(table.refreshed()), sorted(files(table.refreshed(), "20240101000000000"))
     (['20240101000000000'], ['dt=1/f-0_0-1-0_20240101000000000.parquet'])
-    >>> create(table.refreshed(), {}, "20240101000000000", "", "")
+    >>> create(table.refreshed(), "20240101000000000", "", "")
     Traceback (most recent call last):
     hudiql.errors.SqlError: CALL create_savepoint: commit 20240101000000000 of table orders is savepointed already
-    >>> delete(table.refreshed(), {}, "20240101000000000"), list_savepoints(table.refreshed())
+    >>> delete(table.refreshed(), "20240101000000000"), list_savepoints(table.refreshed())
     (['20240101000000000'], [])
 """
 

@@ -4,7 +4,7 @@ Example:
     >>> _ = session.sql("CREATE TABLE orders (id BIGINT, day STRING) USING hudi PARTITIONED BY (day) "
     ...                 "TBLPROPERTIES (primaryKey = 'id')")
     >>> table = HudiTable.load(warehouse + "/orders")
-    >>> describe(table, extended=False, session_conf={})[5:]              # after the five meta columns
+    >>> describe(table, extended=False)[5:]              # after the five meta columns
     [('id', 'bigint', None), ('day', 'string', None), ('# Partition Information', '', None),
      ('# col_name', 'data_type', 'comment'), ('day', 'string', None)]
     >>> print(show_create_table(table, "default", "orders", external=False))
