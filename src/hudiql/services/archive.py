@@ -182,6 +182,15 @@ def _entries(storage: Storage, files: list[tuple[Instant, list[tuple[State, str,
     return entries
 
 
+def _delete_instant_files(storage: Storage, files: list[tuple[Instant, list[tuple[State, str, str, bytes]]]]) -> None:
+    """Requested and inflight files first, then completed ones oldest first: a crash half way never
+    leaves an instant that looks pending, nor a hole in the completed ones."""
+    pending = [path for _, f in files for state, _, path, _ in f if state is not State.COMPLETED]
+    completed = [path for _, f in files for state, _, path, _ in f if state is State.COMPLETED]
+    for path in pending + completed:
+        storage.delete(path)
+
+
 def archive(table: HudiTable) -> list[Instant]:
     """Archive what Hudi's rules let go (``instants_to_archive``); the instants moved."""
     if not instants_to_archive(table):
@@ -197,11 +206,7 @@ def archive(table: HudiTable) -> list[Instant]:
             lsm_timeline.write(storage, folder, [_history_row(i, f) for i, f in files], compression)
         else:
             write_archive(storage, _entries(storage, files), table.settings.number(K.ARCHIVAL_BATCH))
-        # Requested and inflight files first, then completed ones oldest first: a crash half way never
-        # leaves an instant that looks pending, nor a hole in the completed ones.
-        for path in [p for _, f in files for state, _, p, _ in f if state is not State.COMPLETED] + \
-                [p for _, f in files for state, _, p, _ in f if state is State.COMPLETED]:
-            storage.delete(path)
+        _delete_instant_files(storage, files)
         for instant in chosen:
             storage.delete_dir(marker_folder(instant.timestamp))  # markers a crashed write left
         if table.timeline.layout_version >= 2:

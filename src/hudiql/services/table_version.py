@@ -106,7 +106,7 @@ def _step(spark: SparkSession, table: HudiTable, procedure: str, to: int) -> Hud
             table.storage.makedirs(moved_config.archive_folder)
             write_converted(table.storage, converted(table.timeline, moved_config))
         moved_config.save(table.storage)
-        moved = HudiTable.load(table.base_uri)
+        moved = HudiTable.load(table.base_uri).for_statement(table.settings.given)  # its new properties, the same SETs
     _delete_left_over(moved, config.timeline_folder)
     return moved
 
