@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from conftest import hudiql_rows, official_rows
 from hudiql.config.table_config import TableConfig
@@ -93,18 +94,38 @@ def test_a_version_call_hudiql_cannot_make_changes_nothing(session, call, messag
     assert (table / ".hoodie" / "hoodie.properties").read_bytes() == before
 
 
-def test_what_the_other_version_cannot_hold_is_refused_by_name(session):
+def test_the_archived_timeline_moves_with_the_table_and_back(session):
+    """Version 6's archive files become version 8's LSM timeline, and back, with the same archived
+    commits (show_archived_commits) and the same rows for both readers."""
     table = create(session, "cow", 6, "'hoodie.keep.min.commits'='2'", "'hoodie.keep.max.commits'='3'",
                    "'hoodie.cleaner.commits.retained'='1'")
     for i in range(3):
         session.sql(f"INSERT INTO t VALUES ({10 + i}, 'x', 1, 'd1')")
     assert list((table / ".hoodie" / "archived").iterdir())  # archived by the writes
-    before = (table / ".hoodie" / "hoodie.properties").read_bytes()
-    with pytest.raises(SqlError, match="has an archived timeline .* which hudiql does not convert"):
-        session.sql("CALL upgrade_table(table => 't', to_version => 8)")
-    assert (table / ".hoodie" / "hoodie.properties").read_bytes() == before
-    assert not (table / ".hoodie" / "timeline").exists()
+    show = "CALL show_archived_commits(table => 't', start_ts => '0', end_ts => '99999999999999999')"
+    archived = sorted(session.sql(show).collect())
+    rows = hudiql_rows(session, QUERY)
+    assert len(archived) >= 2 and rows == official_rows(table, COLUMNS)
 
+    session.sql("CALL upgrade_table(table => 't', to_version => 8)")
+    history = table / ".hoodie" / "timeline" / "history"
+    assert not (table / ".hoodie" / "archived").exists() and (history / "_version_").read_text() == "1"
+    [data_file] = history.glob("*.parquet")
+    moved = pq.read_table(data_file).to_pylist()
+    assert {r["instantTime"] for r in moved if r["action"] == "commit"} == {r[0] for r in archived}
+    assert all(r["metadata"][:4] == b"Obj\x01" for r in moved if r["metadata"])
+    assert sorted(session.sql(show).collect()) == archived
+    assert hudiql_rows(session, QUERY) == official_rows(table, COLUMNS) == rows
+
+    session.sql("CALL downgrade_table(table => 't', to_version => 6)")
+    assert not (table / ".hoodie" / "timeline").exists() and list((table / ".hoodie" / "archived").iterdir())
+    assert sorted(session.sql(show).collect()) == archived
+    assert hudiql_rows(session, QUERY) == official_rows(table, COLUMNS) == rows
+    session.sql("INSERT INTO t VALUES (20, 'y', 1, 'd2')")  # and version 6 archives on, after the converted file
+    assert len(hudiql_rows(session, QUERY)) == len(rows) + 1
+
+
+def test_what_the_other_version_cannot_hold_is_refused_by_name(session):
     session.sql("CREATE TABLE k (id INT, a STRING, b STRING) USING hudi PARTITIONED BY (a, b) "
                 "TBLPROPERTIES (primaryKey='id', 'hoodie.write.table.version'='8')")
     with pytest.raises(SqlError, match="keys its records by one field with the complex key generator"):

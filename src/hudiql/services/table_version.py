@@ -5,10 +5,10 @@ kept. hudiql never changes a table's version otherwise.
 Before a step that changes the timeline's layout (6 <-> 8): failed writes are rolled back and a
 merge-on-read table is compacted (log files are named by their slice's base instant on version 6,
 by their own delta commit on 8: none may be left in a latest slice); then, under the table lock,
-nothing may be pending. What the other version cannot hold is refused by name, the table unchanged:
-an archived timeline (hudiql does not convert Hudi's version 6 archive to the LSM timeline of 8, or
-back), a one-field record key of the complex key generator between 8 and 9 (9 stores it as
-``field:value``, 8 as the value).
+nothing may be pending. The archived timeline moves with the active one: version 6's archive files
+become the LSM timeline of 8 (``timeline.archived.as_history_rows``), and back. What the other
+version cannot hold is refused by name, the table unchanged: a one-field record key of the complex
+key generator between 8 and 9 (9 stores it as ``field:value``, 8 as the value).
 
 Crash-safe: the new timeline is written beside the old one first (no reader of the table's version
 looks there), ``hoodie.properties`` is replaced in one atomic write (the table changes version
@@ -27,15 +27,17 @@ Example:
 
 from __future__ import annotations
 
-
 from pyspark.sql import SparkSession
 
+from hudiql.config import registry as K
 from hudiql.config import table_config as C
 from hudiql.errors import SqlError
 from hudiql.layout import ARCHIVED_FOLDER, META_FOLDER
 from hudiql.services import compaction
 from hudiql.table.table import HudiTable
+from hudiql.timeline import lsm_timeline
 from hudiql.timeline.active import parse_instant_file_name
+from hudiql.timeline.archived import as_archive_entries, as_history_rows, write_archive
 from hudiql.timeline.conversion import converted, write_converted
 from hudiql.transaction.prologue import locked
 
@@ -82,12 +84,6 @@ def _step(spark: SparkSession, table: HudiTable, procedure: str, to: int) -> Hud
                        f"rewrite its records' keys, so it stays at version {config.version}")
     relayout = {config.version, to} == {6, 8}
     if relayout:
-        folder = config.archive_folder
-        archived = [i.path for i in table.storage.list(folder) if not i.is_dir] if table.storage.is_dir(folder) else []
-        if archived:
-            raise SqlError(f"CALL {procedure}: table {name} has an archived timeline ({archived[0]}), which hudiql "
-                           f"does not convert between version {config.version}'s form and version {to}'s; the "
-                           "table is unchanged")
         if config.is_mor:
             compaction.schedule_and_execute(spark, table.refreshed())
     with locked(table, f"{procedure} to version {to}", roll_back_failed_writes=True) as held:
@@ -101,14 +97,30 @@ def _step(spark: SparkSession, table: HudiTable, procedure: str, to: int) -> Hud
                            "call again")
         moved_config = C.TableConfig(C.properties_for_version(table.config, to))
         if relayout:
-            if to == 8:
-                table.storage.delete_dir(moved_config.timeline_folder)  # what a crashed attempt wrote
+            # what a crashed attempt wrote
+            table.storage.delete_dir(moved_config.timeline_folder if to == 8 else moved_config.archive_folder)
             table.storage.makedirs(moved_config.archive_folder)
+            _convert_archive(table, moved_config)
             write_converted(table.storage, converted(table.timeline, moved_config))
         moved_config.save(table.storage)
         moved = HudiTable.load(table.base_uri).for_statement(table.settings.given)  # its new properties, the same SETs
     _delete_left_over(moved, config.timeline_folder)
     return moved
+
+
+def _convert_archive(table: HudiTable, to: C.TableConfig) -> None:
+    """Write the table's archived timeline in the form of the layout ``to`` has, beside the old one
+    (deleted with the old timeline once the switch is written), as Hudi's upgrade and downgrade
+    move it: layout 1's archive files to the LSM timeline, or back."""
+    storage = table.storage
+    if to.timeline_layout_version >= 2:
+        rows = as_history_rows(storage)
+        if rows:
+            lsm_timeline.write(storage, to.archive_folder, rows, table.settings.choice(K.COMPRESSION))
+    else:
+        rows = lsm_timeline.read(storage, table.config.archive_folder)
+        if rows:
+            write_archive(storage, as_archive_entries(rows), table.settings.number(K.ARCHIVAL_BATCH))
 
 
 def _delete_left_over(table: HudiTable, old_folder: str) -> None:
@@ -120,7 +132,6 @@ def _delete_left_over(table: HudiTable, old_folder: str) -> None:
         for info in table.storage.list(META_FOLDER):
             if not info.is_dir and parse_instant_file_name(info.name):
                 table.storage.delete(info.path)
-        if table.storage.is_dir(ARCHIVED_FOLDER) and not table.storage.list(ARCHIVED_FOLDER):
-            table.storage.delete_dir(ARCHIVED_FOLDER)
+        table.storage.delete_dir(ARCHIVED_FOLDER)  # its instants are in the LSM timeline now
     else:
         table.storage.delete_dir(old_folder)

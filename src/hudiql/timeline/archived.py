@@ -57,7 +57,7 @@ from hudiql.formats.log_file import (
 from hudiql.io.storage import Storage
 from hudiql.layout import ARCHIVED_FOLDER
 from hudiql.timeline import clean_plan, compaction_plan, lsm_timeline, replace_plan, savepoint
-from hudiql.timeline.commit import COMMIT_METADATA_SCHEMA, REPLACE_COMMIT_METADATA_SCHEMA
+from hudiql.timeline.commit import COMMIT_METADATA_SCHEMA, REPLACE_COMMIT_METADATA_SCHEMA, CommitMetadata
 from hudiql.timeline.active import (
     CLEAN,
     COMMIT,
@@ -68,6 +68,7 @@ from hudiql.timeline.active import (
     ROLLBACK,
     SAVEPOINT,
     State,
+    Timeline,
 )
 
 ARCHIVE_FOLDER = ARCHIVED_FOLDER
@@ -327,6 +328,60 @@ def _instant_content(content: bytes | None) -> dict | None:
     if content.startswith(b"Obj\x01"):
         return next(iter(fastavro.reader(io.BytesIO(content))), None)
     return json.loads(content.decode())
+
+
+# ---- between the two layouts (an upgrade to version 8, a downgrade to 6) ------------------------------
+
+def _avro_file(schema: object, record: dict | None) -> bytes | None:
+    """``record`` as the content of an instant file of layout 2: an Avro container of one record."""
+    if record is None:
+        return None
+    out = io.BytesIO()
+    fastavro.writer(out, schema, [record])
+    return out.getvalue()
+
+
+def as_history_rows(storage: Storage) -> list[lsm_timeline.HistoryRow]:
+    """The completed instants of layout 1's archive files as rows of the LSM timeline, with their
+    content in layout 2's Avro and the plans Hudi 1.x keeps (a compaction's, a clean's, a
+    replacecommit's request): what an upgrade to version 8 archives."""
+    schemas = {"hoodieCommitMetadata": COMMIT_METADATA_SCHEMA, "hoodieReplaceCommitMetadata": REPLACE_COMMIT_METADATA_SCHEMA,
+               "hoodieCleanMetadata": clean_plan.METADATA_SCHEMA, "hoodieRollbackMetadata": _PARSED_ROLLBACK,
+               "hoodieSavePointMetadata": savepoint.SAVEPOINT_SCHEMA, "hoodieCompactionPlan": compaction_plan.PLAN_SCHEMA,
+               "hoodieCleanerPlan": clean_plan.PLAN_SCHEMA, "hoodieRequestedReplaceMetadata": replace_plan.REQUESTED_REPLACE_SCHEMA}
+    plans: dict[str, bytes | None] = {}
+    completed: list[ArchivedInstant] = []
+    for archived in _read_archive_files(storage):
+        if archived.state is State.COMPLETED and archived.action != SAVEPOINT:  # as Hudi 1.x, which never archives one
+            completed.append(archived)
+        elif archived.state is State.REQUESTED and archived.action in (COMPACTION, LOG_COMPACTION, CLEAN, REPLACE_COMMIT):
+            field = {CLEAN: "hoodieCleanerPlan", REPLACE_COMMIT: "hoodieRequestedReplaceMetadata"}.get(
+                archived.action, "hoodieCompactionPlan")
+            plans[archived.timestamp] = _avro_file(schemas[field], archived.entry.get(field))
+    rows = []
+    for archived in completed:
+        field = METADATA_FIELDS[archived.action]
+        completion = archived.transition_time or Timeline.next_instant_time(archived.timestamp)
+        rows.append(lsm_timeline.HistoryRow(archived.timestamp, max(completion, Timeline.next_instant_time(archived.timestamp)),
+                                            archived.action, _avro_file(schemas[field], archived.metadata),
+                                            plans.get(archived.timestamp)))
+    return rows
+
+
+def as_archive_entries(rows: list[lsm_timeline.HistoryRow]) -> list[dict]:
+    """The LSM timeline's rows as layout 1's archive records (commit metadata back in JSON): what a
+    downgrade to version 6 archives. A commit with a plan was a compaction: its request is
+    archived with it, as is a clean's."""
+    entries = []
+    for row in rows:
+        content = row.metadata or b""
+        if row.action in (COMMIT, DELTA_COMMIT, REPLACE_COMMIT) and content:
+            content = CommitMetadata.decode(content, f"archived {row.action} {row.instant_time}").encode(1)
+        if row.plan and row.action in (COMMIT, CLEAN):
+            pending = COMPACTION if row.action == COMMIT else CLEAN
+            entries.append(archived_entry(row.instant_time, pending, State.REQUESTED, row.plan, row.plan))
+        entries.append(archived_entry(row.instant_time, row.action, State.COMPLETED, content, b"", row.completion_time))
+    return entries
 
 
 def _read_archive_files(storage: Storage) -> list[ArchivedInstant]:
