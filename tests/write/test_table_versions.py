@@ -359,10 +359,23 @@ REPLAYS = {
     "v6 mor parquet log blocks, complex key": ("sample_table/mor/parquet/v6_complexkeygen_hivestyle", 6, "UTC"),
     "v6 cow timestamp key": ("sample_table/cow/v6_timebasedkeygen_nonhivestyle", 6, "America/Chicago"),
     "v6 cow insert overwrite table": ("sample_table/cow/v6_simplekeygen_nonhivestyle_overwritetable", 6, "America/Chicago"),
+    "v6 mor parquet log blocks, rollback": ("sample_table/mor/parquet/v6_nonpartitioned_rollback", 6, "UTC"),
     "v8 cow simple key": ("sample_table/cow/v8_simplekeygen_nonhivestyle", 8, "UTC"),
     "v9 cow complex key": ("sample_table/cow/v9_txns_complex_nometa", 9, "America/Chicago"),
     "v9 mor simple key": ("sample_table/mor/avro/v9_txns_simple_nometa", 9, "America/Chicago"),
 }
+
+
+def _replayed(session, script: str, statement: str, tmp_path: Path) -> str:
+    """``statement`` as it runs here: its LOCATION under ``tmp_path``, and a rollback of the instant
+    time Hudi's run had (the latest commit then) made a rollback of this run's latest commit."""
+    statement = re.sub(r"(?i)location\s+'[^']*/([^'/]+)'", lambda m: f"LOCATION '{tmp_path / 'replayed' / m[1]}'",
+                       statement)
+    if "rollback_to_instant" in statement:
+        name = script.split("CREATE TABLE", 1)[1].split()[0]
+        latest = session.table(TableName(None, name)).timeline.completed()[-1].timestamp
+        statement = re.sub(r"instant_time => '\d+'", f"instant_time => '{latest}'", statement)
+    return statement
 
 
 @pytest.mark.parametrize("name", sorted(REPLAYS))
@@ -378,7 +391,7 @@ def test_hudis_own_script_replays_to_the_rows_hudi_wrote(session, tmp_path, name
     try:
         session.sql(f"SET hoodie.write.table.version={version}")
         for statement in split_statements(script):
-            session.sql(statement)
+            session.sql(_replayed(session, script, statement, tmp_path))
     finally:
         spark.conf.set("spark.sql.session.timeZone", zone_before)
     table = session.table(TableName(None, script.split("CREATE TABLE", 1)[1].split()[0]))
