@@ -17,6 +17,7 @@ from conftest import hudiql_rows, official_rows
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import SqlError
 from hudiql.sql.statements import TableName
+from hudiql.timeline.archived import read_archived
 
 COLUMNS = ["id", "name", "ts", "dt"]
 QUERY = "SELECT id, name, ts, dt FROM t"
@@ -168,3 +169,34 @@ def test_an_upgrade_killed_at_each_step_leaves_a_readable_table_and_the_call_fin
     assert hudiql_rows(session, QUERY) == official_rows(table, COLUMNS) == rows
     session.sql("INSERT INTO t VALUES (4, 'd', 1, 'd2')")
     assert hudiql_rows(session, QUERY) == official_rows(table, COLUMNS) == sorted([*rows, (4, "d", 1, "d2")])
+
+
+def test_archived_compactions_and_cleans_move_between_the_forms(session):
+    """A version 8 merge-on-read table whose LSM timeline holds compactions (their plans) and cleans,
+    downgraded to 6: its archive files hold the same instants (a compaction's request with its plan),
+    and upgraded again, the same LSM rows."""
+    table = create(session, "mor", 8, "'hoodie.keep.min.commits'='2'", "'hoodie.keep.max.commits'='3'",
+                   "'hoodie.cleaner.commits.retained'='1'", "'hoodie.compact.inline.max.delta.commits'='1'")
+    for i in range(4):
+        session.sql(f"UPDATE t SET ts = ts + 1 WHERE id = {1 + i % 3}")
+        session.sql("CALL run_compaction(table => 't', op => 'scheduleandexecute')")
+    history = table / ".hoodie" / "timeline" / "history"
+    archived = [r for f in history.glob("*.parquet") for r in pq.read_table(f).to_pylist()]
+    compactions = {r["instantTime"] for r in archived if r["action"] == "commit" and r["plan"]}
+    assert compactions and any(r["action"] == "clean" for r in archived)
+    rows = hudiql_rows(session, QUERY)
+    assert rows == official_rows(table, COLUMNS)
+
+    session.sql("CALL downgrade_table(table => 't', to_version => 6)")
+    entries = {(a.timestamp, a.action, a.state.name)
+               for a in read_archived(session.table(TableName(None, "t")).storage, TableConfig.parse(
+                   (table / ".hoodie" / "hoodie.properties").read_bytes()))}
+    assert {(t, "compaction", "REQUESTED") for t in compactions} <= entries
+    assert {(r["instantTime"], r["action"], "COMPLETED") for r in archived} <= entries
+    assert hudiql_rows(session, QUERY) == official_rows(table, COLUMNS) == rows
+
+    session.sql("CALL upgrade_table(table => 't', to_version => 8)")
+    again = [r for f in history.glob("*.parquet") for r in pq.read_table(f).to_pylist()]
+    assert sorted((r["instantTime"], r["action"], r["plan"] is not None) for r in again) == sorted(
+        (r["instantTime"], r["action"], r["plan"] is not None) for r in archived)
+    assert hudiql_rows(session, QUERY) == official_rows(table, COLUMNS) == rows
