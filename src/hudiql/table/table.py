@@ -42,16 +42,36 @@ def has_table(storage: Storage) -> bool:
     return storage.is_dir(META_FOLDER)
 
 
+class _FromConfig:
+    """What a statement derives from the table's config, each once, for every snapshot it takes."""
+
+    def __init__(self, config: TableConfig) -> None:
+        self._config = config
+
+    @cached_property
+    def keygen(self) -> KeyGenerator:
+        return KeyGenerator.from_config(self._config)
+
+    @cached_property
+    def merge_rule(self) -> MergeRule:
+        return MergeRule.from_config(self._config)
+
+    @cached_property
+    def index(self) -> IndexConfig:
+        return IndexConfig.from_settings(self._config.props, self._config.record_key_fields)
+
+
 class HudiTable:
     """One table, as loaded at one moment, with one statement's settings; ``refreshed()`` for a
     newer timeline. Its timeline is read when first needed, unless given."""
 
     def __init__(self, storage: Storage, config: TableConfig, timeline: Timeline | None = None,
-                 settings: Settings | None = None) -> None:
+                 settings: Settings | None = None, derived: _FromConfig | None = None) -> None:
         self.storage = storage
         self.config = config
         #: What the statement runs with: the table's properties alone until ``for_statement``.
         self.settings = settings if settings is not None else Settings(config.props)
+        self._derived = derived if derived is not None else _FromConfig(config)
         self._timeline = timeline
         self._full_view: FileSystemView | None = None
         #: Checked by ``transaction.prologue.open_for_write`` (once per statement: its services share it).
@@ -90,10 +110,7 @@ class HudiTable:
 
     def with_timeline(self, timeline: Timeline) -> HudiTable:
         """This table as of ``timeline`` (one the caller listed, or extended with an instant it wrote)."""
-        table = HudiTable(self.storage, self.config, timeline, self.settings)
-        table.opened_for_write = self.opened_for_write
-        self._hand_down(table)
-        return table
+        return self._snapshot(timeline, self.settings)
 
     def for_statement(self, session: Mapping[str, str] | None = None,
                       statement: Mapping[str, str] | None = None) -> HudiTable:
@@ -107,38 +124,33 @@ class HudiTable:
         return self._with_settings(self.settings.over(options))
 
     def _with_settings(self, settings: Settings) -> HudiTable:
-        table = HudiTable(self.storage, self.config, self._timeline, settings)
-        table.opened_for_write = self.opened_for_write
+        table = self._snapshot(self._timeline, settings)
         table._full_view = self._full_view
-        self._hand_down(table)
         return table
 
-    def _hand_down(self, table: HudiTable) -> None:
-        """Give ``table`` (of the same config) what this one derived from the config: a statement
-        decides its key generator, merge rule and index once."""
-        for name in ("keygen", "merge_rule", "index"):
-            if name in self.__dict__:  # computed (cached_property keeps it in the instance)
-                table.__dict__[name] = self.__dict__[name]
+    def _snapshot(self, timeline: Timeline | None, settings: Settings) -> HudiTable:
+        """Another snapshot of the statement: the same config and what it derived from it."""
+        table = HudiTable(self.storage, self.config, timeline, settings, self._derived)
+        table.opened_for_write = self.opened_for_write
+        return table
 
     def as_of(self, instant_time: str) -> HudiTable:
         """This table as a reader as of ``instant_time`` sees it: the commits up to it, its
         schema then, the file slices they wrote (``Timeline.as_of``)."""
-        table = HudiTable(self.storage, self.config, self.timeline.as_of(instant_time), self.settings)
-        self._hand_down(table)
-        return table
+        return self._snapshot(self.timeline.as_of(instant_time), self.settings)
 
-    @cached_property
+    @property
     def keygen(self) -> KeyGenerator:
-        return KeyGenerator.from_config(self.config)
+        return self._derived.keygen
 
-    @cached_property
+    @property
     def merge_rule(self) -> MergeRule:
-        return MergeRule.from_config(self.config)
+        return self._derived.merge_rule
 
-    @cached_property
+    @property
     def index(self) -> IndexConfig:
         """The table's index (``hoodie.index.type`` and its options), fixed when it was created."""
-        return IndexConfig.from_settings(self.config.props, self.config.record_key_fields)
+        return self._derived.index
 
     @property
     def has_record_key(self) -> bool:
