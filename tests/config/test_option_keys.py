@@ -262,9 +262,7 @@ def test_bad_session_values(key, value, message):
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("hoodie.populate.meta.fields", "false",
-         "hoodie.populate.meta.fields=false is not supported: hudiql writes only tables with meta fields; remove the "
-         "option or set it to true"),
+        ("hoodie.populate.meta.fields", "no", "hoodie.populate.meta.fields=no is not valid; use true or false"),
         ("hoodie.table.base.file.format", "ORC",
          "hoodie.table.base.file.format=ORC is not supported: hudiql writes hoodie.table.base.file.format=PARQUET; "
          "remove the option or set it to PARQUET"),

@@ -71,6 +71,10 @@ class ChangeRange:
 
 def change_range(table: HudiTable, begin: str, end: str | None) -> ChangeRange:
     """The range ``begin`` / ``end`` name (``end`` ``None``: the latest completed commit)."""
+    if not table.config.populate_meta_fields:
+        raise SqlError(f"table {table.config.name} has no meta fields (hoodie.populate.meta.fields=false), so its rows "
+                       "do not say which commit wrote them: incremental queries are not supported on it, as in Hudi; "
+                       "read the table, or read it as of an instant")
     start = "" if begin.strip().lower() == EARLIEST else query_instant(table, begin, "begin instant")
     if end is None or not end.strip():
         commits = table.timeline.completed(WRITE_ACTIONS)

@@ -33,7 +33,7 @@ from hudiql.file_group import FileSlice
 from hudiql.file_group.reader import SliceReader
 from hudiql.io.storage import Storage
 from hudiql.table.fsview import FileSystemView
-from hudiql.record.schema import RECORD_KEY, conform, to_arrow
+from hudiql.record.schema import PARTITION_PATH, RECORD_KEY, conform, to_arrow
 from hudiql.table.table import HudiTable
 
 
@@ -46,6 +46,7 @@ def snapshot(
     columns: list[str] | None = None,
     file_groups: set[tuple[str, str]] | None = None,
     changed_after: str | None = None,
+    with_file_name: bool = False,
 ) -> DataFrame:
     """The latest version of every record, as a DataFrame of the table's columns (meta columns
     first), or of ``columns`` only (names as in the table, kept in table order); of the
@@ -55,7 +56,8 @@ def snapshot(
 
     Slices without log files (every slice of a copy-on-write table, and every slice of a
     read-optimized query) are read as plain parquet (``read_base_files``); slices with logs are
-    merged in Spark tasks.
+    merged in Spark tasks. ``with_file_name``: with ``SOURCE_FILE``, the base file of each row
+    (of slices without logs only: the merge of a table without meta fields is refused anyway).
     """
     slices = (view or table.file_system_view()).read_slices()
     if keep_partition is not None:
@@ -73,11 +75,13 @@ def snapshot(
     parts = []
     if plain:
         paths = [s.base_path for s in plain]
-        parts.append(read_base_files(spark, table.storage, paths, table.columns, schema.fieldNames()))
+        parts.append(read_base_files(spark, table.storage, paths, table.columns, schema.fieldNames(), with_file_name))
     if merged:
+        assert not with_file_name, "slices with log files have no one source file"
         parts.append(_merge_slices(spark, table, merged, schema, changed_after))
     if not parts:
-        return spark.createDataFrame([], schema)
+        extra = [T.StructField(SOURCE_FILE, T.StringType())] if with_file_name else []
+        return spark.createDataFrame([], T.StructType([*schema.fields, *extra]))
     return reduce(DataFrame.unionByName, parts)
 
 
@@ -115,6 +119,20 @@ def read_base_files(spark: SparkSession, storage: Storage, paths: list[str], sch
     out = T.StructType([*selected.fields, *([T.StructField(SOURCE_FILE, T.StringType())] if named else [])])
     rows = files.mapInArrow(read, out)
     return rows if with_file_name or not named else rows.select()
+
+
+def stored_keys(spark: SparkSession, table: HudiTable, paths: list[str], with_file_name: bool = False) -> DataFrame:
+    """The record key and partition path of every row of the table's base files ``paths`` (and
+    ``SOURCE_FILE``): as stored, or, on a table without meta fields, derived from its key and
+    partition columns as its writers derived them (``record.keygen``)."""
+    if table.config.populate_meta_fields:
+        meta = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
+        return read_base_files(spark, table.storage, paths, meta, with_file_name=with_file_name)
+    keygen, schema = table.keygen, table.schema
+    columns = list(dict.fromkeys([*keygen.record_key_fields, *keygen.partition_fields]))
+    rows = read_base_files(spark, table.storage, paths, schema, columns, with_file_name)
+    return rows.select(keygen.record_key().alias(RECORD_KEY), keygen.partition_path(schema).alias(PARTITION_PATH),
+                       *([SOURCE_FILE] if with_file_name else []))
 
 
 def _parquet_batches(storage: Storage, path: str, schema: pa.Schema, with_file_name: bool) -> Iterator[pa.RecordBatch]:

@@ -24,13 +24,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from hudiql.config import registry
 from hudiql.config import table_config as C
-from hudiql.errors import NULL_KEY_ERROR
+from hudiql.errors import NULL_KEY_ERROR, OptionError
 from hudiql.layout import DEFAULT_PARTITION
 
 NULL_KEY = "__null__"
@@ -93,6 +95,25 @@ class KeyGenerator:
             all_bad = bad if all_bad is None else all_bad & bad
         message = F.lit(f"{NULL_KEY_ERROR}: every record key field ({', '.join(fields)}) is null or empty")
         return F.when(all_bad, F.raise_error(message)).otherwise(F.concat_ws(",", *parts))
+
+    def stored_record_keys(self, rows: pa.Table) -> pa.Array:
+        """The record keys of stored rows of a table without meta fields, derived from their key
+        columns as ``record_key`` derives them (``check_virtual_keys``: the key columns are strings
+        or whole numbers, whose text Arrow and Spark write alike).
+
+        >>> keygen = KeyGenerator(("id", "name"), (), C.COMPLEX_KEYGEN, False, False)
+        >>> keygen.stored_record_keys(pa.table({"id": [1, 2], "name": ["a", ""]})).to_pylist()
+        ['id:1,name:a', 'id:2,name:__empty__']
+        """
+        texts = [pc.cast(rows.column(name), pa.string()).combine_chunks() for name in self.record_key_fields]
+        if len(texts) == 1 and not self.prefixes_single_field:
+            return texts[0]
+        parts = []
+        for name, text in zip(self.record_key_fields, texts):
+            empty = pc.fill_null(pc.equal(text, ""), False)
+            encoded = pc.if_else(pc.is_null(text), pa.scalar(NULL_KEY), pc.if_else(empty, pa.scalar(EMPTY_KEY), text))
+            parts.append(pc.binary_join_element_wise(pa.scalar(f"{name}:"), encoded, pa.scalar("")))
+        return pc.binary_join_element_wise(*parts, pa.scalar(","))
 
     # ---- partition path ----------------------------------------------------------------------
     def partition_path(self, schema: T.StructType) -> Column:
@@ -175,3 +196,24 @@ def _has_offset(pattern: str) -> bool:
 def _java_to_spark_pattern(pattern: str) -> str:
     """Java SimpleDateFormat patterns as Spark datetime patterns (they differ in few letters)."""
     return pattern.replace("Z", "XX")
+
+
+#: The key generators Hudi allows on a table without meta fields (``hoodie.populate.meta.fields=false``).
+VIRTUAL_KEY_GENERATORS = (C.SIMPLE_KEYGEN, C.COMPLEX_KEYGEN, C.NONPARTITIONED_KEYGEN)
+_VIRTUAL_KEY_TYPES = (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+
+
+def check_virtual_keys(record_key_fields: list[str], keygen_class: str, schema: T.StructType) -> None:
+    """Refuse (``OptionError``) a table without meta fields whose record keys readers could not
+    derive from its rows as writers did: no record key, a key generator Hudi does not allow for it,
+    or a key column that is not a string or a whole number."""
+    where = f"{C.POPULATE_META_FIELDS}=false"
+    if not record_key_fields:
+        raise OptionError(f"{where} needs a record key, which readers derive from the rows; add primaryKey = '<column>'")
+    if keygen_class not in VIRTUAL_KEY_GENERATORS:
+        raise OptionError(f"{where} is not supported with {keygen_class.rsplit('.', 1)[-1]}: Hudi derives keys of a table "
+                          "without meta fields with the simple, complex or non-partitioned key generator only")
+    for name in record_key_fields:
+        if not isinstance(schema[name].dataType, _VIRTUAL_KEY_TYPES):
+            raise OptionError(f"{where}: record key column {name} is {schema[name].dataType.simpleString()}; a table "
+                              "without meta fields keys its records by string or whole-number columns")

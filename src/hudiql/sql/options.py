@@ -38,6 +38,7 @@ from hudiql.config import table_config as C
 from hudiql.config.index_config import IndexConfig
 from hudiql.config.registry import validate_table_options
 from hudiql.errors import ColumnError, OptionError
+from hudiql.record.keygen import check_virtual_keys
 from hudiql.record.schema import storage_type, to_avro_json
 
 SPARK = "spark"
@@ -179,6 +180,13 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
         props[C.TIMESTAMP_OUTPUT_FORMAT] = "yyyyMMdd" if is_date else "yyyyMMddHH"
         props[C.TIMESTAMP_OUTPUT_TZ] = "UTC"
 
+    populate_meta_fields = options.get(C.POPULATE_META_FIELDS, "true").strip().lower()
+    if populate_meta_fields == "false":
+        check_virtual_keys(record_key, keygen, schema)
+        if table_type == C.MERGE_ON_READ:
+            raise OptionError(f"{C.POPULATE_META_FIELDS}=false is supported on copy-on-write tables only: hudiql merges "
+                              "merge-on-read log files by their stored record keys; use type='cow', or keep the meta fields")
+
     payload, merge_mode = _payload_and_merge_mode(options, ordering)
     _check_merger(options, merge_mode)
     payload_ordering = options.get(K.PAYLOAD_ORDERING_FIELD)
@@ -207,7 +215,7 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
         C.PAYLOAD_CLASS: payload,
         C.MERGE_MODE: merge_mode,
         C.TIMELINE_TIMEZONE: "UTC",
-        C.POPULATE_META_FIELDS: "true",
+        C.POPULATE_META_FIELDS: populate_meta_fields,
         C.CREATE_SCHEMA: to_avro_json(stored_schema, definition.name),
     })
     if not record_key:

@@ -26,13 +26,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
-from pyspark.sql import types as T
 
 from hudiql.errors import WriteConflictError
-from hudiql.io.storage import Storage
 from hudiql.layout import bucket_of_file_id, parse_data_file_name
-from hudiql.read.snapshot import SOURCE_FILE, read_base_files
+from hudiql.read.snapshot import SOURCE_FILE, stored_keys
 from hudiql.table.fsview import read_commit_metadata
+from hudiql.table.table import HudiTable
 from hudiql.record.schema import (
     PARTITION_PATH,
     RECORD_KEY,
@@ -93,7 +92,7 @@ def concurrent_instants(snapshot: Timeline, current: Timeline, own: str, actions
 
 def check(
     spark: SparkSession,
-    storage: Storage,
+    table: HudiTable,
     snapshot: Timeline,
     current: Timeline,
     own: Instant,
@@ -121,7 +120,7 @@ def check(
                 raise _conflict(own, other, f"bucket {bucket} of partition '{partition}'")
         inserted_by.update((path, other) for path in theirs.inserted)
     if rule.unique_keys and mine.inserted and inserted_by:
-        _check_keys(spark, storage, own, mine.inserted, inserted_by)
+        _check_keys(spark, table, own, mine.inserted, inserted_by)
 
 
 def _check_pending_clustering(current: Timeline, own: Instant, groups: frozenset[tuple[str, str]]) -> None:
@@ -177,16 +176,15 @@ def _partitions(paths: Iterable[str]) -> set[str]:
     return {posixpath.dirname(p) for p in paths}
 
 
-def _check_keys(spark: SparkSession, storage: Storage, own: Instant, mine: tuple[str, ...],
+def _check_keys(spark: SparkSession, table: HudiTable, own: Instant, mine: tuple[str, ...],
                 inserted_by: dict[str, Instant]) -> None:
     """Both inserted a key: in the partitions both inserted into, a join of their keys."""
     shared = _partitions(mine) & _partitions(inserted_by)
     theirs = [p for p in inserted_by if posixpath.dirname(p) in shared]
     if not theirs:
         return
-    keys = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
-    ours_df = read_base_files(spark, storage, [p for p in mine if posixpath.dirname(p) in shared], keys)
-    theirs_df = read_base_files(spark, storage, theirs, keys, with_file_name=True)
+    ours_df = stored_keys(spark, table, [p for p in mine if posixpath.dirname(p) in shared])
+    theirs_df = stored_keys(spark, table, theirs, with_file_name=True)
     hit = ours_df.join(theirs_df, [RECORD_KEY, PARTITION_PATH]).limit(1).collect()
     if hit:
         by_name = {posixpath.basename(p): instant for p, instant in inserted_by.items()}

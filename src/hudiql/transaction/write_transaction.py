@@ -163,7 +163,7 @@ class WriteTransaction:
         with commit_lock(self.table.storage, self.table.settings, f"{self.instant.action} {self.instant_time}") as lock:
             if lock is not None:
                 current = Timeline.load(self.table.storage, self.table.config)
-                conflict.check(self.spark, self.table.storage, self.table.timeline, current, self.instant, metadata, rule)
+                conflict.check(self.spark, self.table, self.table.timeline, current, self.instant, metadata, rule)
             metadata.extra_metadata.update(self.table.settings.commit_extra_metadata())
             completed = self.table.timeline.complete(self.instant, metadata.encode(self.table.timeline.layout_version))
         # What the post-commit services start from: the listing under the lock, and this commit.

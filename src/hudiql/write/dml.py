@@ -38,7 +38,8 @@ from sqlglot import exp
 from hudiql.config import registry
 from hudiql.errors import ColumnError, DataError, SqlError
 from hudiql.read.query import QueryPlanner, conjuncts, partition_filter
-from hudiql.read.snapshot import snapshot
+from hudiql.read.snapshot import SOURCE_FILE, snapshot
+from hudiql.table.fsview import FileSystemView
 from hudiql.sql import statements as S
 from hudiql.sql.parser import DIALECT
 from hudiql.record.schema import (
@@ -148,7 +149,7 @@ class DmlPlanner:
         if reached is not None:
             literal = keep
             keep = lambda path: path in reached and (literal is None or literal(path))  # noqa: E731
-        target_view = self._register(snapshot(self.spark, table, files, keep).withColumn(MATCHED, F.lit(True)))
+        target_view = self._register(self._target(table, files, keep).withColumn(MATCHED, F.lit(True)))
 
         matched = exp.Not(this=exp.Is(this=_col(MATCHED, target), expression=exp.Null()))
         conditions = []
@@ -260,6 +261,15 @@ class DmlPlanner:
         paths = frame.select(table.keygen.partition_path(table.schema).alias("p")).distinct().collect()
         return {r[0] for r in paths}
 
+    def _target(self, table: HudiTable, files: FileSystemView, keep) -> DataFrame:
+        """The target rows a statement reads. A table without meta fields stores neither a row's
+        partition path nor (always) its file name: the statement takes the path from its key
+        generator and the file from the base file it read."""
+        if table.config.populate_meta_fields:
+            return snapshot(self.spark, table, files, keep)
+        return snapshot(self.spark, table, files, keep, with_file_name=True).withColumnRenamed(
+            SOURCE_FILE, FILE_NAME).withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
+
     def _old_ordering(self, table: HudiTable, qualifier: str | None) -> exp.Expression:
         field = table.config.ordering_field
         return _col(field, qualifier) if field else exp.Null()
@@ -269,7 +279,7 @@ class DmlPlanner:
         target = (alias or name.name).lower()
         files = table.file_system_view(sorted(partitions) if partitions is not None else None)
         keep = partition_filter(self.spark, table, files, where, {target, name.name}, True) if where else None
-        view = self._register(snapshot(self.spark, table, files, keep))
+        view = self._register(self._target(table, files, keep))
         projections = projections + [
             exp.alias_(exp.Literal.string(kind), KIND),
             exp.alias_(_col(PARTITION_PATH), OLD_PATH),

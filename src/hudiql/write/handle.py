@@ -21,8 +21,10 @@ import pyarrow.parquet as pq
 
 from hudiql import layout
 from hudiql.io.storage import Storage
+from hudiql.record.keygen import KeyGenerator
 from hudiql.record.merge import MergeRule
 from hudiql.record.schema import (
+    FILE_NAME,
     IS_DELETED,
     META_COLUMNS,
     PARTITION_PATH,
@@ -50,6 +52,9 @@ class MergeTask:
     concat: bool  # insert / bulk_insert: keep duplicates instead of merging by key
     generate_keys: bool  # table without a record key: keys are made here
     compression: str = "snappy"
+    #: A table without meta fields: stored rows' keys are derived by this key generator, and rows are
+    #: written with empty meta columns but their file name (as Hudi writes them).
+    virtual_keys: KeyGenerator | None = None
     # Merge-on-read: a small file group chosen to take inserts that receives none (the write
     # planned from a bound on its inserts, not a count) appends its updates as a log instead,
     # with this (``AppendTask.write_group``).
@@ -120,7 +125,8 @@ class MergeTask:
 
     def _merge(self, old: pa.Table, new: pa.Table, deletes: pa.Array, counts: dict) -> tuple[pa.Table, pa.Table, pa.Table]:
         """Split into (stored rows kept, incoming rows that replace stored ones, new inserts)."""
-        old_keys = old.column(RECORD_KEY).combine_chunks()
+        old_keys = (old.column(RECORD_KEY).combine_chunks() if self.virtual_keys is None
+                    else self.virtual_keys.stored_record_keys(old))
         new_keys = new.column(RECORD_KEY).combine_chunks()
         old_match = pc.index_in(old_keys, value_set=new_keys)  # position of the update, per stored row
         new_match = pc.is_in(new_keys, value_set=old_keys)
@@ -145,6 +151,8 @@ class MergeTask:
 
     def _with_meta(self, rows: pa.Table, partition_path: str, file_name: str, partition_id: int) -> pa.Table:
         meta = meta_values(rows.column(RECORD_KEY), self.instant_time, partition_path, file_name, partition_id)
+        if self.virtual_keys is not None:
+            meta = {name: values if name == FILE_NAME else pa.nulls(rows.num_rows, pa.string()) for name, values in meta.items()}
         data = {name: rows.column(name) for name in rows.column_names if name not in META_COLUMNS}
         return pa.table({**meta, **data})
 

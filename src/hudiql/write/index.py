@@ -21,12 +21,11 @@ import json
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from hudiql.config.index_config import NUM_BUCKETS, IndexConfig
 from hudiql.errors import HudiqlError
 from hudiql.layout import bucket_file_id, bucket_of_file_id
-from hudiql.read.snapshot import SOURCE_FILE, read_base_files
+from hudiql.read.snapshot import SOURCE_FILE, stored_keys
 from hudiql.table.fsview import FileSystemView
 from hudiql.record.keygen import EMPTY_KEY, NULL_KEY
 from hudiql.record.schema import PARTITION_PATH, RECORD_KEY
@@ -58,8 +57,7 @@ def tag(
     slices = [s for s in view.read_slices() if s.base_file]
     if not (lookup and table.has_record_key and slices):
         return incoming.withColumn(FILE_ID, F.lit(None).cast("string")), None
-    meta = T.StructType([T.StructField(c, T.StringType()) for c in (RECORD_KEY, PARTITION_PATH)])
-    existing = read_base_files(spark, table.storage, [s.base_path for s in slices], meta, with_file_name=True).select(
+    existing = stored_keys(spark, table, [s.base_path for s in slices], with_file_name=True).select(
         RECORD_KEY, PARTITION_PATH, F.regexp_extract(F.col(SOURCE_FILE), r"^([^_]+)_", 1).alias(FILE_ID)
     )
     # Inner join first: Spark may broadcast the (small) batch keys instead of shuffling every

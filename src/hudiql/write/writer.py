@@ -48,6 +48,7 @@ from hudiql.layout import (
     partition_metadata,
 )
 from hudiql.table.fsview import FileSystemView
+from hudiql.record.keygen import check_virtual_keys
 from hudiql.record.merge import MergeRule
 from hudiql.record.schema import (
     IS_DELETED,
@@ -278,9 +279,10 @@ def check_write_settings(table: HudiTable) -> None:
     """Refuse, before anything is written, what a write of ``table`` with its statement's settings
     (``HudiTable.for_statement``) cannot do."""
     if not table.config.populate_meta_fields:
-        raise HudiqlError(
-            f"table {table.base_uri} has hoodie.populate.meta.fields=false; hudiql writes only tables with meta fields"
-        )
+        if table.config.is_mor:
+            raise HudiqlError(f"table {table.base_uri} is a merge-on-read table without meta fields "
+                              "(hoodie.populate.meta.fields=false); hudiql writes those as copy-on-write only")
+        check_virtual_keys(table.config.record_key_fields, table.config.keygen_class, table.schema)
     if table.config.is_mor:
         table.settings.check(registry.MERGE_ON_READ_WRITE_KEYS)
     table.index.check_unchanged(table.config.props, table.settings.given, table.config.record_key_fields)
@@ -434,6 +436,7 @@ def _write_tagged(
         generate_keys=not table.has_record_key,
         compression=table.settings.choice(registry.COMPRESSION),
         append=append.write_group if append is not None else None,
+        virtual_keys=None if table.config.populate_meta_fields else table.keygen,
     )
     stats: list[DataFrame] = []  # one collect for every task: one Spark job
     if mor:
