@@ -362,6 +362,7 @@ REPLAYS = {
     "v6 mor parquet log blocks, rollback": ("sample_table/mor/parquet/v6_nonpartitioned_rollback", 6, "UTC"),
     "v6 cow without meta fields": ("sample_table/cow/v6_simplekeygen_hivestyle_no_metafields", 6, "America/Chicago"),
     "v8 cow without meta fields": ("sample_table/cow/v8_simplekeygen_hivestyle_no_metafields", 8, "UTC"),
+    "v6 mor without meta fields": ("sample_table/mor/parquet/v6_simplekeygen_hivestyle_no_metafields", 6, "UTC"),
     "v8 cow simple key": ("sample_table/cow/v8_simplekeygen_nonhivestyle", 8, "UTC"),
     "v9 cow complex key": ("sample_table/cow/v9_txns_complex_nometa", 9, "America/Chicago"),
     "v9 mor simple key": ("sample_table/mor/avro/v9_txns_simple_nometa", 9, "America/Chicago"),

@@ -1,8 +1,9 @@
-"""Tables without meta fields (``hoodie.populate.meta.fields=false``, Hudi's "virtual keys"): base files
-keep the five meta columns empty but ``_hoodie_file_name``, as Hudi writes them, and every reader of
-stored rows (the merge of a file group, the index, the conflict check, MERGE / UPDATE / DELETE)
-derives their record keys from the key columns. Checked with the official reader, on tables hudiql
-creates and on tables Hudi wrote; what Hudi does not allow on such tables is refused by name."""
+"""Tables without meta fields (``hoodie.populate.meta.fields=false``, Hudi's "virtual keys"), copy-on-write
+and merge-on-read: base files keep the five meta columns empty but ``_hoodie_file_name``, log records
+keep all five empty, as Hudi writes them, and every reader of stored rows (the merge of a file group or
+a slice, compaction, the index, the conflict check, MERGE / UPDATE / DELETE) derives their record keys
+from the key columns. Checked with the official reader, on tables hudiql creates and on tables Hudi
+wrote; what Hudi does not allow on such tables is refused by name."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
-from hudiql.errors import HudiqlError, OptionError, SqlError
+from hudiql.errors import OptionError, SqlError
 from hudiql.read.snapshot import stored_keys
 from hudiql.record.schema import FILE_NAME, META_COLUMNS
 from hudiql.sql.statements import TableName
@@ -37,17 +38,23 @@ def same_rows(session, table: Path) -> list[tuple]:
     return rows
 
 
-@pytest.mark.parametrize("version", [6, 9])
-def test_statements_on_a_table_without_meta_fields(session, version):
-    table = create(session, f"'hoodie.write.table.version'='{version}'")
+@pytest.mark.parametrize("version, kind", [(6, "cow"), (9, "cow"), (6, "mor"), (8, "mor")])
+def test_statements_on_a_table_without_meta_fields(session, version, kind):
+    table = create(session, f"'hoodie.write.table.version'='{version}'", f"type='{kind}'", "'hoodie.compact.inline'='false'")
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd1'), (3, 'c', 1, 'd2')")
     session.sql("INSERT INTO t VALUES (1, 'a2', 2, 'd1'), (4, 'd', 1, 'd2')")  # an upsert: 1 is updated
     session.sql("UPDATE t SET name = 'bb', ts = 3 WHERE id = 2")
     session.sql("DELETE FROM t WHERE id = 3")
     session.sql("MERGE INTO t USING (SELECT 4 AS id, 'dd' AS name, 5L AS ts, 'd2' AS dt UNION ALL "
                 "SELECT 5, 'e', 1, 'd1') s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
-    assert same_rows(session, table) == [(1, "a2", 2, "d1"), (2, "bb", 3, "d1"), (4, "dd", 5, "d2"), (5, "e", 1, "d1")]
+    expected = [(1, "a2", 2, "d1"), (2, "bb", 3, "d1"), (4, "dd", 5, "d2"), (5, "e", 1, "d1")]
+    assert same_rows(session, table) == expected
     assert session.sql("SELECT * FROM t").columns == COLUMNS  # no meta columns, as the official reader returns it
+    if kind == "mor":
+        logged = [p for p in table.rglob("*") if ".log." in p.name]
+        assert logged  # the updates went to log files, whose records keep the meta columns empty
+        session.sql("CALL run_compaction(table => 't')")
+        assert same_rows(session, table) == expected
 
     latest = {p.name: p for p in base_files(table)}
     view = session.table(TableName(None, "t")).file_system_view()
@@ -72,9 +79,10 @@ def test_a_complex_key_and_clustering(session):
     assert same_rows(session, table) == [(0, "n0", 2, "d1"), (1, "n1", 9, "d1"), (2, "n2", 1, "d1")]
 
 
-@pytest.mark.parametrize("name", ["v6_simplekeygen_hivestyle_no_metafields", "v8_simplekeygen_hivestyle_no_metafields"])
-def test_a_table_hudi_wrote_without_meta_fields_is_written(session, tmp_path, name):
-    table = unzip(HUDI_TABLES / "sample_table" / "cow" / f"{name}.zip", tmp_path)
+@pytest.mark.parametrize("path", ["cow/v6_simplekeygen_hivestyle_no_metafields", "cow/v8_simplekeygen_hivestyle_no_metafields",
+                                  "mor/parquet/v6_simplekeygen_hivestyle_no_metafields"])
+def test_a_table_hudi_wrote_without_meta_fields_is_written(session, tmp_path, path):
+    table = unzip(HUDI_TABLES / "sample_table" / f"{path}.zip", tmp_path)
     session.sql(f"CREATE TABLE t USING hudi LOCATION '{table}'")
     columns = ["id", "name", "longField", "byteField"]
     query = f"SELECT {', '.join(columns)} FROM t"
@@ -88,8 +96,6 @@ def test_a_table_hudi_wrote_without_meta_fields_is_written(session, tmp_path, na
 
 
 @pytest.mark.parametrize("statement, error, message", [
-    ("CREATE TABLE x (id INT, ts BIGINT) USING hudi TBLPROPERTIES (primaryKey='id', type='mor', "
-     "'hoodie.populate.meta.fields'='false')", OptionError, "supported on copy-on-write tables only"),
     ("CREATE TABLE x (id INT, ts BIGINT) USING hudi TBLPROPERTIES ('hoodie.populate.meta.fields'='false')",
      OptionError, "needs a record key"),
     ("CREATE TABLE x (id DOUBLE, ts BIGINT) USING hudi TBLPROPERTIES (primaryKey='id', "
@@ -111,12 +117,3 @@ def test_incremental_queries_are_refused_as_in_hudi(session):
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1')")
     with pytest.raises(SqlError, match="no meta fields .* incremental queries are not supported"):
         session.sql("SELECT * FROM hudi_table_changes('t', 'latest_state', 'earliest')").collect()
-
-
-def test_a_merge_on_read_table_hudi_wrote_without_meta_fields_is_refused_for_writes(session, tmp_path):
-    table = unzip(HUDI_TABLES / "sample_table" / "mor" / "parquet" / "v6_simplekeygen_hivestyle_no_metafields.zip", tmp_path)
-    session.sql(f"CREATE TABLE t USING hudi LOCATION '{table}'")
-    before = sorted(p.name for p in table.rglob("*") if p.is_file())
-    with pytest.raises(HudiqlError, match="merge-on-read table without meta fields"):
-        session.sql("UPDATE t SET name = 'Zed' WHERE id = 1")
-    assert sorted(p.name for p in table.rglob("*") if p.is_file()) == before

@@ -282,7 +282,7 @@ _KEY_LIST: list[Key] = [
     _fixed(C.TIMELINE_TIMEZONE, "UTC"),
     Key(C.POPULATE_META_FIELDS, TABLE, BOOL, "true",
         doc="false: the meta columns are stored empty and readers derive record keys from the key columns "
-            "(copy-on-write tables with the simple, complex or non-partitioned key generator; no incremental reads)"),
+            "(the simple, complex or non-partitioned key generator; no incremental reads)"),
     _fixed(C.DROP_PARTITION_COLUMNS, "false", "hudiql keeps partition columns in the data files; remove the option "
                                               "or set it to false"),
     Key(C.RECORD_KEY_FIELDS, TABLE, COLUMNS, doc="record key columns; PRIMARY KEY (...) wins"),

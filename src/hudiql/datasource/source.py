@@ -38,9 +38,8 @@ from hudiql.datasource.options import (
     write_options,
 )
 from hudiql.datasource.writer import HudiWriter
-from hudiql.errors import FormatError, SqlError, warn
+from hudiql.errors import SqlError, warn
 from hudiql.file_group import FileSlice
-from hudiql.file_group.reader import SliceReader
 from hudiql.read.incremental import (
     ChangeRange,
     change_range,
@@ -48,7 +47,7 @@ from hudiql.read.incremental import (
     unreadable_reason,
 )
 from hudiql.read.time_travel import table_as_of
-from hudiql.record.schema import COMMIT_TIME, to_arrow
+from hudiql.record.schema import COMMIT_TIME
 from hudiql.table.table import HudiTable
 
 NAME = "hudi"
@@ -110,8 +109,6 @@ class ReadPlan:
             if self.read_optimized and not s.base_file:
                 continue  # a slice a pending compaction opened, with logs only
             logs = [] if self.read_optimized else list(s.log_files)
-            if logs and not self.table.config.populate_meta_fields:
-                raise FormatError(f"table {self.table.base_uri} has log files but no meta fields; hudiql cannot merge them")
             weight = s.base_file_size + (0 if self.read_optimized else s.log_size)
             if size + weight > PARTITION_BYTES:
                 parts.append([])
@@ -157,7 +154,7 @@ class HudiReader(DataSourceReader):
         table = plan.table
         self.plan = plan
         self.columns = plan.schema.fieldNames()
-        self.slice_reader = SliceReader(table.base_uri, to_arrow(plan.schema), table.merge_rule, table.timeline.committed())
+        self.slice_reader = table.slice_reader(plan.schema)
         self.span = plan.span
         self.changed_after = plan.changed_after
 

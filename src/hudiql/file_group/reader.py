@@ -28,6 +28,7 @@ from hudiql.errors import damaged_file
 from hudiql.file_group.log_file.scanner import LogContent, LogScanner
 from hudiql.io.storage import Storage
 from hudiql.layout import join_partition, parse_data_file_name
+from hudiql.record.keygen import KeyGenerator
 from hudiql.record.merge import MergeRule, natural_order
 from hudiql.record.schema import RECORD_KEY, conform, select_fields
 from hudiql.timeline.active import CommittedInstants
@@ -49,17 +50,26 @@ class SliceReader:
     arrow_schema: pa.Schema  # meta + data columns
     merge_rule: MergeRule
     committed: CommittedInstants
+    #: A table without meta fields: stored rows' keys are derived from their key columns by this.
+    virtual_keys: KeyGenerator | None = None
 
-    def udf(self, columns: list[str], changed_after: str | None = None):
+    def udf(self, columns: list[str], changed_after: str | None = None, file_id_column: str | None = None):
         """The function ``mapInArrow`` calls for snapshot queries: slice descriptors in
         (partition_path, base_file, log_files), the slices' merged rows out, as ``columns``;
-        with ``changed_after``, only rows that may have been written after that instant."""
+        with ``changed_after``, only rows that may have been written after that instant; with
+        ``file_id_column``, that column too, holding the slice's file id."""
 
         def merge_slices(batches):
             for batch in batches:
                 for d in batch.to_pylist():
-                    yield from self.snapshot_batches(d["partition_path"], d["base_file"], list(d["log_files"] or []),
-                                                     columns, changed_after)
+                    logs = list(d["log_files"] or [])
+                    rows = self.snapshot_batches(d["partition_path"], d["base_file"], logs, columns, changed_after)
+                    if file_id_column is None:
+                        yield from rows
+                        continue
+                    file_id = parse_data_file_name(d["base_file"] or logs[0]).file_id
+                    for b in rows:
+                        yield b.append_column(file_id_column, pa.array([file_id] * b.num_rows, pa.string()))
 
         return merge_slices
 
@@ -115,8 +125,13 @@ class SliceReader:
 
     def _merge_columns(self) -> list[str]:
         """The base file's columns the fold with the logs needs: the key, and the ordering field."""
-        ordering = self.merge_rule.ordering_field
-        return [RECORD_KEY] + ([ordering] if ordering else [])
+        return self.scanner.merge_columns()
+
+    def _keys(self, stored: pa.Table) -> pa.Array:
+        """The record keys of stored rows: as stored, or derived (a table without meta fields)."""
+        if self.virtual_keys is None:
+            return stored.column(RECORD_KEY)
+        return self.virtual_keys.stored_record_keys(stored)
 
     def read_base(self, partition_path: str, base_file: str | None, columns: list[str] | None = None) -> pa.Table:
         """The base file's rows in the reader's schema (only ``columns`` of it, when given)."""
@@ -150,7 +165,8 @@ class SliceReader:
 
     @property
     def scanner(self) -> LogScanner:
-        return LogScanner(self.base_uri, self.arrow_schema, self.merge_rule.ordering_field, self.committed)
+        return LogScanner(self.base_uri, self.arrow_schema, self.merge_rule.ordering_field, self.committed,
+                          self.virtual_keys)
 
     def merge(self, partition_path: str, base_file: str | None, log_files: list[str]) -> pa.Table:
         """The merged rows of a slice (compaction)."""
@@ -182,7 +198,7 @@ class SliceReader:
             return SliceOutcome(pa.array([], pa.int64()), content.schema.empty_table())
         delete_keys = pa.array(sorted({key for key, _, _ in deletes}), pa.string())
         with_delete = pc.is_in(items.column("key"), value_set=delete_keys)
-        stored = _StoredKeys(base.column(RECORD_KEY), pa.concat_arrays([items.column("key").combine_chunks(), delete_keys]))
+        stored = _StoredKeys(self._keys(base), pa.concat_arrays([items.column("key").combine_chunks(), delete_keys]))
         kept, winners = self._fold_records(items.filter(pc.invert(with_delete)), base, stored)
         slow_kept, slow_winners = self._fold_sequence(items.filter(with_delete), deletes, base, stored)
         kept = pa.concat_arrays([kept, slow_kept])

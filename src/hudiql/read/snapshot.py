@@ -28,9 +28,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudiql.errors import FormatError, damaged_file
+from hudiql.errors import damaged_file
 from hudiql.file_group import FileSlice
-from hudiql.file_group.reader import SliceReader
 from hudiql.io.storage import Storage
 from hudiql.table.fsview import FileSystemView
 from hudiql.record.schema import PARTITION_PATH, RECORD_KEY, conform, to_arrow
@@ -56,8 +55,8 @@ def snapshot(
 
     Slices without log files (every slice of a copy-on-write table, and every slice of a
     read-optimized query) are read as plain parquet (``read_base_files``); slices with logs are
-    merged in Spark tasks. ``with_file_name``: with ``SOURCE_FILE``, the base file of each row
-    (of slices without logs only: the merge of a table without meta fields is refused anyway).
+    merged in Spark tasks. ``with_file_name``: with ``SOURCE_FILE``, the base file of each row (of a
+    merged slice: its file id, which is how a log record names its file group).
     """
     slices = (view or table.file_system_view()).read_slices()
     if keep_partition is not None:
@@ -77,8 +76,7 @@ def snapshot(
         paths = [s.base_path for s in plain]
         parts.append(read_base_files(spark, table.storage, paths, table.columns, schema.fieldNames(), with_file_name))
     if merged:
-        assert not with_file_name, "slices with log files have no one source file"
-        parts.append(_merge_slices(spark, table, merged, schema, changed_after))
+        parts.append(_merge_slices(spark, table, merged, schema, changed_after, with_file_name))
     if not parts:
         extra = [T.StructField(SOURCE_FILE, T.StringType())] if with_file_name else []
         return spark.createDataFrame([], T.StructType([*schema.fields, *extra]))
@@ -153,17 +151,13 @@ def _parquet_batches(storage: Storage, path: str, schema: pa.Schema, with_file_n
 
 
 def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice], schema: T.StructType,
-                  changed_after: str | None) -> DataFrame:
+                  changed_after: str | None, with_file_name: bool = False) -> DataFrame:
     """Slices with logs, merged in Python tasks (one slice at a time, a task per few slices).
 
     Only ``schema``'s columns leave the tasks: the base rows cross into Spark once, without the
     rows the logs supersede, and no column the query does not read is decoded or moved.
     """
-    if not table.config.populate_meta_fields:
-        raise FormatError(f"table {table.base_uri} has log files but no meta fields; hudiql cannot merge them")
-    reader = SliceReader(
-        table.base_uri, to_arrow(table.columns), table.merge_rule, table.timeline.committed()
-    )
+    reader = table.slice_reader(table.columns)
     out = schema if schema.fields else T.StructType([_row_carrier(table.columns)])
     # Largest slices first: Spark starts the heaviest tasks first and the light ones fill in.
     ordered = sorted(slices, key=lambda s: -(s.base_file_size + s.log_size))
@@ -172,8 +166,11 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
         [(s.partition_path, s.base_file, s.log_files) for s in ordered], parallelism
     )
     frame = spark.createDataFrame(descriptors, "partition_path string, base_file string, log_files array<string>")
-    merged = frame.mapInArrow(reader.udf(out.fieldNames(), changed_after), out)
-    return merged if schema.fields else merged.select()
+    file_id = SOURCE_FILE if with_file_name else None
+    if with_file_name:
+        out = T.StructType([*out.fields, T.StructField(SOURCE_FILE, T.StringType())])
+    merged = frame.mapInArrow(reader.udf([f.name for f in out.fields if f.name != SOURCE_FILE], changed_after, file_id), out)
+    return merged if schema.fields or with_file_name else merged.select()
 
 
 def _row_carrier(columns: T.StructType) -> T.StructField:

@@ -29,7 +29,7 @@ from hudiql.config import registry as K
 from hudiql import layout
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.timeline.compaction_plan import CompactionOperation, decode_plan, encode_plan
-from hudiql.record.schema import FILE_NAME, to_arrow, to_avro_json, with_meta_columns
+from hudiql.record.schema import FILE_NAME, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import (
     COMMIT,
@@ -149,10 +149,7 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMe
     """Run a requested compaction (or one whose runner died) and commit it."""
     operations = read_plan(table, instant)
     with WriteTransaction.resume(spark, table, instant) as txn:
-        reader = SliceReader(
-            table.base_uri, to_arrow(with_meta_columns(table.schema)), table.merge_rule,
-            table.timeline.committed(),
-        )
+        reader = table.slice_reader(with_meta_columns(table.schema))
         ops = spark.createDataFrame(
             [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],
             "partition_path string, file_id string, base_instant string, base_file string, log_files array<string>",

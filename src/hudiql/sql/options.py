@@ -183,9 +183,6 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
     populate_meta_fields = options.get(C.POPULATE_META_FIELDS, "true").strip().lower()
     if populate_meta_fields == "false":
         check_virtual_keys(record_key, keygen, schema)
-        if table_type == C.MERGE_ON_READ:
-            raise OptionError(f"{C.POPULATE_META_FIELDS}=false is supported on copy-on-write tables only: hudiql merges "
-                              "merge-on-read log files by their stored record keys; use type='cow', or keep the meta fields")
 
     payload, merge_mode = _payload_and_merge_mode(options, ordering)
     _check_merger(options, merge_mode)

@@ -32,7 +32,8 @@ from hudiql.layout import META_FOLDER, PROPERTIES_FILE
 from hudiql.table.fsview import FileSystemView, read_commit_metadata
 from hudiql.record.keygen import KeyGenerator
 from hudiql.record.merge import MergeRule
-from hudiql.record.schema import from_avro, with_meta_columns, without_meta_columns
+from hudiql.file_group.reader import SliceReader
+from hudiql.record.schema import from_avro, to_arrow, with_meta_columns, without_meta_columns
 from hudiql.timeline.active import Timeline
 
 
@@ -182,6 +183,13 @@ class HudiTable:
         if partitions is None:
             self._full_view = view
         return view
+
+    def slice_reader(self, columns: T.StructType) -> SliceReader:
+        """What reads this snapshot's file slices as ``columns``: merged by the table's merge rule,
+        its committed instants and its record keys (derived from the key columns when the table
+        stores no meta fields)."""
+        return SliceReader(self.base_uri, to_arrow(columns), self.merge_rule, self.timeline.committed(),
+                           None if self.config.populate_meta_fields else self.keygen)
 
     def average_record_size(self, default: int = 1024) -> int:
         """Bytes per record, estimated from the latest commit that wrote records."""

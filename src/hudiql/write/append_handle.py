@@ -92,6 +92,8 @@ class AppendTask:
     block_format: str = "avro"  # or "parquet"
     batch_size: int = DEFAULT_BATCH_SIZE
     task_max_size: int = DEFAULT_TASK_MAX_SIZE
+    #: False: a table without meta fields, whose log records keep them empty, as Hudi writes them.
+    populate_meta_fields: bool = True
 
     def udf(self):
         """The function ``mapInArrow`` calls once per Spark partition."""
@@ -173,6 +175,8 @@ class AppendTask:
     def _data_block(self, updates: pa.Table, group: _GroupBuffer, task: _TaskState) -> L.LogBlock:
         n = updates.num_rows
         meta = meta_values(updates.column(RECORD_KEY), self.instant_time, group.partition_path, group.file_id, task.partition_id, task.seq)
+        if not self.populate_meta_fields:
+            meta = {name: pa.nulls(n, pa.string()) for name in meta}
         task.seq += n
         data = conform(updates, pa.schema([f for f in self.arrow_schema if f.name not in META_COLUMNS]))
         records = pa.table({**meta, **{c: data.column(c) for c in data.column_names}}).cast(self.arrow_schema)

@@ -40,7 +40,7 @@ from pyspark.sql import types as T
 
 from hudiql.config import registry
 from hudiql.config.index_config import IndexConfig
-from hudiql.errors import HudiqlError, SqlError
+from hudiql.errors import SqlError
 from hudiql.formats.log_file import wrapper_for
 from hudiql.layout import (
     PARTITION_METADATA_FILE,
@@ -279,9 +279,6 @@ def check_write_settings(table: HudiTable) -> None:
     """Refuse, before anything is written, what a write of ``table`` with its statement's settings
     (``HudiTable.for_statement``) cannot do."""
     if not table.config.populate_meta_fields:
-        if table.config.is_mor:
-            raise HudiqlError(f"table {table.base_uri} is a merge-on-read table without meta fields "
-                              "(hoodie.populate.meta.fields=false); hudiql writes those as copy-on-write only")
         check_virtual_keys(table.config.record_key_fields, table.config.keygen_class, table.schema)
     if table.config.is_mor:
         table.settings.check(registry.MERGE_ON_READ_WRITE_KEYS)
@@ -547,6 +544,7 @@ def _append_task(
         block_format=table.settings.choice(registry.LOG_BLOCK_FORMAT),
         batch_size=table.settings.size(registry.WRITE_BATCH_SIZE),
         task_max_size=table.settings.size(registry.WRITE_TASK_MAX_SIZE),
+        populate_meta_fields=table.config.populate_meta_fields,
     )
 
 

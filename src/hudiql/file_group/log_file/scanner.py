@@ -38,6 +38,7 @@ from hudiql.errors import RESTORE_FROM_BACKUP, FormatError, damaged_file
 from hudiql.formats import log_file as L
 from hudiql.io.storage import Storage
 from hudiql.layout import join_partition, parse_data_file_name
+from hudiql.record.keygen import KeyGenerator
 from hudiql.record.schema import RECORD_KEY, conform, select_fields
 from hudiql.timeline.active import CommittedInstants
 
@@ -75,6 +76,13 @@ class LogScanner:
     arrow_schema: pa.Schema  # meta + data columns
     ordering_field: str | None
     committed: CommittedInstants
+    #: A table without meta fields: records' keys are derived from their key columns by this.
+    virtual_keys: KeyGenerator | None = None
+
+    def merge_columns(self) -> list[str]:
+        """The columns a record's merge needs: its key (or the columns it is derived from), its ordering value."""
+        keys = list(self.virtual_keys.record_key_fields) if self.virtual_keys is not None else [RECORD_KEY]
+        return keys + ([self.ordering_field] if self.ordering_field else [])
 
     def scan(
         self, partition_path: str, log_files: list[str], columns: Collection[str] | None = None,
@@ -85,7 +93,7 @@ class LogScanner:
         decoded with the key and ordering columns only: an incremental read needs them for the
         merge, never as rows."""
         schema = select_fields(self.arrow_schema, columns)
-        merge_columns = [RECORD_KEY] + ([self.ordering_field] if self.ordering_field else [])
+        merge_columns = self.merge_columns()
         narrow = select_fields(self.arrow_schema, merge_columns)
         storage = Storage(self.base_uri)
         blocks: list[tuple[str, L.LogBlock]] = []
@@ -164,7 +172,7 @@ class LogScanner:
     def _add_items(self, tables: list[pa.Table], items: list[pa.Table], table: pa.Table, seqs: np.ndarray) -> None:
         n = table.num_rows
         columns = {
-            "key": table.column(RECORD_KEY),
+            "key": table.column(RECORD_KEY) if self.virtual_keys is None else self.virtual_keys.stored_record_keys(table),
             "seq": pa.array(seqs),
             "src": pa.array(np.full(n, len(tables), dtype=np.int64)),
             "row": pa.array(np.arange(n, dtype=np.int64)),
