@@ -235,6 +235,19 @@ def test_explicit_merge_mode_picks_the_payload(key):
     assert (props[PAYLOAD], props[MERGE_MODE]) == (OVERWRITE_PAYLOAD, "COMMIT_TIME_ORDERING")
 
 
+@pytest.mark.parametrize("key", ["payloadType", "hoodie.datasource.write.payload.type", "hoodie.compaction.payload.type"])
+def test_a_payload_type_picks_its_payload_class(key):
+    props = props_of(primary_key=["id"], options={"preCombineField": "ts", key: "OVERWRITE_LATEST_AVRO"})
+    assert (props[PAYLOAD], props[MERGE_MODE], key in props) == (OVERWRITE_PAYLOAD, "COMMIT_TIME_ORDERING", False)
+    props = props_of(primary_key=["id"], options={"preCombineField": "ts", key: "hoodie_avro_default"})
+    assert (props[PAYLOAD], props[MERGE_MODE]) == (DEFAULT_PAYLOAD, "EVENT_TIME_ORDERING")
+    with pytest.raises(OptionError, match=f"{key}=PARTIAL_UPDATE_AVRO is not supported: hudiql merges by HOODIE_AVRO_DEFAULT"):
+        props_of(primary_key=["id"], options={key: "PARTIAL_UPDATE_AVRO"})
+    with pytest.raises(OptionError, match="name different payloads; give one of them"):
+        props_of(primary_key=["id"], options={"preCombineField": "ts", key: "EVENT_TIME_AVRO",
+                                              "payloadClass": "DefaultHoodieRecordPayload"})
+
+
 def test_merge_mode_that_cannot_be_honoured_is_refused():
     with pytest.raises(OptionError) as info:
         props_of(primary_key=["id"], options={"recordMergeMode": "EVENT_TIME_ORDERING"})

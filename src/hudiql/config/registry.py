@@ -134,6 +134,11 @@ PRINT_HEADER = "hudiql.cli.print.header"
 SHORT_PRIMARY_KEY = "primaryKey"
 SHORT_ORDERING = ("preCombineField", "orderingFields", "precombine.field", "write.precombine.field")
 SHORT_PAYLOAD = ("payloadClass", "payload.class")
+#: The payload types (Hudi's ``RecordPayloadType``) of the payload classes hudiql merges by.
+PAYLOAD_TYPES = {"HOODIE_AVRO_DEFAULT": C.DEFAULT_PAYLOAD, "OVERWRITE_LATEST_AVRO": C.OVERWRITE_WITH_LATEST_PAYLOAD,
+                 "EVENT_TIME_AVRO": C.EVENT_TIME_PAYLOAD}
+#: The payload type, as a write option, as the table property Hudi 0.14/0.15 keep it in, and short.
+PAYLOAD_TYPE_KEYS = ("hoodie.datasource.write.payload.type", "hoodie.compaction.payload.type", "payloadType")
 SHORT_TABLE_TYPE = ("type", "table.type")
 SHORT_MERGE_MODE = "recordMergeMode"
 RECORD_MERGER_IMPLS = "hoodie.datasource.write.record.merger.impls"
@@ -301,6 +306,9 @@ _KEY_LIST: list[Key] = [
           doc="DefaultHoodieRecordPayload with an ordering field, else OverwriteWithLatestAvroPayload"),
     _enum(PAYLOAD_OPTION, TABLE, _PAYLOAD_VALUES, same_as=C.PAYLOAD_CLASS),
     *[_enum(name, TABLE, _PAYLOAD_VALUES, same_as=C.PAYLOAD_CLASS) for name in SHORT_PAYLOAD],
+    *[_enum(name, TABLE, tuple(PAYLOAD_TYPES), doc="the payload class by its type (stored as the class)",
+            otherwise="hudiql merges by HOODIE_AVRO_DEFAULT, OVERWRITE_LATEST_AVRO or EVENT_TIME_AVRO (their payload "
+                      "classes); remove the option or use one of them") for name in PAYLOAD_TYPE_KEYS],
     _enum(C.MERGE_MODE, TABLE, _MERGE_MODES, refused=_CUSTOM_MERGE,
           doc="EVENT_TIME_ORDERING with an ordering field, else COMMIT_TIME_ORDERING"),
     _enum(SHORT_MERGE_MODE, TABLE, _MERGE_MODES, refused=_CUSTOM_MERGE, same_as=C.MERGE_MODE),

@@ -163,7 +163,8 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
     # Write-side spellings of the key and partition fields are replaced by the table's own keys,
     # so hoodie.properties never holds a value the DDL overrode.
     overridden = {K.RECORD_KEY_OPTION, K.PARTITION_OPTION, K.WRITE_TABLE_VERSION, C.TABLE_VERSION,
-                  C.TIMELINE_LAYOUT_VERSION, C.ORDERING_FIELDS_V8, K.RECORD_MERGER_IMPLS, K.MERGE_CUSTOM_CLASSES}
+                  C.TIMELINE_LAYOUT_VERSION, C.ORDERING_FIELDS_V8, K.RECORD_MERGER_IMPLS, K.MERGE_CUSTOM_CLASSES,
+                  *K.PAYLOAD_TYPE_KEYS}
     props: dict[str, str] = {k: v for k, v in options.items() if k.startswith("hoodie.") and k not in overridden}
     keygen = _first(options, KEYGEN_OPTIONS)
     if keygen and "." not in keygen:
@@ -251,6 +252,13 @@ def _payload_and_merge_mode(options: dict[str, str], ordering: list[str]) -> tup
     payload = _first(options, PAYLOAD_OPTIONS)
     if payload and "." not in payload:
         payload = C.PAYLOAD_PACKAGE + payload
+    payload_type = _first(options, list(K.PAYLOAD_TYPE_KEYS))
+    if payload_type:
+        by_type = K.PAYLOAD_TYPES[payload_type.strip().upper()]
+        if payload and payload != by_type:
+            raise OptionError(f"payloadType={payload_type} and payloadClass={payload.rsplit('.', 1)[1]} name different "
+                              "payloads; give one of them")
+        payload = by_type
     wanted = (_first(options, MERGE_MODE_OPTIONS) or "").strip().upper()
     if not payload:
         payload = C.default_payload(wanted or (C.EVENT_TIME_ORDERING if ordering else C.COMMIT_TIME_ORDERING))
