@@ -166,10 +166,10 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
         [(s.partition_path, s.base_file, s.log_files) for s in ordered], parallelism
     )
     frame = spark.createDataFrame(descriptors, "partition_path string, base_file string, log_files array<string>")
-    file_id = SOURCE_FILE if with_file_name else None
-    if with_file_name:
+    columns = out.fieldNames()
+    if with_file_name:  # a merged slice's rows name their file group, as a log record does
         out = T.StructType([*out.fields, T.StructField(SOURCE_FILE, T.StringType())])
-    merged = frame.mapInArrow(reader.udf([f.name for f in out.fields if f.name != SOURCE_FILE], changed_after, file_id), out)
+    merged = frame.mapInArrow(reader.udf(columns, changed_after, SOURCE_FILE if with_file_name else None), out)
     return merged if schema.fields or with_file_name else merged.select()
 
 

@@ -27,12 +27,12 @@ from hudiql.config.index_config import IndexConfig
 from hudiql.config.settings import Settings
 from hudiql.config.table_config import TableConfig, damaged_properties
 from hudiql.errors import FormatError, TableNotFoundError
+from hudiql.file_group.reader import SliceReader
 from hudiql.io.storage import Storage
 from hudiql.layout import META_FOLDER, PROPERTIES_FILE
 from hudiql.table.fsview import FileSystemView, read_commit_metadata
 from hudiql.record.keygen import KeyGenerator
 from hudiql.record.merge import MergeRule
-from hudiql.file_group.reader import SliceReader
 from hudiql.record.schema import from_avro, to_arrow, with_meta_columns, without_meta_columns
 from hudiql.timeline.active import Timeline
 
