@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 
 import pyarrow.parquet as pq
+import pytest
+from hudiql.errors import FormatError
 from hudiql.io.storage import Storage
 from hudiql.timeline import lsm_timeline as lsm
 from hudiql.timeline.lsm_timeline import HistoryRow
@@ -56,3 +58,15 @@ def test_a_file_no_manifest_lists_is_not_read_and_a_lost_version_file_falls_back
     assert len(lsm.read(storage, FOLDER)) == 4
     assert lsm.write(storage, FOLDER, batch(1)) == lsm.data_file_name(batch(1)[0].instant_time, batch(1)[1].instant_time, 0)
     assert lsm.latest_manifest(storage, FOLDER)[0] == 2  # archived already: no new snapshot
+
+
+def test_a_damaged_manifest_or_data_file_is_one_error_naming_it(tmp_path):
+    storage = Storage(str(tmp_path))
+    name = lsm.write(storage, FOLDER, batch(0))
+    history = tmp_path / FOLDER
+    (history / name).write_bytes(b"PAR1 cut short")
+    with pytest.raises(FormatError, match=f"{name} is not an LSM timeline file"):
+        lsm.read(storage, FOLDER)
+    (history / "manifest_1").write_text("{not json")
+    with pytest.raises(FormatError, match="manifest_1 is not an LSM timeline manifest"):
+        lsm.read(storage, FOLDER)
