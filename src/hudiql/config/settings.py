@@ -27,9 +27,10 @@ class Settings(Mapping[str, str]):
 
     def __init__(self, table_properties: Mapping[str, str] | None = None, session: Mapping[str, str] | None = None,
                  statement: Mapping[str, str] | None = None) -> None:
-        self._values = registry.effective_settings(table_properties or {}, session, statement)
+        self._table_properties = table_properties or {}
         #: What the session and the statement set, without the table's properties.
         self.given = registry.effective_settings({}, session, statement)
+        self._values = registry.effective_settings(self._table_properties, self.given)
         self._parsed: dict[tuple[str, str], str | int | bool] = {}
 
     def __getitem__(self, key: str) -> str:
@@ -46,9 +47,7 @@ class Settings(Mapping[str, str]):
 
     def over(self, statement: Mapping[str, str]) -> Settings:
         """These settings under a statement's (or a procedure's) own options."""
-        settings = Settings(self._values, statement=statement)
-        settings.given = {**self.given, **statement}
-        return settings
+        return Settings(self._table_properties, self.given, statement)
 
     def _typed(self, name: str, read) -> str | int | bool:
         key = (read.__name__, name)

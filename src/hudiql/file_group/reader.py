@@ -28,9 +28,9 @@ from hudiql.errors import damaged_file
 from hudiql.file_group.log_file.scanner import LogContent, LogScanner
 from hudiql.io.storage import Storage
 from hudiql.layout import join_partition, parse_data_file_name
-from hudiql.record.keygen import KeyGenerator
+from hudiql.record.keygen import KeyGenerator, record_keys_of
 from hudiql.record.merge import MergeRule, natural_order
-from hudiql.record.schema import RECORD_KEY, conform, select_fields
+from hudiql.record.schema import conform, select_fields
 from hudiql.timeline.active import CommittedInstants
 
 _DELETED = object()
@@ -127,11 +127,6 @@ class SliceReader:
         """The base file's columns the fold with the logs needs: the key, and the ordering field."""
         return self.scanner.merge_columns()
 
-    def _keys(self, stored: pa.Table) -> pa.Array:
-        """The record keys of stored rows: as stored, or derived (a table without meta fields)."""
-        if self.virtual_keys is None:
-            return stored.column(RECORD_KEY)
-        return self.virtual_keys.stored_record_keys(stored)
 
     def read_base(self, partition_path: str, base_file: str | None, columns: list[str] | None = None) -> pa.Table:
         """The base file's rows in the reader's schema (only ``columns`` of it, when given)."""
@@ -198,7 +193,7 @@ class SliceReader:
             return SliceOutcome(pa.array([], pa.int64()), content.schema.empty_table())
         delete_keys = pa.array(sorted({key for key, _, _ in deletes}), pa.string())
         with_delete = pc.is_in(items.column("key"), value_set=delete_keys)
-        stored = _StoredKeys(self._keys(base), pa.concat_arrays([items.column("key").combine_chunks(), delete_keys]))
+        stored = _StoredKeys(record_keys_of(base, self.virtual_keys), pa.concat_arrays([items.column("key").combine_chunks(), delete_keys]))
         kept, winners = self._fold_records(items.filter(pc.invert(with_delete)), base, stored)
         slow_kept, slow_winners = self._fold_sequence(items.filter(with_delete), deletes, base, stored)
         kept = pa.concat_arrays([kept, slow_kept])

@@ -25,7 +25,7 @@ from hudiql.errors import HudiqlError, SqlError
 from hudiql.layout import parse_data_file_name
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import CLEAN, WRITE_ACTIONS, parse_query_instant
-from hudiql.timeline.archived import has_archived, read_archived
+from hudiql.timeline.archived import read_archived
 from hudiql.timeline.clean_plan import decode_metadata, decode_plan
 
 
@@ -93,6 +93,4 @@ def table_as_of(table: HudiTable, text: str) -> HudiTable:
 
 
 def _archived_commit_at_or_before(table: HudiTable, instant: str) -> bool:
-    if not has_archived(table.storage, table.config):
-        return False
     return any(a.timestamp <= instant and a.action in WRITE_ACTIONS for a in read_archived(table.storage, table.config))

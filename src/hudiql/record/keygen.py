@@ -34,6 +34,7 @@ from hudiql.config import registry
 from hudiql.config import table_config as C
 from hudiql.errors import NULL_KEY_ERROR, OptionError
 from hudiql.layout import DEFAULT_PARTITION
+from hudiql.record.schema import RECORD_KEY
 
 NULL_KEY = "__null__"
 EMPTY_KEY = "__empty__"
@@ -196,6 +197,14 @@ def _has_offset(pattern: str) -> bool:
 def _java_to_spark_pattern(pattern: str) -> str:
     """Java SimpleDateFormat patterns as Spark datetime patterns (they differ in few letters)."""
     return pattern.replace("Z", "XX")
+
+
+def record_keys_of(rows: pa.Table, virtual_keys: KeyGenerator | None) -> pa.Array:
+    """The record keys of stored rows: their ``_hoodie_record_key``, or, on a table without meta
+    fields (``virtual_keys``: its key generator), derived from their key columns."""
+    if virtual_keys is None:
+        return rows.column(RECORD_KEY).combine_chunks()
+    return virtual_keys.stored_record_keys(rows)
 
 
 #: The key generators Hudi allows on a table without meta fields (``hoodie.populate.meta.fields=false``).

@@ -361,8 +361,9 @@ def as_history_rows(storage: Storage) -> list[lsm_timeline.HistoryRow]:
     rows = []
     for archived in completed:
         field = METADATA_FIELDS[archived.action]
-        completion = archived.transition_time or Timeline.next_instant_time(archived.timestamp)
-        rows.append(lsm_timeline.HistoryRow(archived.timestamp, max(completion, Timeline.next_instant_time(archived.timestamp)),
+        # completed after its own time, as layout 2 requires: the file's transition time, when later
+        completion = max(archived.transition_time or "", Timeline.next_instant_time(archived.timestamp))
+        rows.append(lsm_timeline.HistoryRow(archived.timestamp, completion,
                                             archived.action, _avro_file(schemas[field], archived.metadata),
                                             plans.get(archived.timestamp)))
     return rows

@@ -104,12 +104,15 @@ def latest_manifest(storage: Storage, folder: str) -> tuple[int, list[ManifestEn
         version = int((storage.read_if_exists(f"{folder}/{VERSION_FILE}") or b"").decode())
     except ValueError:  # missing, or caught mid-write
         version = max(_manifest_versions(storage, folder), default=0)
-    if version == 0:
-        return 0, []
+    return version, _manifest(storage, folder, version) if version else []
+
+
+def _manifest(storage: Storage, folder: str, version: int) -> list[ManifestEntry]:
+    """The data files snapshot ``version`` lists."""
     path = f"{folder}/manifest_{version}"
     try:
         doc = json.loads(storage.read(path).decode() or "{}")
-        return version, [ManifestEntry(f["fileName"], int(f["fileLen"])) for f in doc.get("files", [])]
+        return [ManifestEntry(f["fileName"], int(f["fileLen"])) for f in doc.get("files", [])]
     except (ValueError, KeyError, TypeError) as exc:
         raise damaged_file(path, f"is not an LSM timeline manifest ({exc})") from None
 
@@ -182,10 +185,7 @@ def _clean(storage: Storage, folder: str, keep: int) -> None:
         return
     for version in versions[:-keep]:
         storage.delete(f"{folder}/manifest_{version}")
-    listed = set()
-    for version in versions[-keep:]:
-        doc = json.loads(storage.read(f"{folder}/manifest_{version}").decode() or "{}")
-        listed |= {f["fileName"] for f in doc.get("files", [])}
+    listed = {f.file_name for version in versions[-keep:] for f in _manifest(storage, folder, version)}
     for info in storage.list(folder):
         if info.name.endswith(".parquet") and info.name not in listed:
             storage.delete(f"{folder}/{info.name}")

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from hudiql import layout
 from hudiql.io.storage import Storage
-from hudiql.record.keygen import KeyGenerator
+from hudiql.record.keygen import KeyGenerator, record_keys_of
 from hudiql.record.merge import MergeRule
 from hudiql.record.schema import (
     FILE_NAME,
@@ -125,8 +125,7 @@ class MergeTask:
 
     def _merge(self, old: pa.Table, new: pa.Table, deletes: pa.Array, counts: dict) -> tuple[pa.Table, pa.Table, pa.Table]:
         """Split into (stored rows kept, incoming rows that replace stored ones, new inserts)."""
-        old_keys = (old.column(RECORD_KEY).combine_chunks() if self.virtual_keys is None
-                    else self.virtual_keys.stored_record_keys(old))
+        old_keys = record_keys_of(old, self.virtual_keys)
         new_keys = new.column(RECORD_KEY).combine_chunks()
         old_match = pc.index_in(old_keys, value_set=new_keys)  # position of the update, per stored row
         new_match = pc.is_in(new_keys, value_set=old_keys)

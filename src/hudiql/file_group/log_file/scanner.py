@@ -38,7 +38,7 @@ from hudiql.errors import RESTORE_FROM_BACKUP, FormatError, damaged_file
 from hudiql.formats import log_file as L
 from hudiql.io.storage import Storage
 from hudiql.layout import join_partition, parse_data_file_name
-from hudiql.record.keygen import KeyGenerator
+from hudiql.record.keygen import KeyGenerator, record_keys_of
 from hudiql.record.schema import RECORD_KEY, conform, select_fields
 from hudiql.timeline.active import CommittedInstants
 
@@ -172,7 +172,7 @@ class LogScanner:
     def _add_items(self, tables: list[pa.Table], items: list[pa.Table], table: pa.Table, seqs: np.ndarray) -> None:
         n = table.num_rows
         columns = {
-            "key": table.column(RECORD_KEY) if self.virtual_keys is None else self.virtual_keys.stored_record_keys(table),
+            "key": record_keys_of(table, self.virtual_keys),
             "seq": pa.array(seqs),
             "src": pa.array(np.full(n, len(tables), dtype=np.int64)),
             "row": pa.array(np.arange(n, dtype=np.int64)),
