@@ -31,8 +31,10 @@ METADATA_TABLE_FOLDER = f"{META_FOLDER}/metadata"
 PARTITION_METADATA_FILE = ".hoodie_partition_metadata"
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 BASE_FILE_EXTENSION = ".parquet"
+#: The base files of the metadata table.
+HFILE_EXTENSION = ".hfile"
 
-_BASE_FILE_RE = re.compile(r"^(?P<file_id>[^_]+)_(?P<token>[^_]+)_(?P<instant>\d+)\.parquet$")
+_BASE_FILE_RE = re.compile(r"^(?P<file_id>[^_]+)_(?P<token>[^_]+)_(?P<instant>\d+)\.(?:parquet|hfile)$")
 _LOG_FILE_RE = re.compile(
     r"^\.(?P<file_id>[^_]+)_(?P<instant>\d+)\.log\.(?P<version>\d+)(?:_(?P<token>[\d-]+))?$"
 )
@@ -59,8 +61,8 @@ def write_token(task_partition_id: int, stage_id: int, attempt_id: int) -> str:
     return f"{task_partition_id}-{stage_id}-{attempt_id}"
 
 
-def base_file_name(file_id: str, token: str, instant_time: str) -> str:
-    return f"{file_id}_{token}_{instant_time}{BASE_FILE_EXTENSION}"
+def base_file_name(file_id: str, token: str, instant_time: str, extension: str = BASE_FILE_EXTENSION) -> str:
+    return f"{file_id}_{token}_{instant_time}{extension}"
 
 
 def log_file_name(file_id: str, base_instant_time: str, version: int, token: str) -> str:

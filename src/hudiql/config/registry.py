@@ -90,6 +90,9 @@ KEEP_MIN_COMMITS = "hoodie.keep.min.commits"
 KEEP_MAX_COMMITS = "hoodie.keep.max.commits"
 ARCHIVAL_BATCH = "hoodie.commits.archival.batch"
 
+METADATA_ENABLE = "hoodie.metadata.enable"
+METADATA_COMPACT_MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
+
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
 FAILED_WRITES_POLICY = "hoodie.cleaner.policy.failed.writes"
 LOCK_PROVIDER = "hoodie.write.lock.provider"
@@ -378,6 +381,12 @@ _KEY_LIST: list[Key] = [
         doc="archiving starts when the active timeline holds more instants than this"),
     Key(ARCHIVAL_BATCH, BOTH, INT, "10", minimum=1, unit=" of instants", alterable=True,
         doc="archived instants per log block"),
+    # -- the metadata table (table.metadata_table) --------------------------------------------------------
+    Key(METADATA_ENABLE, BOTH, BOOL, "false", alterable=True,
+        doc="true: writes keep the metadata table's files partition (table versions 8 and 9); false: a write "
+            "removes the metadata table"),
+    Key(METADATA_COMPACT_MAX_DELTA_COMMITS, BOTH, INT, "10", minimum=1, unit=" of delta commits", alterable=True,
+        doc="metadata delta commits before the metadata table's files partition is compacted"),
     # -- clustering (services.clustering) -------------------------------------------------------------
     Key(INLINE_CLUSTERING, BOTH, BOOL, "false", alterable=True, doc="cluster after every few commits"),
     Key(CLUSTERING_MAX_COMMITS, BOTH, INT, "4", minimum=1, unit=" of commits", alterable=True,
@@ -593,10 +602,9 @@ _ONE_LOCK = (f"hudiql locks a table with a lock file ({LOCK_PROVIDER}, {LOCK_WAI
 
 #: First match wins: specific keys before the families they belong to.
 UNIMPLEMENTED: list[Unimplemented] = [
-    Unimplemented(("hoodie.metadata.enable",), "hudiql does not write the metadata table (it lists files on storage); "
-                                               "remove the option or set it to false", ("false",)),
     Unimplemented(("hoodie.metadata.*", "hoodie.table.metadata.partitions*"),
-                  "hudiql does not write the metadata table or its indexes; remove the option", ("false",)),
+                  f"hudiql keeps the metadata table's files partition ({METADATA_ENABLE}, "
+                  f"{METADATA_COMPACT_MAX_DELTA_COMMITS}), not its indexes; remove the option", ("false",)),
     Unimplemented(("hoodie.table.cdc.*",), "hudiql does not write change data capture (CDC) logs; remove the option "
                                            "or set it to false", ("false",)),
     Unimplemented(("hoodie.clean.async", "hoodie.archive.async"),

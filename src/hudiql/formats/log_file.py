@@ -121,9 +121,14 @@ class _Reader:
         return out
 
 
-def read_blocks(data: bytes, path: str) -> list[LogBlock]:
-    """Every block of a log file; a corrupt, truncated or unknown block is an error naming the
-    file (a ``TruncatedLogError`` when the file ends inside a block)."""
+#: The data blocks of a data table's logs; the metadata table's hold HFiles instead.
+DATA_TABLE_BLOCKS = (AVRO_DATA, PARQUET_DATA)
+
+
+def read_blocks(data: bytes, path: str, data_blocks: tuple[int, ...] = DATA_TABLE_BLOCKS) -> list[LogBlock]:
+    """Every block of a log file; a corrupt, truncated or unknown block, or a data block of a type
+    other than ``data_blocks``, is an error naming the file (a ``TruncatedLogError`` when the file
+    ends inside a block)."""
     reader = _Reader(data, path)
     blocks: list[LogBlock] = []
     while reader.pos < len(data):
@@ -143,7 +148,7 @@ def read_blocks(data: bytes, path: str) -> list[LogBlock]:
         version, block_type = reader.int32(), reader.int32()
         if version != LOG_FORMAT_VERSION:
             raise FormatError(f"log file {path}: unsupported log format version {version} at byte {start}")
-        if block_type not in (COMMAND, DELETE, AVRO_DATA, PARQUET_DATA):
+        if block_type not in (COMMAND, DELETE, *data_blocks):
             name = BLOCK_TYPE_NAMES.get(block_type, f"unknown type {block_type}")
             raise FormatError(f"log file {path}: block at byte {start} is {name}, which hudiql cannot read")
         header = reader.entries()

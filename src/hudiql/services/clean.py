@@ -37,6 +37,7 @@ from hudiql.config.settings import Settings
 from hudiql.timeline.clean_plan import CleanerPlan, CleanMetadata, decode_metadata, decode_plan, encode_metadata, encode_plan
 from hudiql.timeline.compaction_plan import decode_plan as decode_compaction_plan
 from hudiql.table.fsview import completion_times, list_data_files, log_slice, read_commit_metadata
+from hudiql.table.metadata_table import FileChanges, recording
 from hudiql.layout import DataFileName, parse_data_file_name, partition_of
 from hudiql.timeline.savepoint import savepointed_files
 from hudiql.table.table import HudiTable
@@ -55,6 +56,7 @@ from hudiql.timeline.active import (
     Timeline,
     format_instant_time,
 )
+from hudiql.transaction.lock import commit_lock
 from hudiql.transaction.prologue import locked, open_for_write
 
 #: The instants whose count the retention policies measure, pending ones included.
@@ -249,7 +251,10 @@ def execute(table: HudiTable, instant: Instant) -> CleanMetadata:
         instant.timestamp, int((time.monotonic() - started) * 1000), cleaner_plan.earliest_commit_to_retain or "",
         cleaner_plan.last_completed_commit, cleaner_plan.policy, deleted,
     )
-    timeline.complete(instant, encode_metadata(metadata))
+    # The metadata table records what went before the clean completes, under the lock its writers share.
+    with commit_lock(table.storage, table.settings, f"clean {instant.timestamp}"), \
+            recording(table, instant.timestamp, FileChanges.of_deleted(deleted)):
+        timeline.complete(instant, encode_metadata(metadata))
     return metadata
 
 

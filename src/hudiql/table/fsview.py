@@ -57,8 +57,10 @@ class FileSystemView:
         return cls({}, set(), set())
 
     @classmethod
-    def load(cls, storage: Storage, timeline: Timeline, partitions: list[str] | None = None) -> FileSystemView:
-        """List the table (or only ``partitions``) and keep what completed instants wrote.
+    def load(cls, storage: Storage, timeline: Timeline, partitions: list[str] | None = None,
+             listing: list[FileInfo] | None = None) -> FileSystemView:
+        """List the table (or only ``partitions``; ``listing``: the files as the metadata table
+        lists them, instead of storage) and keep what completed instants wrote.
 
         A log file is visible when a completed delta commit lists it in its write stats (layout 1),
         or when the delta commit its name carries completed (layout 2); the files of a crashed
@@ -81,7 +83,7 @@ class FileSystemView:
         pending = {i.timestamp: i for i in timeline.instants if i.action == COMPACTION and not i.is_completed}
         groups: dict[tuple[str, str], FileGroup] = {}
         candidates: list[tuple[FileGroup, str, str, str, int]] = []  # group, name instant, name, path, size
-        for info in list_data_files(storage, partitions):
+        for info in list_data_files(storage, partitions) if listing is None else listing:
             parsed = parse_data_file_name(info.name)
             if parsed is None:
                 continue

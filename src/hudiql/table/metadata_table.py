@@ -1,38 +1,101 @@
-"""The metadata table: ``.hoodie/metadata/``, a Hudi table inside the table, in which Hudi writers
-(since 0.11, by default) keep every partition's file listing and the indexes; and
-``hoodie.table.metadata.partitions`` in ``hoodie.properties``, which tells readers which of its
-partitions they may use (``files``: list the table through it).
+"""The metadata table: ``.hoodie/metadata/``, a merge-on-read Hudi table inside the data table, in
+which Hudi writers (since 0.11, by default) keep every partition's file listing (the ``files``
+partition) and the indexes; and ``hoodie.table.metadata.partitions`` in ``hoodie.properties``,
+which tells readers which of its partitions they may use. Readers of table versions 8 and 9
+(Hudi 1.x, the official native reader) list the table through it.
 
-hudiql does not maintain a metadata table yet. One left in place by a write would be stale: readers
-that list files through it (Hudi 1.x's Spark reader, the official native reader on table versions 8
-and 9, query engines with metadata listing) would not see the files the write added, and Hudi writers
-that index records through it could write duplicates. So before hudiql writes a table that has one, it
-removes it as Hudi's own writer does when ``hoodie.metadata.enable=false``: the property first (readers
-then list storage), the folder second, so a crash between the two leaves a table that every reader
-lists correctly, and the next write deletes the folder. A Hudi writer with the metadata table enabled
-builds it again from storage.
+hudiql keeps the ``files`` partition of version 8 and 9 tables when ``hoodie.metadata.enable`` is
+true: each instant that changes files (commit, delta commit, replace commit, compaction,
+clean, rollback, restore) first writes a metadata delta commit at the same instant time, whose log
+block (an HFile, ``formats.hfile``) holds the partitions and files it added and deleted
+(``metadata.records``), and only then completes; a crash between the two leaves a metadata delta
+commit of a data instant that never completed, which readers ignore and the data instant's
+rollback removes. Every ``hoodie.metadata.compact.max.delta.commits`` delta commits, the
+partition's log blocks are compacted into a new base HFile, and the slices before the previous
+one are deleted. The table gets a metadata table, built from a listing of its storage, at its
+first write with the option. Partitions hudiql does not keep (column stats, record index,
+secondary indexes) would go stale: a Hudi table that has them gets its metadata table rebuilt with
+``files`` alone, as a Hudi writer that disables them does.
+
+Without the option, or on a version 6 table, a write removes the metadata table as Hudi's own
+writer does with ``hoodie.metadata.enable=false``: the property first (readers then list
+storage), the folder second.
 
 Example:
     >>> storage = Storage(warehouse + "/orders")
-    >>> TableConfig({"hoodie.table.name": "orders", METADATA_PARTITIONS: "files"}).save(storage)
-    >>> storage.write(METADATA_TABLE_FOLDER + "/.hoodie/hoodie.properties", b"hoodie.table.name=orders_metadata")
-    >>> has_metadata_table(storage, TableConfig.load(storage))
-    True
-    >>> remove_metadata_table(storage).metadata_partitions
-    []
-    >>> has_metadata_table(storage, TableConfig.load(storage)), storage.exists(METADATA_TABLE_FOLDER)
-    (False, False)
+    >>> config = TableConfig({"hoodie.table.name": "orders", "hoodie.table.version": "8"})
+    >>> config.save(storage)
+    >>> storage.write("dt=1/f-0_0-1-0_20240101000000000.parquet", b"rows")
+    >>> timeline = Timeline.load(storage, config)
+    >>> _ = timeline.complete(timeline.start("commit", "20240101000000000"), b"")
+    >>> mdt = MetadataTable.create(storage, config, Timeline.load(storage, config))
+    >>> config.metadata_partitions, mdt.listing(Timeline.load(storage, config))
+    (['files'], {'dt=1': {'f-0_0-1-0_20240101000000000.parquet': 4}})
 """
 
 from __future__ import annotations
 
-from hudiql.config.table_config import (
-    METADATA_PARTITIONS,
-    METADATA_PARTITIONS_INFLIGHT,
-    TableConfig,
+import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from hudiql.config import registry
+from hudiql.config import table_config as C
+from hudiql.config.table_config import METADATA_PARTITIONS, METADATA_PARTITIONS_INFLIGHT, TableConfig
+from hudiql.errors import FormatError, HudiqlError, warn
+from hudiql.formats import hfile
+from hudiql.formats import log_file as L
+from hudiql.io.storage import FileInfo, Storage
+from hudiql.layout import (
+    HFILE_EXTENSION,
+    METADATA_TABLE_FOLDER,
+    PARTITION_METADATA_FILE,
+    PROPERTIES_FILE,
+    base_file_name,
+    join_partition,
+    log_file_name,
+    parse_data_file_name,
+    partition_metadata,
+    write_token,
 )
-from hudiql.io.storage import Storage
-from hudiql.layout import METADATA_TABLE_FOLDER
+from hudiql.metadata.records import (
+    FILES_FILE_ID,
+    FILES_PARTITION,
+    SCHEMA_JSON,
+    FilesRecord,
+    decode_value,
+    encode_value,
+    partition_of_key,
+)
+from hudiql.table.fsview import FileSystemView, list_data_files
+from hudiql.timeline.active import COMPACTION, DELTA_COMMIT, Timeline
+from hudiql.timeline.commit import CommitMetadata, WriteStat
+from hudiql.timeline.compaction_plan import CompactionOperation, encode_plan
+
+if TYPE_CHECKING:
+    from hudiql.table.table import HudiTable
+
+#: The instant a version 8 or 9 metadata table is built at (Hudi 1.x's initialization time).
+INIT_INSTANT = "00000000000000000"
+#: The properties of a metadata table, as Hudi 1.x writes them (beside the name and version).
+_MDT_PROPERTIES = {
+    C.TABLE_TYPE: C.MERGE_ON_READ,
+    C.RECORD_KEY_FIELDS: "key",
+    C.KEYGEN_TYPE_V8: "HOODIE_TABLE_METADATA",
+    C.PAYLOAD_CLASS: "org.apache.hudi.metadata.HoodieMetadataPayload",
+    C.MERGE_MODE: "CUSTOM",
+    C.MERGE_STRATEGY_ID_V8: "00000000-0000-0000-0000-000000000000",
+    C.POPULATE_META_FIELDS: "false",
+    C.BASE_FILE_FORMAT: "HFILE",
+    C.ARCHIVELOG_FOLDER: C.DEFAULT_HISTORY_PATH,
+    C.TIMELINE_LAYOUT_VERSION: "2",
+    C.TIMELINE_PATH_V8: C.DEFAULT_TIMELINE_PATH,
+    C.TIMELINE_HISTORY_PATH_V8: C.DEFAULT_HISTORY_PATH,
+    C.DROP_PARTITION_COLUMNS: "false",
+}
+_TOKEN = write_token(0, 0, 0)
 
 
 def has_metadata_table(storage: Storage, config: TableConfig) -> bool:
@@ -41,6 +104,12 @@ def has_metadata_table(storage: Storage, config: TableConfig) -> bool:
     return bool(config.get(METADATA_PARTITIONS) or config.get(METADATA_PARTITIONS_INFLIGHT)) or storage.is_dir(
         METADATA_TABLE_FOLDER
     )
+
+
+def keeps_metadata_table(table: HudiTable) -> bool:
+    """Whether writes of ``table`` keep its metadata table: ``hoodie.metadata.enable``, on the
+    table versions hudiql keeps one for (8 and 9)."""
+    return table.settings.flag(registry.METADATA_ENABLE) and table.config.version >= 8
 
 
 def remove_metadata_table(storage: Storage) -> TableConfig:
@@ -53,3 +122,305 @@ def remove_metadata_table(storage: Storage) -> TableConfig:
         config.save(storage)
     storage.delete_dir(METADATA_TABLE_FOLDER)
     return config
+
+
+@dataclass
+class FileChanges:
+    """What one data-table instant changed on storage: files added (name -> size) and deleted, by
+    partition, and partitions dropped."""
+
+    added: dict[str, dict[str, int]] = field(default_factory=dict)
+    deleted: dict[str, set[str]] = field(default_factory=dict)
+    dropped_partitions: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of_commit(cls, metadata: CommitMetadata) -> FileChanges:
+        """The files a commit, delta commit, replace commit or compaction wrote (a replaced file
+        group's files stay listed until a clean deletes them, as Hudi keeps them)."""
+        changes = cls()
+        for stat in metadata.write_stats:
+            name = posixpath.basename(stat.path)
+            sizes = changes.added.setdefault(stat.partition_path, {})
+            sizes[name] = max(sizes.get(name, 0), stat.file_size_in_bytes)
+        if metadata.operation_type == "DELETE_PARTITION":
+            changes.dropped_partitions = set(metadata.partition_to_replace_file_ids)
+        return changes
+
+    @classmethod
+    def of_deleted(cls, deleted: dict[str, list[str]]) -> FileChanges:
+        """The files a clean or rollback deleted (names or paths, by partition)."""
+        return cls(deleted={p: {posixpath.basename(n) for n in names} for p, names in deleted.items() if names})
+
+    def records(self) -> list[FilesRecord]:
+        partitions = sorted(set(self.added) | set(self.deleted))
+        records = [FilesRecord.for_partition(p, self.added.get(p, {}), self.deleted.get(p, ())) for p in partitions]
+        if self.added or self.dropped_partitions:
+            records.append(FilesRecord.partition_list(sorted(self.added), sorted(self.dropped_partitions)))
+        return records
+
+
+def _hfile(records: list[FilesRecord], file_name: str | None = None) -> bytes:
+    entries = [(r.key.encode(), encode_value(r, file_name)) for r in records]
+    info = {"schema": SCHEMA_JSON.encode()}
+    if file_name is not None and entries:  # a base file, as Hudi's HFile writer describes it
+        keys = sorted(k for k, _ in entries)
+        info.update(minRecordKey=keys[0], maxRecordKey=keys[-1])
+    return hfile.write_hfile(entries, file_info=info)
+
+
+class MetadataTable:
+    """The metadata table of one data table, as listed once: its config, timeline and the file
+    slice of its ``files`` partition."""
+
+    def __init__(self, data_storage: Storage, storage: Storage, config: TableConfig, timeline: Timeline) -> None:
+        self.data_storage = data_storage
+        self.storage = storage
+        self.config = config
+        self.timeline = timeline
+
+    @staticmethod
+    def storage_of(data_storage: Storage) -> Storage:
+        return Storage(data_storage.uri(METADATA_TABLE_FOLDER))
+
+    @classmethod
+    def load(cls, data_storage: Storage) -> MetadataTable:
+        storage = cls.storage_of(data_storage)
+        config = TableConfig.load(storage)
+        return cls(data_storage, storage, config, Timeline.load(storage, config))
+
+    @classmethod
+    def create(cls, data_storage: Storage, data_config: TableConfig, data_timeline: Timeline) -> MetadataTable:
+        """Build the metadata table from a listing of the data table's storage (the files of
+        completed instants), then name its ``files`` partition in the data table's properties
+        (``data_config`` is updated in place). The caller holds the table lock."""
+        storage = cls.storage_of(data_storage)
+        storage.delete_dir()  # what a crashed build left
+        props = {**_MDT_PROPERTIES, C.TABLE_NAME: f"{data_config.name}_metadata",
+                 C.TABLE_VERSION: str(data_config.version), C.INITIAL_VERSION_V8: str(data_config.version)}
+        if data_config.get(C.TIMELINE_TIMEZONE):
+            props[C.TIMELINE_TIMEZONE] = data_config.get(C.TIMELINE_TIMEZONE)
+        config = TableConfig(props)
+        storage.makedirs(config.archive_folder)
+        config.save(storage)
+        timeline = Timeline.load(storage, config)
+        instant = timeline.start(DELTA_COMMIT, INIT_INSTANT)
+        valid = _valid_instants(data_timeline)
+        changes = FileChanges()
+        for info in list_data_files(data_storage, None):
+            parsed = parse_data_file_name(info.name)
+            if parsed is not None and valid(parsed.instant_time):
+                changes.added.setdefault(posixpath.dirname(info.path), {})[info.name] = info.size
+        records = changes.records() or [FilesRecord.partition_list([])]
+        storage.write(join_partition(FILES_PARTITION, PARTITION_METADATA_FILE),
+                      partition_metadata(INIT_INSTANT, FILES_PARTITION))
+        base = base_file_name(FILES_FILE_ID, _TOKEN, INIT_INSTANT, HFILE_EXTENSION)
+        content = _hfile(records, base)
+        storage.write(join_partition(FILES_PARTITION, base), content)
+        # Hudi opens each file group's log with an empty delete block at initialization.
+        log = log_file_name(FILES_FILE_ID, INIT_INSTANT, 1, _TOKEN)
+        storage.write(join_partition(FILES_PARTITION, log), L.encode_block(
+            L.LogBlock(L.DELETE, {L.INSTANT_TIME: INIT_INSTANT}, L.delete_content([], None))))
+        stat = WriteStat(FILES_FILE_ID, FILES_PARTITION, join_partition(FILES_PARTITION, base), num_writes=len(records),
+                         num_inserts=len(records), total_write_bytes=len(content), file_size_in_bytes=len(content))
+        metadata = CommitMetadata(operation_type="BULK_INSERT_PREPPED", schema=SCHEMA_JSON, write_stats=[stat])
+        timeline.complete(instant, metadata.encode(2))
+        data_config.props.update({METADATA_PARTITIONS: FILES_PARTITION, METADATA_PARTITIONS_INFLIGHT: ""})
+        data_config.save(data_storage)
+        return cls(data_storage, storage, config, Timeline.load(storage, config))
+
+    # ---- reading ----------------------------------------------------------------------------------
+
+    def _files_slice(self):
+        view = FileSystemView.load(self.storage, self.timeline, [FILES_PARTITION])
+        slices = view.latest_slices(FILES_PARTITION)
+        if len(slices) != 1 or slices[0].file_id != FILES_FILE_ID:
+            raise FormatError(f"the metadata table's files partition has {len(slices)} file slices, not one")
+        return slices[0]
+
+    def records(self, data_timeline: Timeline) -> dict[str, FilesRecord]:
+        """Every record of the ``files`` partition, merged: the base HFile, then the log blocks of
+        the delta commits whose data instant completed (and the metadata table's own)."""
+        valid = _valid_instants(data_timeline)
+        file_slice = self._files_slice()
+        merged: dict[str, FilesRecord] = {}
+
+        def merge(content: bytes, name: str, schema: str | None) -> None:
+            data = hfile.HFile(content, name)
+            writer_schema = schema or data.file_info["schema"].decode()
+            for key, value in data.entries():
+                record = decode_value(key.decode(), value, writer_schema)
+                older = merged.get(record.key)
+                merged[record.key] = older.merged(record) if older else record
+
+        if file_slice.base_file:
+            path = join_partition(FILES_PARTITION, file_slice.base_file)
+            merge(self.storage.read(path), self.storage.uri(path), None)
+        for name in file_slice.log_files:
+            path = join_partition(FILES_PARTITION, name)
+            for block in L.read_blocks(self.storage.read(path), self.storage.uri(path), (L.HFILE_DATA,)):
+                if block.block_type == L.HFILE_DATA and valid(block.instant_time or ""):
+                    merge(block.content, self.storage.uri(path), block.header.get(L.SCHEMA))
+        return merged
+
+    def listing(self, data_timeline: Timeline, partitions: list[str] | None = None) -> dict[str, dict[str, int]]:
+        """The data table's files (name -> size) by partition, as the ``files`` partition lists them."""
+        out = {}
+        for key, record in self.records(data_timeline).items():
+            if record.type == 2 and (partitions is None or partition_of_key(key) in partitions):
+                out[partition_of_key(key)] = record.live_files()
+        return dict(sorted(out.items()))
+
+    # ---- writing ----------------------------------------------------------------------------------
+
+    def commit(self, instant_time: str, changes: FileChanges) -> None:
+        """Write the metadata delta commit of data instant ``instant_time``: one log file whose
+        HFile block holds ``changes``."""
+        records = changes.records()
+        instant = self.timeline.start(DELTA_COMMIT, instant_time)
+        name = log_file_name(FILES_FILE_ID, instant_time, 1, _TOKEN)
+        path = join_partition(FILES_PARTITION, name)
+        data = L.encode_block(L.LogBlock(L.HFILE_DATA, {L.INSTANT_TIME: instant_time, L.SCHEMA: SCHEMA_JSON},
+                                         _hfile(records)))
+        self.storage.write(path, data)
+        stat = WriteStat(FILES_FILE_ID, FILES_PARTITION, path, prev_commit=instant_time, num_writes=len(records),
+                         num_update_writes=len(records), total_write_bytes=len(data), file_size_in_bytes=len(data),
+                         log_files=[name], log_version=1, total_log_blocks=1)
+        metadata = CommitMetadata(operation_type="UPSERT_PREPPED", schema=SCHEMA_JSON, write_stats=[stat])
+        self.timeline = self.timeline.with_instant(self.timeline.complete(instant, metadata.encode(2)))
+
+    def forget(self, instant_time: str) -> None:
+        """Remove the metadata delta commit of a data instant that never completed (being rolled
+        back): its completed file first, so that it stops being read, then its log, then the rest."""
+        self.timeline.delete_completed(instant_time)
+        prefix = f".{FILES_FILE_ID}_{instant_time}.log."
+        for info in self.storage.list(FILES_PARTITION):
+            if info.name.startswith(prefix):
+                self.storage.delete(info.path)
+        for instant in self.timeline.instants:
+            if instant.timestamp == instant_time and not instant.is_completed:
+                self.timeline.remove_pending(instant)
+
+    def compact_if_due(self, data_timeline: Timeline, max_delta_commits: int) -> bool:
+        """Compact the ``files`` partition into a new base HFile once its slice holds
+        ``max_delta_commits`` delta commits, all of completed data instants; then delete the slices
+        before the previous one. The caller holds the table lock; returns whether it compacted."""
+        file_slice = self._files_slice()
+        instants = [parse_data_file_name(n).instant_time for n in file_slice.log_files]
+        valid = _valid_instants(data_timeline)
+        if len(instants) < max_delta_commits or not all(valid(t) for t in instants):
+            return False
+        records = sorted(self.records(data_timeline).values(), key=lambda r: r.key)
+        compaction_time = self.timeline.new_instant_time()
+        plan = encode_plan([CompactionOperation(FILES_PARTITION, FILES_FILE_ID, file_slice.base_instant,
+                                                file_slice.base_file, tuple(file_slice.log_files))])
+        instant = self.timeline.start(COMPACTION, compaction_time, plan)
+        base = base_file_name(FILES_FILE_ID, _TOKEN, compaction_time, HFILE_EXTENSION)
+        content = _hfile(records, base)
+        path = join_partition(FILES_PARTITION, base)
+        self.storage.write(path, content)
+        stat = WriteStat(FILES_FILE_ID, FILES_PARTITION, path, prev_commit=file_slice.base_instant,
+                         num_writes=len(records), total_write_bytes=len(content), file_size_in_bytes=len(content),
+                         total_log_files=len(file_slice.log_files))
+        metadata = CommitMetadata(operation_type="COMPACT", schema=SCHEMA_JSON, write_stats=[stat], compacted=True)
+        self.timeline = self.timeline.with_instant(self.timeline.complete(instant, metadata.encode(2)))
+        self._delete_old_slices()
+        return True
+
+    def _delete_old_slices(self) -> None:
+        """Delete the files of the slices before the previous one: readers that listed the
+        table before this compaction still find theirs."""
+        view = FileSystemView.load(self.storage, self.timeline, [FILES_PARTITION])
+        group = view.groups.get((FILES_PARTITION, FILES_FILE_ID))
+        if group is None:
+            return
+        kept = sorted(group.slices)[-2:]
+        for info in self.storage.list(FILES_PARTITION):
+            parsed = parse_data_file_name(info.name)
+            if parsed is None:
+                continue
+            slice_of = parsed.instant_time if not parsed.is_log else max(
+                (t for t in group.slices if t <= parsed.instant_time), default=parsed.instant_time)
+            if slice_of < kept[0]:
+                self.storage.delete(info.path)
+
+    def roll_back_pending_compaction(self) -> None:
+        """A compaction a crash left pending: its base file and instant go (the slice before it
+        still holds every record)."""
+        for instant in self.timeline.pending((COMPACTION,)):
+            base = base_file_name(FILES_FILE_ID, _TOKEN, instant.timestamp, HFILE_EXTENSION)
+            self.storage.delete(join_partition(FILES_PARTITION, base))
+            self.timeline.remove_pending(instant)
+        self.timeline = Timeline.load(self.storage, self.config)
+
+
+def _valid_instants(data_timeline: Timeline):
+    """Which instants' metadata records readers use: those of completed data instants (any
+    action), of instants archived from the data timeline, and the metadata table's own
+    (initialization)."""
+    completed = {i.timestamp for i in data_timeline.instants if i.is_completed}
+    committed = data_timeline.committed()
+    return lambda t: t in completed or t == INIT_INSTANT or committed.archived(t)
+
+
+def listing_files(table: HudiTable, partitions: list[str] | None) -> list[FileInfo] | None:
+    """The data files of ``table`` (of ``partitions``) as its metadata table lists them, or None
+    when the table has none to list through (readers then list storage). A damaged metadata table
+    is a one-line warning naming it, and a storage listing."""
+    if FILES_PARTITION not in table.config.metadata_partitions or table.config.version < 8:
+        return None
+    try:
+        listing = MetadataTable.load(table.storage).listing(table.timeline, partitions)
+    except (FormatError, OSError) as exc:
+        warn(f"the metadata table of {table.base_uri} is damaged ({exc}); listing storage instead. "
+             "Rebuild it: write the table with hoodie.metadata.enable=false, then true")
+        return None
+    return [FileInfo(join_partition(p, name), size, False) for p, files in listing.items() for name, size in files.items()]
+
+
+@contextmanager
+def recording(table: HudiTable, instant_time: str, changes: FileChanges) -> Iterator[None]:
+    """Around the completion of data instant ``instant_time``: its metadata delta commit first
+    (the table's metadata table built first if it has none), then, once the data instant completed,
+    the metadata table's compaction when due. The caller holds the table lock. Without
+    ``hoodie.metadata.enable`` on a table that keeps one, nothing."""
+    if not keeps_metadata_table(table):
+        yield
+        return
+    storage = table.storage
+    mdt = _open_for_write(table)
+    mdt.commit(instant_time, changes)
+    try:
+        yield
+    except BaseException:
+        mdt.forget(instant_time)
+        raise
+    try:
+        data_timeline = Timeline.load(storage, table.config)
+        mdt.compact_if_due(data_timeline, table.settings.number(registry.METADATA_COMPACT_MAX_DELTA_COMMITS))
+    except (HudiqlError, OSError) as exc:  # the data instant completed: the statement succeeded
+        warn(f"could not compact the metadata table of {table.base_uri}: {exc}")
+
+
+def _open_for_write(table: HudiTable) -> MetadataTable:
+    """The table's metadata table, as it is under the lock: built when it has none or has
+    partitions hudiql does not keep; a compaction a crash left pending rolled back."""
+    storage = table.storage
+    config = TableConfig.load(storage)  # another writer may have built or removed it since the snapshot
+    if config.metadata_partitions == [FILES_PARTITION] and MetadataTable.storage_of(storage).exists(PROPERTIES_FILE):
+        mdt = MetadataTable.load(storage)
+        if mdt.timeline.pending((COMPACTION,)):
+            mdt.roll_back_pending_compaction()
+    else:
+        if config.get(METADATA_PARTITIONS):  # partitions hudiql does not keep: rebuilt with files alone
+            config = remove_metadata_table(storage)
+        mdt = MetadataTable.create(storage, config, Timeline.load(storage, config))
+    table.config.props = dict(config.props)  # the statement's snapshots share this config
+    return mdt
+
+
+def forget_instant(table: HudiTable, instant_time: str) -> None:
+    """Remove the metadata delta commit of data instant ``instant_time``, which is rolled back
+    before it completed (a crash between the two commits left it)."""
+    if table.config.version >= 8 and MetadataTable.storage_of(table.storage).exists(PROPERTIES_FILE):
+        MetadataTable.load(table.storage).forget(instant_time)
+

@@ -31,6 +31,7 @@ from hudiql.file_group.reader import SliceReader
 from hudiql.io.storage import Storage
 from hudiql.layout import META_FOLDER, PROPERTIES_FILE
 from hudiql.table.fsview import FileSystemView, read_commit_metadata
+from hudiql.table.metadata_table import listing_files
 from hudiql.record.keygen import KeyGenerator
 from hudiql.record.merge import MergeRule
 from hudiql.record.schema import from_avro, to_arrow, with_meta_columns, without_meta_columns
@@ -174,12 +175,13 @@ class HudiTable:
         return with_meta_columns(self.schema) if self.config.populate_meta_fields else self.schema
 
     def file_system_view(self, partitions: list[str] | None = None) -> FileSystemView:
-        """The file groups of this snapshot (of ``partitions`` only, when given). The whole
+        """The file groups of this snapshot (of ``partitions`` only, when given), listed through
+        the metadata table when the table has one, else on storage. The whole
         table's view is listed once per snapshot; a statement that read it (a MERGE's target)
         hands its write the partitions it needs from it, without listing storage again."""
         if self._full_view is not None:
             return self._full_view if partitions is None else self._full_view.only(partitions)
-        view = FileSystemView.load(self.storage, self.timeline, partitions)
+        view = FileSystemView.load(self.storage, self.timeline, partitions, listing_files(self, partitions))
         if partitions is None:
             self._full_view = view
         return view

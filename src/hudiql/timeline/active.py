@@ -346,7 +346,10 @@ class Timeline:
 
     @staticmethod
     def next_instant_time(instant_time: str) -> str:
-        """The instant time one millisecond after ``instant_time``."""
+        """The instant time one millisecond after ``instant_time`` (one after a metadata table's
+        initialization instants, ``00000000000000000`` and on, which are no dates)."""
+        if instant_time[:8] < "19700101":
+            return f"{int(instant_time) + 1:0{len(instant_time)}d}"
         return format_instant_time(parse_instant_time(instant_time) + timedelta(milliseconds=1))
 
     # ---- transitions ------------------------------------------------------------------------

@@ -48,6 +48,7 @@ from hudiql.layout import (
     parse_data_file_name,
 )
 from hudiql.table.fsview import read_commit_metadata
+from hudiql.table.metadata_table import FileChanges, forget_instant, recording
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import (
     CLUSTERING,
@@ -95,6 +96,7 @@ def files_from_markers(table: HudiTable, instant_time: str) -> list[str]:
 def rollback(table: HudiTable, instant: Instant, keep_requested: bool = False) -> None:
     """Remove every file of a pending write, then its instant (``keep_requested``: back to its
     requested state, which holds a plan to run again, as a compaction's does)."""
+    forget_instant(table, instant.timestamp)
     for path in files_from_markers(table, instant.timestamp):
         table.storage.delete(path)
     table.storage.delete_dir(marker_folder(instant.timestamp))
@@ -197,7 +199,8 @@ def _execute(table: HudiTable, rollback_instant: Instant, plan: RollbackPlan) ->
     timeline.remove_pending(Instant(plan.instant_time, plan.action, State.INFLIGHT))
     metadata = RollbackMetadata(rollback_instant.timestamp, int((time.monotonic() - started) * 1000),
                                 plan.instant_time, plan.action, deleted)
-    timeline.complete(rollback_instant, encode_metadata(metadata))
+    with recording(table, rollback_instant.timestamp, FileChanges.of_deleted(deleted)):
+        timeline.complete(rollback_instant, encode_metadata(metadata))
     return metadata
 
 

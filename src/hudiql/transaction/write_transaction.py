@@ -11,8 +11,9 @@ A transaction owns everything between a write's snapshot and its completed insta
 2. The writer's tasks write files, each marked under ``.hoodie/.temp/<instant>/`` first.
 3. ``commit``: files of failed task attempts are removed; under the table lock
    (``transaction.lock``), the timeline is read again and the write is checked against every instant
-   that completed since the snapshot (``transaction.conflict``); the instant completes with one atomic
-   write. From here on the statement has succeeded.
+   that completed since the snapshot (``transaction.conflict``); the metadata table, when the table
+   keeps one, records the files written (``table.metadata_table``); the instant completes with one
+   atomic write. From here on the statement has succeeded.
 4. On any failure before that, ``abort``: the files and the instant are removed; nothing is visible.
 Post-commit services (``services.post_commit``: inline compaction, cleaning) run after the transaction,
 each a transaction of its own, so that none of them can fail the statement.
@@ -41,6 +42,7 @@ from pyspark.sql import SparkSession
 from hudiql.config import registry
 from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
 from hudiql.layout import marker_folder
+from hudiql.table.metadata_table import FileChanges, recording
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import Instant, State, Timeline
 from hudiql.timeline.commit import CommitMetadata
@@ -165,7 +167,8 @@ class WriteTransaction:
                 current = Timeline.load(self.table.storage, self.table.config)
                 conflict.check(self.spark, self.table, self.table.timeline, current, self.instant, metadata, rule)
             metadata.extra_metadata.update(self.table.settings.commit_extra_metadata())
-            completed = self.table.timeline.complete(self.instant, metadata.encode(self.table.timeline.layout_version))
+            with recording(self.table, self.instant_time, FileChanges.of_commit(metadata)):
+                completed = self.table.timeline.complete(self.instant, metadata.encode(self.table.timeline.layout_version))
         # What the post-commit services start from: the listing under the lock, and this commit.
         self.committed_table = self.table.with_timeline(current.with_instant(completed))
         self._done = self.committed = True
