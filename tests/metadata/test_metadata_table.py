@@ -1,0 +1,188 @@
+"""The metadata table's files partition (``table.metadata_table``), kept by every action on
+version 8 and 9 tables with ``hoodie.metadata.enable=true``: the official reader, which lists those
+tables through it, reads what hudiql reads, and it lists exactly the data files on storage."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
+from hudiql.config.table_config import TableConfig
+from hudiql.errors import OptionError
+from hudiql.io.storage import Storage
+from hudiql.layout import PARTITION_METADATA_FILE
+from hudiql.sql.statements import TableName
+from hudiql.table.metadata_table import MetadataTable
+from hudiql.timeline.active import Timeline
+
+COLUMNS = ["id", "name", "ts", "dt"]
+QUERY = "SELECT id, name, ts, dt FROM t"
+
+
+def create(session, version: int, kind: str, *props: str) -> Path:
+    options = ["primaryKey='id'", "preCombineField='ts'", f"type='{kind}'", f"'hoodie.write.table.version'='{version}'",
+               "'hoodie.compact.inline'='false'", "'hoodie.clean.automatic'='false'", *props]
+    session.sql("SET hoodie.metadata.enable=true")
+    session.sql(f"CREATE TABLE t (id INT, name STRING, ts BIGINT, dt STRING) USING hudi PARTITIONED BY (dt) "
+                f"TBLPROPERTIES ({', '.join(options)})")
+    return Path(session.table(TableName(None, "t")).base_uri.removeprefix("file://"))
+
+
+def listed(table: Path) -> dict[str, dict[str, int]]:
+    """The files partition's listing, as hudiql reads it."""
+    storage = Storage(str(table))
+    return MetadataTable.load(storage).listing(Timeline.load(storage, TableConfig.load(storage)))
+
+
+def on_storage(table: Path) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for path in table.rglob("*"):
+        if path.is_file() and ".hoodie" not in path.relative_to(table).parts and path.name != PARTITION_METADATA_FILE:
+            partition = str(path.parent.relative_to(table)).replace(".", "")
+            out.setdefault(partition, {})[path.name] = path.stat().st_size
+    return dict(sorted(out.items()))
+
+
+def consistent(session, table: Path, step: str) -> list[tuple]:
+    """hudiql's rows are the official reader's (which lists through the metadata table), and the
+    metadata table lists every data file on storage with its size, and no other."""
+    rows = hudiql_rows(session, QUERY)
+    assert rows == official_rows(table, COLUMNS), f"after {step}"
+    assert {p: f for p, f in listed(table).items() if f} == on_storage(table), f"after {step}"
+    assert TableConfig.load(Storage(str(table))).metadata_partitions == ["files"]
+    return rows
+
+
+@pytest.mark.parametrize("version, kind", [(8, "mor"), (9, "cow")])
+def test_every_action_that_changes_files_keeps_the_listing(session, version, kind):
+    table = create(session, version, kind)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd1'), (3, 'c', 1, 'd2')")
+    consistent(session, table, "INSERT")
+    session.sql("UPDATE t SET name = 'bb', ts = 2 WHERE id = 2")
+    session.sql("DELETE FROM t WHERE id = 3")
+    session.sql("MERGE INTO t USING (SELECT 4 AS id, 'd' AS name, 1L AS ts, 'd2' AS dt) s ON t.id = s.id "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    consistent(session, table, "UPDATE, DELETE, MERGE")
+    if kind == "mor":
+        session.sql("CALL run_compaction(op => 'scheduleAndExecute', table => 't')")
+        consistent(session, table, "compaction")
+    session.sql("CALL create_savepoint(table => 't')")
+    saved = consistent(session, table, "savepoint")
+    session.sql("INSERT INTO t VALUES (5, 'e', 1, 'd3')")
+    latest = session.sql("CALL show_commits(table => 't')").collect()[0][0]
+    session.sql(f"CALL rollback_to_instant(table => 't', instant_time => '{latest}')")
+    assert consistent(session, table, "rollback") == saved
+    session.sql("INSERT OVERWRITE t PARTITION (dt = 'd2') SELECT 7, 'g', 1")
+    consistent(session, table, "INSERT OVERWRITE")
+    savepoint_time = session.sql("CALL show_savepoints(table => 't')").collect()[0][0]
+    session.sql(f"CALL rollback_to_savepoint(table => 't', instant_time => '{savepoint_time}')")
+    assert consistent(session, table, "restore") == saved
+    session.sql(f"CALL delete_savepoint(table => 't', instant_time => '{savepoint_time}')")
+    session.sql("UPDATE t SET name = 'b3', ts = 7 WHERE id = 2")
+    session.sql("SET hoodie.cleaner.commits.retained=1")
+    assert session.sql("CALL run_clean(table => 't')").collect()[0]["total_files_deleted"] > 0
+    consistent(session, table, "clean")
+    session.sql("CALL run_clustering(table => 't')")
+    consistent(session, table, "clustering")
+
+
+def test_the_files_partition_is_compacted_and_its_old_slices_deleted(session):
+    table = create(session, 8, "cow", "'hoodie.metadata.compact.max.delta.commits'='3'")
+    for i in range(8):
+        session.sql(f"INSERT INTO t VALUES ({i}, 'n{i}', 1, 'd{i % 3}')")
+    consistent(session, table, "eight inserts")
+    files = table / ".hoodie" / "metadata" / "files"
+    bases = sorted(p.name for p in files.glob("*.hfile"))
+    compactions = sorted((table / ".hoodie" / "metadata" / ".hoodie" / "timeline").glob("*.commit"))
+    # three delta commits per slice (the build's first): compacted after the 2nd, 5th and 8th insert
+    assert len(compactions) == 3
+    # the latest slice and the one before it are kept; the initial one and the first compaction's went
+    assert [b.rsplit("_", 1)[1].split(".")[0] for b in bases] == [p.name.split("_")[0] for p in compactions[1:]]
+    assert not list(files.glob(".files-0000-0_00000000000000000.log.*"))
+
+
+def test_a_table_gets_a_metadata_table_at_its_first_write_with_the_option(session, warehouse):
+    session.sql("CREATE TABLE t (id INT, name STRING, ts BIGINT, dt STRING) USING hudi PARTITIONED BY (dt) "
+                "TBLPROPERTIES (primaryKey='id', preCombineField='ts', 'hoodie.write.table.version'='9')")
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd2')")
+    table = warehouse / "t"
+    assert not (table / ".hoodie" / "metadata").exists()
+    session.sql("SET hoodie.metadata.enable=true")
+    session.sql("UPDATE t SET name = 'bb', ts = 2 WHERE id = 2")  # built from the listing, then this commit
+    assert consistent(session, table, "UPDATE") == [(1, "a", 1, "d1"), (2, "bb", 2, "d2")]
+    session.sql("SET hoodie.metadata.enable=false")
+    session.sql("DELETE FROM t WHERE id = 1")  # removed, as Hudi's writer removes it
+    assert not (table / ".hoodie" / "metadata").exists()
+    assert TableConfig.load(Storage(str(table))).metadata_partitions == []
+    assert hudiql_rows(session, QUERY) == official_rows(table, COLUMNS) == [(2, "bb", 2, "d2")]
+
+
+def test_the_option_on_a_version_6_table_is_refused_in_one_line(session, warehouse):
+    session.sql("CREATE TABLE t (id INT, ts BIGINT) USING hudi TBLPROPERTIES (primaryKey='id', preCombineField='ts')")
+    session.sql("SET hoodie.metadata.enable=true")
+    with pytest.raises(OptionError, match="version 6; upgrade it"):
+        session.sql("INSERT INTO t VALUES (1, 1)")
+    assert not (warehouse / "t" / ".hoodie" / "metadata").exists()
+
+
+def test_a_hudi_table_with_indexes_gets_its_files_partition_alone(session, tmp_path):
+    """A Hudi 1.1 table with column stats, partition stats, a record index and secondary indexes:
+    written with the option, its metadata table is rebuilt with the files partition (the others
+    would go stale), and the official reader reads hudiql's rows through it."""
+    table = unzip(HUDI_TABLES / "sample_table" / "cow" / "v9_txns_simple_meta.zip", tmp_path)
+    columns = ["txn_id", "txn_ts", "txn_type", "region"]
+    query = f"SELECT {', '.join(columns)} FROM t"
+    session.sql(f"CREATE TABLE t USING hudi LOCATION '{table}'")
+    before = hudiql_rows(session, query)
+    assert before == official_rows(table, columns)
+    session.sql("SET hoodie.metadata.enable=true")
+    session.sql("UPDATE t SET txn_type = 'refund', txn_ts = 1800000000000 WHERE txn_id = 'TXN-007'")
+    after = hudiql_rows(session, query)
+    assert after != before and after == official_rows(table, columns)
+    assert TableConfig.load(Storage(str(table))).metadata_partitions == ["files"]
+    assert sorted(p.name for p in (table / ".hoodie" / "metadata").iterdir() if p.is_dir()) == [".hoodie", "files"]
+    assert {p: f for p, f in listed(table).items() if f} == on_storage(table)
+
+
+_KILLED_WRITER = textwrap.dedent("""
+    import os, signal, sys
+    import hudiql
+    from hudiql.timeline.active import Timeline
+    session = hudiql.connect(warehouse=sys.argv[1])
+    session.sql("SET hoodie.metadata.enable=true")
+    complete = Timeline.complete
+
+    def die_at_the_data_commit(self, instant, content):
+        if "/.hoodie/metadata" not in self.storage.base_uri:  # the metadata delta commit completed
+            os.kill(os.getpid(), signal.SIGKILL)
+        return complete(self, instant, content)
+
+    Timeline.complete = die_at_the_data_commit
+    session.sql("UPDATE t SET name = 'killed', ts = 9 WHERE id = 1")
+""")
+
+
+def test_a_writer_killed_between_the_two_commits_leaves_nothing_readers_see(session, warehouse):
+    table = create(session, 8, "mor", "'hoodie.client.heartbeat.interval_in_ms'='500'")
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd1')")
+    before = consistent(session, table, "INSERT")
+    killed = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(warehouse)],
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    mdt_timeline = table / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    assert len(list(mdt_timeline.glob("*_*.deltacommit"))) == 3  # the build, the INSERT and the dead UPDATE
+    assert hudiql_rows(session, QUERY) == official_rows(table, COLUMNS) == before
+
+    time.sleep(1.5)  # past the dead writer's two missed heartbeats: the next write rolls it back in both tables
+    session.sql("INSERT INTO t VALUES (3, 'c', 1, 'd2')")
+    assert consistent(session, table, "INSERT after the kill") == sorted([*before, (3, "c", 1, "d2")])
+    assert len(list(mdt_timeline.glob("*_*.deltacommit"))) == 3
+    assert not [p for p in mdt_timeline.iterdir() if p.name.endswith((".inflight", ".requested"))
+                and not (mdt_timeline.glob(p.name.split(".")[0] + "_*"))]
