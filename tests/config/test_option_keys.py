@@ -47,10 +47,9 @@ REFUSED = [
      "hudiql does not write change data capture (CDC) logs; remove the option or set it to false"),
     ("hoodie.table.cdc.supplemental.logging.mode", "DATA_BEFORE_AFTER",
      "hudiql does not write change data capture (CDC) logs; remove the option or set it to false"),
-    ("hoodie.metadata.enable", "true",
-     "hudiql does not write the metadata table (it lists files on storage); remove the option or set it to false"),
     ("hoodie.metadata.record.index.enable", "true",
-     "hudiql does not write the metadata table or its indexes; remove the option"),
+     "hudiql keeps the metadata table's files partition (hoodie.metadata.enable, "
+     "hoodie.metadata.compact.max.delta.commits), not its indexes; remove the option"),
     ("hoodie.clean.async", "true", NO_ASYNC),
     ("hoodie.archive.async", "true", NO_ASYNC),
     ("hoodie.archive.beyond.savepoint", "true",
@@ -334,7 +333,7 @@ def test_written_properties_cannot_be_given():
         "payloadClass", "hoodie.record.merge.mode", "hoodie.table.precombine.field", "preCombineField",
         "hoodie.index.type", "hoodie.bucket.index.num.buckets", "hoodie.bucket.index.hash.field",
         "hoodie.table.version", "hoodie.table.name", "hoodie.datasource.write.hive_style_partitioning",
-        "hoodie.metadata.enable", "hoodie.no.such.key",
+        "hoodie.no.such.key",
     ],
 )
 def test_identity_of_a_table_cannot_change(key):

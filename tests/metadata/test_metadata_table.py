@@ -1,5 +1,5 @@
 """The metadata table's files partition (``table.metadata_table``), kept by every action on
-version 8 and 9 tables with ``hoodie.metadata.enable=true``: the official reader, which lists those
+version 8 and 9 tables (``hoodie.metadata.enable``, true by default): the official reader, which lists those
 tables through it, reads what hudiql reads, and it lists exactly the data files on storage."""
 
 from __future__ import annotations
@@ -109,6 +109,7 @@ def test_the_files_partition_is_compacted_and_its_old_slices_deleted(session):
 
 
 def test_a_table_gets_a_metadata_table_at_its_first_write_with_the_option(session, warehouse):
+    session.sql("SET hoodie.metadata.enable=false")
     session.sql("CREATE TABLE t (id INT, name STRING, ts BIGINT, dt STRING) USING hudi PARTITIONED BY (dt) "
                 "TBLPROPERTIES (primaryKey='id', preCombineField='ts', 'hoodie.write.table.version'='9')")
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd2')")
@@ -186,3 +187,20 @@ def test_a_writer_killed_between_the_two_commits_leaves_nothing_readers_see(sess
     assert len(list(mdt_timeline.glob("*_*.deltacommit"))) == 3
     assert not [p for p in mdt_timeline.iterdir() if p.name.endswith((".inflight", ".requested"))
                 and not (mdt_timeline.glob(p.name.split(".")[0] + "_*"))]
+
+
+def test_the_metadata_tables_timeline_is_archived_with_the_data_tables(session):
+    table = create(session, 9, "mor", "'hoodie.metadata.compact.max.delta.commits'='3'", "'hoodie.clean.automatic'='true'",
+                   "'hoodie.cleaner.commits.retained'='1'", "'hoodie.keep.min.commits'='2'",
+                   "'hoodie.keep.max.commits'='3'")
+    for i in range(10):
+        session.sql(f"INSERT INTO t VALUES ({i}, 'n{i}', 1, 'd{i % 2}')")
+    consistent(session, table, "ten inserts")
+    mdt = table / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    active = sorted(p.name.split("_")[0] for p in mdt.glob("*_*.deltacommit"))
+    # archived up to the data table's oldest active instant (readers tell a metadata delta commit valid by its
+    # data instant), the build's instant first
+    data_active = sorted(p.name.split("_")[0].split(".")[0] for p in (table / ".hoodie" / "timeline").iterdir()
+                         if p.is_file())
+    assert (mdt / "history" / "_version_").exists() and active[0] >= data_active[0] > "00000000000000000"
+    assert len(active) < 20  # one per data instant (its writes and cleans) and the build's

@@ -382,9 +382,9 @@ _KEY_LIST: list[Key] = [
     Key(ARCHIVAL_BATCH, BOTH, INT, "10", minimum=1, unit=" of instants", alterable=True,
         doc="archived instants per log block"),
     # -- the metadata table (table.metadata_table) --------------------------------------------------------
-    Key(METADATA_ENABLE, BOTH, BOOL, "false", alterable=True,
-        doc="true: writes keep the metadata table's files partition (table versions 8 and 9); false: a write "
-            "removes the metadata table"),
+    Key(METADATA_ENABLE, BOTH, BOOL, "true", alterable=True,
+        doc="true (Hudi's default): writes of table versions 8 and 9 keep the metadata table's files partition; "
+            "false: a write removes the metadata table. Version 6 tables keep none (true given is refused)"),
     Key(METADATA_COMPACT_MAX_DELTA_COMMITS, BOTH, INT, "10", minimum=1, unit=" of delta commits", alterable=True,
         doc="metadata delta commits before the metadata table's files partition is compacted"),
     # -- clustering (services.clustering) -------------------------------------------------------------
@@ -529,6 +529,15 @@ def flag(settings: Mapping[str, str], name: str) -> bool:
     (False, True)
     """
     return _typed(settings, name, BOOL)
+
+
+def check_metadata_table(settings: Mapping[str, str], table_name: str, version: int) -> None:
+    """Refuse ``hoodie.metadata.enable=true``, given, on a table whose version's metadata table
+    hudiql does not keep (version 6: by default, it keeps none there)."""
+    if settings.get(METADATA_ENABLE) is not None and flag(settings, METADATA_ENABLE) and version < 8:
+        raise OptionError(f"{METADATA_ENABLE}=true: hudiql keeps the metadata table of table versions 8 and 9, and "
+                          f"table {table_name} is version {version}; upgrade it (CALL upgrade_table), create it with "
+                          f"{WRITE_TABLE_VERSION}=8 or 9, or set {METADATA_ENABLE}=false")
 
 
 def size(settings: Mapping[str, str], name: str) -> int:

@@ -41,7 +41,8 @@ from hudiql.timeline.archived import ArchivedInstant, archived_entry, read_archi
 from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
 from hudiql.timeline.clean_plan import decode_plan as decode_clean_plan
 from hudiql.io.storage import Storage
-from hudiql.layout import marker_folder
+from hudiql.layout import PROPERTIES_FILE, marker_folder
+from hudiql.table.metadata_table import MetadataTable, keeps_metadata_table
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import (
     CLEAN,
@@ -60,6 +61,7 @@ from hudiql.timeline.active import (
     format_instant_time,
     instant_file_name,
 )
+from hudiql.transaction.lock import commit_lock
 from hudiql.transaction.prologue import locked
 
 _WRITES = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)
@@ -116,14 +118,15 @@ def _commit_bounds(table: HudiTable, commits: list[Instant]) -> list[str]:
     return bounds
 
 
-def instants_to_archive(table: HudiTable) -> list[Instant]:
-    """The instants an archive run of ``table`` (a snapshot) moves, oldest first."""
+def instants_to_archive(table: HudiTable, bounds: tuple[str, ...] = ()) -> list[Instant]:
+    """The instants an archive run of ``table`` (a snapshot) moves, oldest first; no commit at or
+    after one of ``bounds`` (the metadata table's own) goes."""
     timeline = table.timeline
     keep_min, keep_max = table.settings.number(K.KEEP_MIN_COMMITS), table.settings.number(K.KEEP_MAX_COMMITS)
     chosen: list[Instant] = []
     commits = timeline.completed(_WRITES)
     if len(commits) > keep_max:
-        bound = min(_commit_bounds(table, commits), default=None)
+        bound = min([*_commit_bounds(table, commits), *bounds], default=None)
         older = [c for c in commits if bound is None or c.timestamp < bound]
         chosen += older[:len(commits) - keep_min]
     if timeline.layout_version >= 2:
@@ -192,26 +195,58 @@ def _delete_instant_files(storage: Storage, files: list[tuple[Instant, list[tupl
 
 
 def archive(table: HudiTable) -> list[Instant]:
-    """Archive what Hudi's rules let go (``instants_to_archive``); the instants moved."""
-    if not instants_to_archive(table):
-        return []  # the timeline is short enough: no lock (a later writer only adds instants)
-    with locked(table, "archive") as held:
-        table = held.table  # a writer's conflict check reads the timeline: decide under the lock
-        chosen = instants_to_archive(table)
-        if not chosen:
+    """Archive what Hudi's rules let go (``instants_to_archive``), of the table's timeline and of
+    its metadata table's; the instants moved."""
+    chosen = []
+    if instants_to_archive(table):  # else the timeline is short enough: no lock (a later writer only adds instants)
+        with locked(table, "archive") as held:
+            table = held.table  # a writer's conflict check reads the timeline: decide under the lock
+            chosen = instants_to_archive(table)
+            _move(table, chosen, table.settings)
+    return chosen + _archive_metadata_table(table.refreshed() if chosen else table)
+
+
+def _archive_metadata_table(table: HudiTable) -> list[Instant]:
+    """Archive the metadata table's timeline by the data table's numbers, but never past the
+    latest compaction of its files partition (the slice after it finds its logs by their delta
+    commits' completion) nor past the data table's oldest active instant (readers tell a metadata
+    delta commit valid by its data instant's)."""
+    if not keeps_metadata_table(table) or not MetadataTable.storage_of(table.storage).exists(PROPERTIES_FILE):
+        return []
+    numbers = {key: str(table.settings.number(key)) for key in (K.KEEP_MIN_COMMITS, K.KEEP_MAX_COMMITS)}
+    mdt = HudiTable.load(MetadataTable.storage_of(table.storage).base_uri).with_options(numbers)
+
+    def chosen(mdt: HudiTable) -> list[Instant]:
+        compactions = mdt.timeline.completed((COMPACTION,))
+        if not compactions or not table.timeline.instants:
             return []
-        storage, files = table.storage, _read_files(table, chosen)
-        if table.timeline.layout_version >= 2:
-            folder, compression = table.config.archive_folder, table.settings.choice(K.COMPRESSION)
-            lsm_timeline.write(storage, folder, [_history_row(i, f) for i, f in files], compression)
-        else:
-            write_archive(storage, _entries(storage, files), table.settings.number(K.ARCHIVAL_BATCH))
-        _delete_instant_files(storage, files)
-        for instant in chosen:
-            storage.delete_dir(marker_folder(instant.timestamp))  # markers a crashed write left
-        if table.timeline.layout_version >= 2:
-            lsm_timeline.compact_and_clean(storage, folder, compression)
-    return chosen
+        return instants_to_archive(mdt, (compactions[-1].timestamp, table.timeline.instants[0].timestamp))
+
+    if not chosen(mdt):
+        return []
+    with commit_lock(table.storage, table.settings, "metadata table archive"):  # its writers hold the data table's
+        mdt = mdt.refreshed()
+        moved = chosen(mdt)
+        _move(mdt, moved, table.settings)
+    return moved
+
+
+def _move(table: HudiTable, chosen: list[Instant], settings: Settings) -> None:
+    """Write ``chosen`` into the archived timeline, then delete their files from the active one;
+    the caller holds the lock."""
+    if not chosen:
+        return
+    storage, files = table.storage, _read_files(table, chosen)
+    if table.timeline.layout_version >= 2:
+        folder, compression = table.config.archive_folder, settings.choice(K.COMPRESSION)
+        lsm_timeline.write(storage, folder, [_history_row(i, f) for i, f in files], compression)
+    else:
+        write_archive(storage, _entries(storage, files), settings.number(K.ARCHIVAL_BATCH))
+    _delete_instant_files(storage, files)
+    for instant in chosen:
+        storage.delete_dir(marker_folder(instant.timestamp))  # markers a crashed write left
+    if table.timeline.layout_version >= 2:
+        lsm_timeline.compact_and_clean(storage, folder, compression)
 
 
 # ---- CALL procedures -----------------------------------------------------------------------------

@@ -154,6 +154,7 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
     if len(ordering) > 1:
         raise OptionError(f"one ordering field is supported, got {', '.join(ordering)}")
     version = _table_version(options, definition.table_version)
+    K.check_metadata_table(options, definition.name, version)
 
     raw_type = _first(options, TABLE_TYPE_OPTIONS) or "cow"
     table_type = C.table_type(raw_type)

@@ -4,8 +4,8 @@ partition) and the indexes; and ``hoodie.table.metadata.partitions`` in ``hoodie
 which tells readers which of its partitions they may use. Readers of table versions 8 and 9
 (Hudi 1.x, the official native reader) list the table through it.
 
-hudiql keeps the ``files`` partition of version 8 and 9 tables when ``hoodie.metadata.enable`` is
-true: each instant that changes files (commit, delta commit, replace commit, compaction,
+hudiql keeps the ``files`` partition of version 8 and 9 tables unless ``hoodie.metadata.enable``
+is false (Hudi's writers' default): each instant that changes files (commit, delta commit, replace commit, compaction,
 clean, rollback, restore) first writes a metadata delta commit at the same instant time, whose log
 block (an HFile, ``formats.hfile``) holds the partitions and files it added and deleted
 (``metadata.records``), and only then completes; a crash between the two leaves a metadata delta
@@ -13,13 +13,13 @@ commit of a data instant that never completed, which readers ignore and the data
 rollback removes. Every ``hoodie.metadata.compact.max.delta.commits`` delta commits, the
 partition's log blocks are compacted into a new base HFile, and the slices before the previous
 one are deleted. The table gets a metadata table, built from a listing of its storage, at its
-first write with the option. Partitions hudiql does not keep (column stats, record index,
+first write. Partitions hudiql does not keep (column stats, record index,
 secondary indexes) would go stale: a Hudi table that has them gets its metadata table rebuilt with
 ``files`` alone, as a Hudi writer that disables them does.
 
-Without the option, or on a version 6 table, a write removes the metadata table as Hudi's own
-writer does with ``hoodie.metadata.enable=false``: the property first (readers then list
-storage), the folder second.
+With ``hoodie.metadata.enable=false``, or on a version 6 table, a write removes the metadata table
+as Hudi's own writer does with that option: the property first (readers then list storage), the
+folder second.
 
 Example:
     >>> storage = Storage(warehouse + "/orders")
@@ -107,8 +107,8 @@ def has_metadata_table(storage: Storage, config: TableConfig) -> bool:
 
 
 def keeps_metadata_table(table: HudiTable) -> bool:
-    """Whether writes of ``table`` keep its metadata table: ``hoodie.metadata.enable``, on the
-    table versions hudiql keeps one for (8 and 9)."""
+    """Whether writes of ``table`` keep its metadata table: ``hoodie.metadata.enable`` (true by
+    default), on the table versions hudiql keeps one for (8 and 9)."""
     return table.settings.flag(registry.METADATA_ENABLE) and table.config.version >= 8
 
 
@@ -381,8 +381,8 @@ def listing_files(table: HudiTable, partitions: list[str] | None) -> list[FileIn
 def recording(table: HudiTable, instant_time: str, changes: FileChanges) -> Iterator[None]:
     """Around the completion of data instant ``instant_time``: its metadata delta commit first
     (the table's metadata table built first if it has none), then, once the data instant completed,
-    the metadata table's compaction when due. The caller holds the table lock. Without
-    ``hoodie.metadata.enable`` on a table that keeps one, nothing."""
+    the metadata table's compaction when due. The caller holds the table lock. On a table whose
+    writes keep no metadata table (``keeps_metadata_table``), nothing."""
     if not keeps_metadata_table(table):
         yield
         return

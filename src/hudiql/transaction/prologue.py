@@ -2,7 +2,8 @@
 
 ``open_for_write`` refuses a table hudiql cannot write (another timeline layout), and removes a
 metadata table that the change would leave stale (``table.metadata_table``: one the statement does
-not keep, without ``hoodie.metadata.enable``), under the table lock, saying so in one line.
+not keep: ``hoodie.metadata.enable=false``, or a version 6 table), under the table lock, saying so
+in one line.
 
 ``locked`` is the whole prologue of a table service or procedure (compaction, clustering, clean,
 archive, savepoint, rollback, restore): the table opened for write, failed writes rolled back, the
@@ -23,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hudiql.config import registry
-from hudiql.errors import OptionError, warn
+from hudiql.errors import warn
 from hudiql.table.metadata_table import has_metadata_table, keeps_metadata_table, remove_metadata_table
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import RESTORE, ROLLBACK, ensure_writable
@@ -38,17 +39,15 @@ def open_for_write(table: HudiTable) -> None:
     if table.opened_for_write:
         return
     ensure_writable(table.config, table.base_uri)
-    if table.settings.flag(registry.METADATA_ENABLE) and not keeps_metadata_table(table):
-        raise OptionError(f"{registry.METADATA_ENABLE}=true: hudiql keeps the metadata table of table versions 8 "
-                          f"and 9, and table {table.config.name} is version {table.config.version}; upgrade it "
-                          f"(CALL upgrade_table) or set {registry.METADATA_ENABLE}=false")
+    registry.check_metadata_table(table.settings, table.config.name, table.config.version)
     if not keeps_metadata_table(table) and has_metadata_table(table.storage, table.config):
         with commit_lock(table.storage, table.settings, "metadata table removal"):
             config = remove_metadata_table(table.storage)
         table.config.props = dict(config.props)  # the statement's snapshots share this config
-        warn(f"removed the metadata table of table {table.config.name} (.hoodie/metadata): {registry.METADATA_ENABLE} "
-             "is false, and readers that list files through it would miss what hudiql writes; set it to true "
-             "to keep it")
+        why = (f"hudiql keeps none on version {table.config.version} tables (CALL upgrade_table to keep one)"
+               if table.config.version < 8 else f"{registry.METADATA_ENABLE} is false")
+        warn(f"removed the metadata table of table {table.config.name} (.hoodie/metadata): {why}, and readers "
+             "that list files through it would miss what hudiql writes")
     table.opened_for_write = True
 
 
