@@ -3,6 +3,7 @@
 
 Usage:
     python bench/statement_latency.py [--rows 100000] [--partitions 10] [--repeats 3] [--warmup 1]
+                                      [--table-version 6|8|9] [--metadata true|false]
                                       [--workdir DIR] [--hudiql-ref HEAD] [--skip-build] [--quick]
                                       [--json FILE]
 
@@ -11,7 +12,9 @@ What it measures, in one process with one local[2] SparkSession, on tables of ``
 
 * systems: a hudiql copy-on-write and a hudiql merge-on-read table (``CREATE TABLE ... USING hudi
   PARTITIONED BY (part) TBLPROPERTIES (primaryKey='id', preCombineField='ts', type=...)``, loaded
-  untimed with ``bulk_insert``; the MOR table keeps its defaults, inline compaction included), a
+  untimed with ``bulk_insert``; the MOR table keeps its defaults, inline compaction included; in
+  table version ``--table-version``, whose 8 and 9 keep the metadata table unless ``--metadata
+  false``), a
   partitioned parquet table in Spark's own catalog (``CREATE TABLE pq ... USING parquet``), and a
   partitioned Delta table written and changed with delta-rs (``deltalake``).
 * statements, each timed on its own, interleaved over the systems, ``--warmup`` untimed runs then
@@ -110,6 +113,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--repeats", type=int, default=None, help="timed runs per statement and system (default 3; --quick: 1)")
     p.add_argument("--warmup", type=int, default=None, help="untimed runs before them (default 1; --quick: 0)")
     p.add_argument("--shuffle-partitions", type=int, default=2)
+    p.add_argument("--table-version", default="6", choices=["6", "8", "9"], help="the hudiql tables' version")
+    p.add_argument("--metadata", default="true", choices=["true", "false"],
+                   help="hoodie.metadata.enable of the hudiql tables (versions 8 and 9: the metadata table)")
     p.add_argument("--workdir", default=None, help="default: a temp dir, deleted at the end (a given dir is kept)")
     p.add_argument("--hudiql-ref", default=None,
                    help="benchmark hudiql as of this git ref (default: a snapshot of the working tree)")
@@ -305,16 +311,24 @@ def arrow_rows(rows: list[tuple]) -> pa.Table:
 # the systems: each gives the timed call of a statement and checks its outcome (untimed)
 # ---------------------------------------------------------------------------------------------
 class Hudiql:
-    def __init__(self, spark: SparkSession, warehouse: str, kind: str) -> None:
+    def __init__(self, spark: SparkSession, warehouse: str, kind: str, version: str = "6",
+                 metadata: str = "true") -> None:
         self.kind, self.table = kind, HUDI_TABLES[kind]
         self.name = f"hudiql {kind}"
         self.spark, self.warehouse = spark, warehouse
-        self.session = hudiql.connect(warehouse=warehouse, spark=spark)
+        self.version, self.metadata = version, metadata
+        self.session = self._connect()
+
+    def _connect(self):
+        session = hudiql.connect(warehouse=self.warehouse, spark=self.spark)
+        if self.version != "6":
+            session.sql(f"SET hoodie.metadata.enable={self.metadata}")
+        return session
 
     def load(self) -> None:
-        loader = hudiql.connect(warehouse=self.warehouse, spark=self.spark)  # its SET stays its own
+        loader = self._connect()  # its SET stays its own
         loader.sql("SET hoodie.spark.sql.insert.into.operation=bulk_insert")
-        loader.sql(hudi_table_ddl(self.table, [f"type='{self.kind}'"]))
+        loader.sql(hudi_table_ddl(self.table, [f"type='{self.kind}'", f"'hoodie.write.table.version'='{self.version}'"]))
         loader.sql(f"INSERT INTO {self.table} SELECT id, name, value, ts, part FROM base_rows").collect()
 
     def statement(self, run: Run) -> Callable[[], Any]:
@@ -473,7 +487,8 @@ def run_statements(spark: SparkSession, args: argparse.Namespace, results: dict)
     warehouse = os.path.join(args.workdir, "warehouse")
 
     # ---- untimed loads ------------------------------------------------------------------------
-    cow, mor = Hudiql(spark, warehouse, "cow"), Hudiql(spark, warehouse, "mor")
+    cow = Hudiql(spark, warehouse, "cow", args.table_version, args.metadata)
+    mor = Hudiql(spark, warehouse, "mor", args.table_version, args.metadata)
     pq = SparkParquet(spark, os.path.join(args.workdir, "parquet"))
     delta = Delta(os.path.join(args.workdir, "delta")) if deltalake is not None else None
     load = {"hudiql_cow": timed(cow.load)[0], "hudiql_mor": timed(mor.load)[0], "spark_parquet": timed(pq.load)[0]}

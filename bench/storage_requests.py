@@ -3,11 +3,14 @@
 of which reads of ``hoodie.properties`` and listings of the timeline), on COW and MOR.
 
 Usage:
-    python bench/storage_requests.py [--rows 100000] [--partitions 10] [--hudiql-ref REF] [--workdir DIR]
+    python bench/storage_requests.py [--rows 100000] [--partitions 10] [--table-version 6|8|9]
+                                     [--metadata true|false] [--hudiql-ref REF] [--workdir DIR]
 
 The table: ``--rows`` rows in ``--partitions`` partitions, loaded in four commits (the first holds
 most rows), primary key ``id``, ordering field ``ts``; the MOR table keeps inline compaction for
 later (``hoodie.compact.inline.max.delta.commits=20``) so that each statement is measured alone.
+``--table-version`` 8 or 9 writes Hudi 1.x tables, with the metadata table's files partition unless
+``--metadata false`` (``hoodie.metadata.enable``); its requests are counted with the table's.
 Then, in order, each statement once: a 10-row INSERT (5 updates, 5 new keys), a 1,000-row MERGE
 (500 updates, 500 inserts), a one-row UPDATE, a one-row DELETE, ``SELECT count(*)`` and a point
 query. Requests are counted in this process, the driver (``hudiql/io/requests.py`` of the working
@@ -54,6 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--partitions", type=int, default=10)
+    parser.add_argument("--table-version", default="6", choices=["6", "8", "9"])
+    parser.add_argument("--metadata", default="true", choices=["true", "false"],
+                        help="hoodie.metadata.enable (versions 8 and 9)")
     parser.add_argument("--hudiql-ref", default=None, help="a git ref to measure instead of the working tree")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
@@ -61,13 +67,17 @@ def main() -> None:
     hudiql, described = snapshot_hudiql(workdir, args.hudiql_ref)
     requests = load_counter()
     spark = spark_session("hudiql-storage-requests", 4)
-    print(f"hudiql: {described}; {args.rows} rows in {args.partitions} partitions, four commits")
+    print(f"hudiql: {described}; {args.rows} rows in {args.partitions} partitions, four commits; table version "
+          f"{args.table_version}" + (f", metadata table {args.metadata}" if args.table_version != "6" else ""))
     print(f"{'table':5} {'statement':18} {'lists':>6} {'reads':>6} {'probes':>7} {'props reads':>12} "
           f"{'timeline lists':>15} {'seconds':>8}")
     for kind in ("cow", "mor"):
         warehouse = os.path.join(workdir, f"warehouse_{kind}")
         shutil.rmtree(warehouse, ignore_errors=True)
         session = hudiql.connect(warehouse=warehouse, spark=spark)
+        session.sql(f"SET hoodie.write.table.version={args.table_version}")
+        if args.table_version != "6":
+            session.sql(f"SET hoodie.metadata.enable={args.metadata}")
         session.sql(f"""CREATE TABLE t (id BIGINT, v STRING, ts BIGINT, part STRING) USING hudi PARTITIONED BY (part)
             TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts', type = '{kind}',
                            'hoodie.compact.inline.max.delta.commits' = '20')""")

@@ -106,6 +106,9 @@ def test_the_files_partition_is_compacted_and_its_old_slices_deleted(session):
     # the latest slice and the one before it are kept; the initial one and the first compaction's went
     assert [b.rsplit("_", 1)[1].split(".")[0] for b in bases] == [p.name.split("_")[0] for p in compactions[1:]]
     assert not list(files.glob(".files-0000-0_00000000000000000.log.*"))
+    # deleted by clean instants of the metadata table's own, as Hudi's metadata table cleaner does
+    cleans = sorted((table / ".hoodie" / "metadata" / ".hoodie" / "timeline").glob("*_*.clean"))
+    assert len(cleans) == 2 and all(c.name.split("_")[0] > compactions[0].name.split("_")[0] for c in cleans)
 
 
 def test_a_table_gets_a_metadata_table_at_its_first_write_with_the_option(session, warehouse):
@@ -204,3 +207,50 @@ def test_the_metadata_tables_timeline_is_archived_with_the_data_tables(session):
                          if p.is_file())
     assert (mdt / "history" / "_version_").exists() and active[0] >= data_active[0] > "00000000000000000"
     assert len(active) < 20  # one per data instant (its writes and cleans) and the build's
+
+
+def test_a_damaged_metadata_table_is_read_around_and_refuses_writes_until_rebuilt(session, capsys, monkeypatch):
+    from hudiql.errors import FormatError
+    from hudiql.table import metadata_table
+
+    table = create(session, 8, "cow")
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd2')")
+    session.sql("INSERT INTO t VALUES (3, 'c', 1, 'd1')")
+    rows = consistent(session, table, "INSERT")
+    log = sorted((table / ".hoodie" / "metadata" / "files").glob(".files-0000-0_2*.log.*"))[-1]
+    log.write_bytes(log.read_bytes()[:-20])  # cut short
+    monkeypatch.setattr(metadata_table, "_MERGED", {})  # as a process that did not read it before
+    capsys.readouterr()
+
+    assert hudiql_rows(session, QUERY) == rows  # listed on storage instead
+    warning = [line for line in capsys.readouterr().err.splitlines() if "listing storage instead" in line]
+    assert len(warning) == 1 and log.name in warning[0] and "CALL delete_metadata_table(table => 't')" in warning[0]
+    with pytest.raises(FormatError, match="writes are refused until it is rebuilt"):
+        session.sql("INSERT INTO t VALUES (4, 'd', 1, 'd2')")
+    assert hudiql_rows(session, QUERY) == rows and not [
+        p for p in (table / ".hoodie" / "timeline").iterdir() if p.name.endswith((".inflight", ".requested"))
+        and not list((table / ".hoodie" / "timeline").glob(p.name.split(".")[0] + "_*"))]
+
+    assert "Deleted Metadata Table" in session.sql("CALL delete_metadata_table(table => 't')").collect()[0][0]
+    assert "Created Metadata Table" in session.sql("CALL create_metadata_table(table => 't')").collect()[0][0]
+    session.sql("INSERT INTO t VALUES (4, 'd', 1, 'd2')")
+    assert consistent(session, table, "rebuilt") == sorted([*rows, (4, "d", 1, "d2")])
+    assert session.sql("CALL show_metadata_table_partitions(table => 't')").collect() == [("dt=d1",), ("dt=d2",)]
+    assert len(session.sql("CALL show_metadata_table_files(table => 't', partition => 'dt=d1')").collect()) == 2
+    with pytest.raises(Exception, match="is not empty; CALL delete_metadata_table first"):
+        session.sql("CALL create_metadata_table(table => 't')")
+
+
+def test_a_version_step_drops_the_metadata_table_and_the_next_write_builds_it_in_the_new_version(session):
+    table = create(session, 8, "cow")
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1')")
+    session.sql("CALL upgrade_table(table => 't', to_version => 9)")
+    assert not (table / ".hoodie" / "metadata").exists()
+    assert TableConfig.load(Storage(str(table))).metadata_partitions == []
+    session.sql("INSERT INTO t VALUES (2, 'b', 1, 'd2')")
+    assert consistent(session, table, "upgrade") == [(1, "a", 1, "d1"), (2, "b", 1, "d2")]
+    mdt = TableConfig.load(Storage(str(table / ".hoodie" / "metadata")))
+    assert mdt.version == 9
+    session.sql("CALL downgrade_table(table => 't', to_version => 6)")
+    assert not (table / ".hoodie" / "metadata").exists()
+    assert hudiql_rows(session, QUERY) == official_rows(table, COLUMNS) == [(1, "a", 1, "d1"), (2, "b", 1, "d2")]

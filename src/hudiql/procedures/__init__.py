@@ -1,6 +1,6 @@
 """``CALL`` procedures: Hudi's names, arguments and output columns, each in the module of its
 area (``table_services``: compaction, cleaning, archiving; ``history``: commits, rollbacks,
-savepoints; ``clustering``); ``help`` lists them all.
+savepoints; ``clustering``; ``metadata_table``); ``help`` lists them all.
 
 A name may carry Hudi's ``system.`` prefix.
 
@@ -14,7 +14,7 @@ Example:
 from __future__ import annotations
 
 from hudiql.errors import SqlError
-from hudiql.procedures import clustering, history, table_services
+from hudiql.procedures import clustering, history, metadata_table, table_services
 from hudiql.procedures.base import Context, Parameter, Procedure
 
 __all__ = ["Context", "PROCEDURES", "procedure"]
@@ -38,6 +38,7 @@ PROCEDURES: dict[str, Procedure] = {p.name: p for p in (
     *table_services.PROCEDURES,
     *history.PROCEDURES,
     *clustering.PROCEDURES,
+    *metadata_table.PROCEDURES,
     Procedure("help", (Parameter("cmd"),), "result string", _help),
 )}
 

@@ -34,6 +34,7 @@ from hudiql.config import table_config as C
 from hudiql.errors import SqlError
 from hudiql.layout import ARCHIVED_FOLDER, META_FOLDER
 from hudiql.services import compaction
+from hudiql.table.metadata_table import has_metadata_table, remove_metadata_table
 from hudiql.table.table import HudiTable
 from hudiql.timeline import lsm_timeline
 from hudiql.timeline.active import parse_instant_file_name
@@ -95,6 +96,10 @@ def _step(spark: SparkSession, table: HudiTable, procedure: str, to: int) -> Hud
         if relayout and config.is_mor and any(s.log_files for s in table.file_system_view().latest_slices()):
             raise SqlError(f"CALL {procedure}: a write added log files to table {name} after its compaction; "
                            "call again")
+        if has_metadata_table(table.storage, table.config):
+            # Its layout is its version's: the next write builds it again in the new version (a
+            # version 6 table keeps none), from a listing, as Hudi's writers build a missing one.
+            table.config.props = dict(remove_metadata_table(table.storage).props)
         moved_config = C.TableConfig(C.properties_for_version(table.config, to))
         if relayout:
             # what a crashed attempt wrote

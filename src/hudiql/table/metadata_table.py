@@ -36,6 +36,7 @@ Example:
 from __future__ import annotations
 
 import posixpath
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -69,8 +70,12 @@ from hudiql.metadata.records import (
     encode_value,
     partition_of_key,
 )
-from hudiql.table.fsview import FileSystemView, list_data_files
-from hudiql.timeline.active import COMPACTION, DELTA_COMMIT, Timeline
+from hudiql.table.fsview import completion_times, list_data_files, log_slice
+from hudiql.timeline.active import CLEAN, COMPACTION, DELTA_COMMIT, Instant, State, Timeline
+from hudiql.timeline.clean_plan import CleanerPlan, CleanMetadata
+from hudiql.timeline.clean_plan import decode_plan as decode_clean_plan
+from hudiql.timeline.clean_plan import encode_metadata as encode_clean_metadata
+from hudiql.timeline.clean_plan import encode_plan as encode_clean_plan
 from hudiql.timeline.commit import CommitMetadata, WriteStat
 from hudiql.timeline.compaction_plan import CompactionOperation, encode_plan
 
@@ -168,6 +173,47 @@ def _hfile(records: list[FilesRecord], file_name: str | None = None) -> bytes:
     return hfile.write_hfile(entries, file_info=info)
 
 
+@dataclass(frozen=True)
+class FilesSlice:
+    """The latest file slice of the ``files`` partition: its base HFile and its logs, in order."""
+
+    base_instant: str
+    base_file: str
+    log_files: tuple[str, ...]
+    #: The completed instant file that wrote the base file: names it uniquely (a rebuilt metadata
+    #: table's base file has the same name as the one before).
+    written_by: str
+
+
+def _log_order(name: str) -> tuple[str, int]:
+    parsed = parse_data_file_name(name)
+    return parsed.instant_time, parsed.log_version or 0
+
+
+def _merge_hfile(merged: dict[str, FilesRecord], content: bytes, path: str, schema: str | None) -> None:
+    """Merge the records of an HFile (a base file, or a log block's content) over ``merged``."""
+    data = hfile.HFile(content, path)
+    writer_schema = schema or data.file_info["schema"].decode()
+    for key, value in data.entries():
+        record = decode_value(key.decode(), value, writer_schema)
+        older = merged.get(record.key)
+        merged[record.key] = older.merged(record) if older else record
+
+
+#: What this process read of metadata tables, by their URI (the tables it used last): the config and
+#: timeline (whose completed instants' contents it keeps), and the merged records of the latest slice.
+_LOADED: dict[str, tuple[TableConfig, Timeline]] = {}
+_MERGED: dict[str, tuple[str | None, tuple[tuple[str, bool], ...], dict[str, FilesRecord]]] = {}
+_REMEMBERED = 16
+
+
+def _remember(cache: dict, uri: str, value: object) -> None:
+    cache.pop(uri, None)
+    cache[uri] = value
+    while len(cache) > _REMEMBERED:
+        cache.pop(next(iter(cache)))
+
+
 class MetadataTable:
     """The metadata table of one data table, as listed once: its config, timeline and the file
     slice of its ``files`` partition."""
@@ -184,9 +230,13 @@ class MetadataTable:
 
     @classmethod
     def load(cls, data_storage: Storage) -> MetadataTable:
+        """The table's metadata table, its timeline listed (its properties read once per process:
+        hudiql never changes them, a rebuild writes the same)."""
         storage = cls.storage_of(data_storage)
-        config = TableConfig.load(storage)
-        return cls(data_storage, storage, config, Timeline.load(storage, config))
+        config, earlier = _LOADED.get(storage.base_uri) or (TableConfig.load(storage), None)
+        timeline = Timeline.load(storage, config, earlier)
+        _remember(_LOADED, storage.base_uri, (config, timeline))
+        return cls(data_storage, storage, config, timeline)
 
     @classmethod
     def create(cls, data_storage: Storage, data_config: TableConfig, data_timeline: Timeline) -> MetadataTable:
@@ -230,36 +280,51 @@ class MetadataTable:
 
     # ---- reading ----------------------------------------------------------------------------------
 
-    def _files_slice(self):
-        view = FileSystemView.load(self.storage, self.timeline, [FILES_PARTITION])
-        slices = view.latest_slices(FILES_PARTITION)
-        if len(slices) != 1 or slices[0].file_id != FILES_FILE_ID:
-            raise FormatError(f"the metadata table's files partition has {len(slices)} file slices, not one")
-        return slices[0]
+    def files_slice(self) -> FilesSlice:
+        """The latest slice of the ``files`` partition, from the timeline alone (no listing): the
+        base HFile of the newest completed compaction (else of the build), and the logs of the
+        delta commits that completed after it began, as Hudi 1.x slices by completion time. Each
+        completed instant is read once per process: it never changes."""
+        timeline = self.timeline
+        builds = [i for i in timeline.completed((DELTA_COMMIT,)) if i.timestamp == INIT_INSTANT]
+        sources = timeline.completed((COMPACTION,))[-1:] or builds
+        if not sources:
+            raise FormatError(f"the metadata table {self.storage.base_uri} has no base file on its timeline")
+        bases = [name for name in self._written(sources[0]) if not parse_data_file_name(name).is_log]
+        if len(bases) != 1:
+            raise FormatError(f"{self.storage.uri(sources[0].file_name)} names {len(bases)} base files, not one")
+        base_instant = sources[0].timestamp
+        logs = [name for instant in timeline.completed((DELTA_COMMIT,))
+                if (instant.completion_time or instant.timestamp) >= base_instant
+                for name in self._written(instant) if parse_data_file_name(name).is_log]
+        return FilesSlice(base_instant, bases[0], tuple(sorted(logs, key=_log_order)), sources[0].file_name)
+
+    def _written(self, instant: Instant) -> list[str]:
+        """The names of the ``files`` partition's files a completed instant wrote."""
+        meta = CommitMetadata.decode(self.timeline.read(instant), self.storage.uri(instant.file_name))
+        names = [posixpath.basename(s.path) for s in meta.write_stats if s.partition_path == FILES_PARTITION]
+        return [n for n in names if parse_data_file_name(n) is not None]
 
     def records(self, data_timeline: Timeline) -> dict[str, FilesRecord]:
         """Every record of the ``files`` partition, merged: the base HFile, then the log blocks of
-        the delta commits whose data instant completed (and the metadata table's own)."""
+        the delta commits whose data instant completed (and the metadata table's own). What this
+        process merged before, of the same slice, is merged on rather than read again."""
         valid = _valid_instants(data_timeline)
-        file_slice = self._files_slice()
-        merged: dict[str, FilesRecord] = {}
-
-        def merge(content: bytes, name: str, schema: str | None) -> None:
-            data = hfile.HFile(content, name)
-            writer_schema = schema or data.file_info["schema"].decode()
-            for key, value in data.entries():
-                record = decode_value(key.decode(), value, writer_schema)
-                older = merged.get(record.key)
-                merged[record.key] = older.merged(record) if older else record
-
-        if file_slice.base_file:
-            path = join_partition(FILES_PARTITION, file_slice.base_file)
-            merge(self.storage.read(path), self.storage.uri(path), None)
-        for name in file_slice.log_files:
+        files_slice = self.files_slice()
+        logs = tuple((name, valid(parse_data_file_name(name).instant_time)) for name in files_slice.log_files)
+        base, done, merged = _MERGED.get(self.storage.base_uri, (None, (), {}))
+        if base != files_slice.written_by or logs[:len(done)] != done:
+            done, merged = (), {}
+            path = join_partition(FILES_PARTITION, files_slice.base_file)
+            _merge_hfile(merged, self.storage.read(path), self.storage.uri(path), None)
+        merged = dict(merged)
+        for name, is_valid in logs[len(done):]:
             path = join_partition(FILES_PARTITION, name)
             for block in L.read_blocks(self.storage.read(path), self.storage.uri(path), (L.HFILE_DATA,)):
-                if block.block_type == L.HFILE_DATA and valid(block.instant_time or ""):
-                    merge(block.content, self.storage.uri(path), block.header.get(L.SCHEMA))
+                # A block's own instant decides (a log of a data instant that never completed is skipped).
+                if is_valid and block.block_type == L.HFILE_DATA and valid(block.instant_time or ""):
+                    _merge_hfile(merged, block.content, self.storage.uri(path), block.header.get(L.SCHEMA))
+        _remember(_MERGED, self.storage.base_uri, (files_slice.written_by, logs, merged))
         return merged
 
     def listing(self, data_timeline: Timeline, partitions: list[str] | None = None) -> dict[str, dict[str, int]]:
@@ -300,14 +365,24 @@ class MetadataTable:
             if instant.timestamp == instant_time and not instant.is_completed:
                 self.timeline.remove_pending(instant)
 
-    def compact_if_due(self, data_timeline: Timeline, max_delta_commits: int) -> bool:
-        """Compact the ``files`` partition into a new base HFile once its slice holds
-        ``max_delta_commits`` delta commits, all of completed data instants; then delete the slices
-        before the previous one. The caller holds the table lock; returns whether it compacted."""
-        file_slice = self._files_slice()
-        instants = [parse_data_file_name(n).instant_time for n in file_slice.log_files]
+    def _since_compaction(self) -> list[Instant]:
+        """The delta commits completed since the latest slice began (the build's included)."""
+        base_instant = self.files_slice().base_instant
+        return [i for i in self.timeline.completed((DELTA_COMMIT,)) if i.completion_time >= base_instant]
+
+    def compaction_due(self, max_delta_commits: int) -> bool:
+        """Whether ``max_delta_commits`` delta commits completed since the last compaction, as
+        Hudi's trigger counts them (the build's counts)."""
+        return len(self._since_compaction()) >= max_delta_commits
+
+    def compact(self, data_timeline: Timeline) -> bool:
+        """Compact the ``files`` partition into a new base HFile, unless a delta commit of its
+        slice belongs to a data instant that did not complete (a crash left it, its rollback
+        removes it); then clean the slices before the previous one. The caller holds the table
+        lock; returns whether it compacted."""
+        file_slice = self.files_slice()
         valid = _valid_instants(data_timeline)
-        if len(instants) < max_delta_commits or not all(valid(t) for t in instants):
+        if not all(valid(i.timestamp) for i in self._since_compaction()):
             return False
         records = sorted(self.records(data_timeline).values(), key=lambda r: r.key)
         compaction_time = self.timeline.new_instant_time()
@@ -323,34 +398,51 @@ class MetadataTable:
                          total_log_files=len(file_slice.log_files))
         metadata = CommitMetadata(operation_type="COMPACT", schema=SCHEMA_JSON, write_stats=[stat], compacted=True)
         self.timeline = self.timeline.with_instant(self.timeline.complete(instant, metadata.encode(2)))
-        self._delete_old_slices()
+        self._clean()
         return True
 
-    def _delete_old_slices(self) -> None:
-        """Delete the files of the slices before the previous one: readers that listed the
-        table before this compaction still find theirs."""
-        view = FileSystemView.load(self.storage, self.timeline, [FILES_PARTITION])
-        group = view.groups.get((FILES_PARTITION, FILES_FILE_ID))
-        if group is None:
+    def _clean(self) -> None:
+        """Clean the ``files`` partition by a clean instant of its own, as Hudi's metadata table
+        cleaner does: the files of the slices before the previous one go (readers that listed the
+        table before the latest compaction still find theirs)."""
+        completion = completion_times(self.timeline)
+        infos = [(info, parse_data_file_name(info.name)) for info in self.storage.list(FILES_PARTITION)]
+        bases = sorted(p.instant_time for _, p in infos if p is not None and not p.is_log)
+        if len(bases) <= 2:
             return
-        kept = sorted(group.slices)[-2:]
-        for info in self.storage.list(FILES_PARTITION):
-            parsed = parse_data_file_name(info.name)
-            if parsed is None:
-                continue
-            slice_of = parsed.instant_time if not parsed.is_log else max(
-                (t for t in group.slices if t <= parsed.instant_time), default=parsed.instant_time)
-            if slice_of < kept[0]:
-                self.storage.delete(info.path)
+        doomed = [info.name for info, p in infos if p is not None and (
+            log_slice(bases, p.instant_time, completion.get(p.instant_time, p.instant_time)) if p.is_log
+            else p.instant_time) < bases[-2]]
+        if not doomed:
+            return
+        latest = self.timeline.completed((DELTA_COMMIT, COMPACTION))[-1].timestamp
+        plan = CleanerPlan(registry.KEEP_LATEST_FILE_VERSIONS, None, latest,
+                           {FILES_PARTITION: [self.storage.uri(join_partition(FILES_PARTITION, n)) for n in doomed]})
+        self._run_clean(self.timeline.request(CLEAN, self.timeline.new_instant_time(), encode_clean_plan(plan)))
 
-    def roll_back_pending_compaction(self) -> None:
-        """A compaction a crash left pending: its base file and instant go (the slice before it
-        still holds every record)."""
+    def _run_clean(self, instant: Instant) -> None:
+        """Delete what a planned clean names and complete it (again, after a crash)."""
+        started = time.monotonic()
+        plan = decode_clean_plan(self.timeline.read_requested(instant))
+        if instant.state is State.REQUESTED:
+            instant = self.timeline.transition_to_inflight(instant)
+        names = [posixpath.basename(path) for path in plan.files.get(FILES_PARTITION, [])]
+        for name in names:
+            self.storage.delete(join_partition(FILES_PARTITION, name))
+        metadata = CleanMetadata(instant.timestamp, int((time.monotonic() - started) * 1000), "",
+                                 plan.last_completed_commit, plan.policy, {FILES_PARTITION: names})
+        self.timeline = self.timeline.with_instant(self.timeline.complete(instant, encode_clean_metadata(metadata)))
+
+    def finish_pending_services(self) -> None:
+        """What a crash left pending: a compaction's base file and instant go (the slice before it
+        still holds every record); a clean runs again."""
         for instant in self.timeline.pending((COMPACTION,)):
             base = base_file_name(FILES_FILE_ID, _TOKEN, instant.timestamp, HFILE_EXTENSION)
             self.storage.delete(join_partition(FILES_PARTITION, base))
             self.timeline.remove_pending(instant)
-        self.timeline = Timeline.load(self.storage, self.config)
+        for instant in self.timeline.pending((CLEAN,)):
+            self._run_clean(instant)
+        self.timeline = Timeline.load(self.storage, self.config, self.timeline)
 
 
 def _valid_instants(data_timeline: Timeline):
@@ -370,9 +462,8 @@ def listing_files(table: HudiTable, partitions: list[str] | None) -> list[FileIn
         return None
     try:
         listing = MetadataTable.load(table.storage).listing(table.timeline, partitions)
-    except (FormatError, OSError) as exc:
-        warn(f"the metadata table of {table.base_uri} is damaged ({exc}); listing storage instead. "
-             "Rebuild it: write the table with hoodie.metadata.enable=false, then true")
+    except (HudiqlError, OSError) as exc:
+        warn(f"{exc}; listing storage instead. {rebuild_hint(table)}")
         return None
     return [FileInfo(join_partition(p, name), size, False) for p, files in listing.items() for name, size in files.items()]
 
@@ -388,6 +479,10 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges) -> Iter
         return
     storage = table.storage
     mdt = _open_for_write(table)
+    try:
+        mdt.records(table.timeline)  # what this process read of it already is not read again
+    except (HudiqlError, OSError) as exc:
+        raise FormatError(f"{exc}; writes are refused until it is rebuilt. {rebuild_hint(table)}") from None
     mdt.commit(instant_time, changes)
     try:
         yield
@@ -395,10 +490,17 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges) -> Iter
         mdt.forget(instant_time)
         raise
     try:
-        data_timeline = Timeline.load(storage, table.config)
-        mdt.compact_if_due(data_timeline, table.settings.number(registry.METADATA_COMPACT_MAX_DELTA_COMMITS))
+        if mdt.compaction_due(table.settings.number(registry.METADATA_COMPACT_MAX_DELTA_COMMITS)):
+            mdt.compact(Timeline.load(storage, table.config))  # with the instant that just completed
     except (HudiqlError, OSError) as exc:  # the data instant completed: the statement succeeded
         warn(f"could not compact the metadata table of {table.base_uri}: {exc}")
+
+
+def rebuild_hint(table: HudiTable) -> str:
+    """What rebuilds a damaged metadata table, by Hudi's procedures."""
+    name = table.config.name
+    return (f"Rebuild the metadata table: CALL delete_metadata_table(table => '{name}'), then "
+            f"CALL create_metadata_table(table => '{name}')")
 
 
 def _open_for_write(table: HudiTable) -> MetadataTable:
@@ -408,8 +510,8 @@ def _open_for_write(table: HudiTable) -> MetadataTable:
     config = TableConfig.load(storage)  # another writer may have built or removed it since the snapshot
     if config.metadata_partitions == [FILES_PARTITION] and MetadataTable.storage_of(storage).exists(PROPERTIES_FILE):
         mdt = MetadataTable.load(storage)
-        if mdt.timeline.pending((COMPACTION,)):
-            mdt.roll_back_pending_compaction()
+        if mdt.timeline.pending((COMPACTION, CLEAN)):
+            mdt.finish_pending_services()
     else:
         if config.get(METADATA_PARTITIONS):  # partitions hudiql does not keep: rebuilt with files alone
             config = remove_metadata_table(storage)
