@@ -41,7 +41,7 @@ from hudiql.timeline.archived import ArchivedInstant, archived_entry, read_archi
 from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
 from hudiql.timeline.clean_plan import decode_plan as decode_clean_plan
 from hudiql.io.storage import Storage
-from hudiql.layout import PROPERTIES_FILE, marker_folder
+from hudiql.layout import marker_folder
 from hudiql.table.metadata_table import MetadataTable, keeps_metadata_table
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import (
@@ -211,10 +211,11 @@ def _archive_metadata_table(table: HudiTable) -> list[Instant]:
     latest compaction of its files partition (the slice after it finds its logs by their delta
     commits' completion) nor past the data table's oldest active instant (readers tell a metadata
     delta commit valid by its data instant's)."""
-    if not keeps_metadata_table(table) or not MetadataTable.storage_of(table.storage).exists(PROPERTIES_FILE):
+    known = MetadataTable.known(table.storage) if keeps_metadata_table(table) else None
+    if known is None:  # none, or none this process wrote to: no archiving is due because of it
         return []
     numbers = {key: str(table.settings.number(key)) for key in (K.KEEP_MIN_COMMITS, K.KEEP_MAX_COMMITS)}
-    mdt = HudiTable.load(MetadataTable.storage_of(table.storage).base_uri).with_options(numbers)
+    mdt = HudiTable(known.storage, known.config, known.timeline).with_options(numbers)
 
     def chosen(mdt: HudiTable) -> list[Instant]:
         compactions = mdt.timeline.completed((COMPACTION,))

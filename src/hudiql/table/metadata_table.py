@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -194,8 +194,11 @@ def _merge_hfile(merged: dict[str, FilesRecord], content: bytes, path: str, sche
     """Merge the records of an HFile (a base file, or a log block's content) over ``merged``."""
     data = hfile.HFile(content, path)
     writer_schema = schema or data.file_info["schema"].decode()
-    for key, value in data.entries():
-        record = decode_value(key.decode(), value, writer_schema)
+    _merge_records(merged, (decode_value(key.decode(), value, writer_schema) for key, value in data.entries()))
+
+
+def _merge_records(merged: dict[str, FilesRecord], records: Iterable[FilesRecord]) -> None:
+    for record in records:
         older = merged.get(record.key)
         merged[record.key] = older.merged(record) if older else record
 
@@ -237,6 +240,19 @@ class MetadataTable:
         timeline = Timeline.load(storage, config, earlier)
         _remember(_LOADED, storage.base_uri, (config, timeline))
         return cls(data_storage, storage, config, timeline)
+
+    @classmethod
+    def known(cls, data_storage: Storage) -> MetadataTable | None:
+        """The table's metadata table as this process last listed or wrote it, without a request;
+        None when it has not."""
+        storage = cls.storage_of(data_storage)
+        loaded = _LOADED.get(storage.base_uri)
+        return cls(data_storage, storage, *loaded) if loaded else None
+
+    def _advance(self, instant: Instant) -> None:
+        """This table's timeline with ``instant`` (one it just wrote), as the process knows it."""
+        self.timeline = self.timeline.with_instant(instant)
+        _remember(_LOADED, self.storage.base_uri, (self.config, self.timeline))
 
     @classmethod
     def create(cls, data_storage: Storage, data_config: TableConfig, data_timeline: Timeline) -> MetadataTable:
@@ -351,7 +367,13 @@ class MetadataTable:
                          num_update_writes=len(records), total_write_bytes=len(data), file_size_in_bytes=len(data),
                          log_files=[name], log_version=1, total_log_blocks=1)
         metadata = CommitMetadata(operation_type="UPSERT_PREPPED", schema=SCHEMA_JSON, write_stats=[stat])
-        self.timeline = self.timeline.with_instant(self.timeline.complete(instant, metadata.encode(2)))
+        self._advance(self.timeline.complete(instant, metadata.encode(2)))
+        cached = _MERGED.get(self.storage.base_uri)
+        if cached is not None:  # what this process merged goes on with what it wrote (the next read checks the order)
+            written_by, logs, merged = cached
+            merged = dict(merged)
+            _merge_records(merged, records)
+            _remember(_MERGED, self.storage.base_uri, (written_by, (*logs, (name, True)), merged))
 
     def forget(self, instant_time: str) -> None:
         """Remove the metadata delta commit of a data instant that never completed (being rolled
@@ -397,7 +419,7 @@ class MetadataTable:
                          num_writes=len(records), total_write_bytes=len(content), file_size_in_bytes=len(content),
                          total_log_files=len(file_slice.log_files))
         metadata = CommitMetadata(operation_type="COMPACT", schema=SCHEMA_JSON, write_stats=[stat], compacted=True)
-        self.timeline = self.timeline.with_instant(self.timeline.complete(instant, metadata.encode(2)))
+        self._advance(self.timeline.complete(instant, metadata.encode(2)))
         self._clean()
         return True
 
@@ -431,7 +453,7 @@ class MetadataTable:
             self.storage.delete(join_partition(FILES_PARTITION, name))
         metadata = CleanMetadata(instant.timestamp, int((time.monotonic() - started) * 1000), "",
                                  plan.last_completed_commit, plan.policy, {FILES_PARTITION: names})
-        self.timeline = self.timeline.with_instant(self.timeline.complete(instant, encode_clean_metadata(metadata)))
+        self._advance(self.timeline.complete(instant, encode_clean_metadata(metadata)))
 
     def finish_pending_services(self) -> None:
         """What a crash left pending: a compaction's base file and instant go (the slice before it

@@ -248,7 +248,7 @@ def write_decided(
             new = rows.where(F.col(FILE_ID).isNull()).drop(FILE_ID)
             found, _ = tag(spark, table, index, new, sorted(inserts), view, lookup=True)
             tagged = rows.where(F.col(FILE_ID).isNotNull()).unionByName(found)
-        _write_partition_metadata(table, sorted(p for p, n in inserts.items() if n), instant_time)
+        _write_partition_metadata(table, sorted(p for p, n in inserts.items() if n), instant_time, view)
         task_stats = _write_tagged(
             spark, table, tagged, None, view, Operation.UPSERT, instant_time, replace, False,
             {p: n for p, n in inserts.items() if n},
@@ -345,7 +345,7 @@ def _write_file_groups(
         rows_by_partition = {r[0]: r[1] for r in incoming.groupBy(PARTITION_PATH).count().collect()}
         partitions = sorted(rows_by_partition)
         view = FileSystemView.empty() if overwrite else table.file_system_view(partitions)
-        _write_partition_metadata(table, partitions, instant_time)
+        _write_partition_metadata(table, partitions, instant_time, view)
         lookup = operation is Operation.UPSERT
         tagged, new_groups = tag(spark, table, index, incoming, partitions, view, lookup)
         partitioned = new_groups is not None
@@ -548,8 +548,12 @@ def _append_task(
     )
 
 
-def _write_partition_metadata(table: HudiTable, partitions: list[str], instant_time: str) -> None:
-    for partition in partitions:
+def _write_partition_metadata(table: HudiTable, partitions: list[str], instant_time: str,
+                              view: FileSystemView) -> None:
+    """Each of ``partitions``' ``.hoodie_partition_metadata``, unless it is there: a partition that
+    holds file groups of ``view`` has it (it is written before the first file)."""
+    known = set(view.partitions())
+    for partition in (p for p in partitions if p not in known):
         path = join_partition(partition, PARTITION_METADATA_FILE)
         if not table.storage.exists(path):
             table.storage.write_atomic(path, partition_metadata(instant_time, partition))
