@@ -5,6 +5,7 @@ Usage:
     python bench/upsert_mor.py [--sizes 2000000,20000000 | --rows N] [--rounds 10] [--partitions 20]
                                [--workdir DIR] [--warmup 1] [--read-repeats 2] [--hudiql-ref HEAD]
                                [--profile] [--json FILE] [--storage local | s3]
+                               [--table-version 6|8|9] [--metadata true|false]
 
 What it measures, per table size (all on one local[2] SparkSession, same data for every system):
 
@@ -76,6 +77,13 @@ def index_props(index: str, buckets: int) -> list[str]:
     if index == "bucket":
         return ["'hoodie.index.type'='BUCKET'", f"'hoodie.bucket.index.num.buckets'='{buckets}'"]
     return []
+
+
+def version_props(version: str, metadata: str) -> list[str]:
+    """Table options for ``--table-version`` and ``--metadata`` (versions 8 and 9: the metadata table)."""
+    if version == "6":
+        return []
+    return [f"'hoodie.write.table.version'='{version}'", f"'hoodie.metadata.enable'='{metadata}'"]
 
 
 def ddl(name: str, mor: bool, extra: list[str]) -> str:
@@ -218,10 +226,14 @@ def hudi_filtered_snapshot(spark, wh: str, table: str, begin: str) -> tuple[int,
     return row["n"], row["s"], row["h"]
 
 
-def latest_instant(table_dir: str) -> str:
+def latest_instant(table_dir: str) -> tuple[str, str]:
+    """The latest completed write's instant time, and the time an incremental read begins after it:
+    its completion time on table versions 8 and 9 (which incremental reads take there), else the
+    instant time."""
     from hudiql.table.table import HudiTable
 
-    return HudiTable.load(table_dir).timeline.completed()[-1].timestamp
+    latest = HudiTable.load(table_dir).timeline.completed()[-1]
+    return latest.timestamp, latest.completion_time or latest.timestamp
 
 
 def hudi_compact(spark, wh: str, table: str):
@@ -316,6 +328,9 @@ def parse_args(argv=None):
     p.add_argument("--index", choices=["simple", "bucket"], default="simple",
                    help="the MOR and COW tables' index: hudiql's default (simple) or the bucket index")
     p.add_argument("--buckets", type=int, default=4, help="hoodie.bucket.index.num.buckets with --index bucket")
+    p.add_argument("--table-version", default="6", choices=["6", "8", "9"], help="the hudiql tables' version")
+    p.add_argument("--metadata", default="true", choices=["true", "false"],
+                   help="hoodie.metadata.enable of the hudiql tables (versions 8 and 9: the metadata table)")
     p.add_argument("--hudiql-ref", default=None,
                    help="benchmark hudiql as of this git ref (default: a snapshot of the working tree)")
     p.add_argument("--profile", action="store_true", help="Spark event log + driver timings of the MOR writes/reads")
@@ -396,7 +411,7 @@ def run_size(spark, args, rows: int, rounds: int, w: str, profile: Profile | Non
 
     # ---- initial load -------------------------------------------------------------------------
     base_rows(spark, rows, parts).createOrReplaceTempView("base_rows")
-    extra = index_props(args.index, args.buckets)
+    extra = index_props(args.index, args.buckets) + version_props(args.table_version, args.metadata)
     t_mor, _ = timed(lambda: hudi_load(spark, wh, "bench_mor", True, "base_rows", extra))
     t_cow = None
     if not args.no_cow and args.cow_copy:
@@ -423,10 +438,10 @@ def run_size(spark, args, rows: int, rounds: int, w: str, profile: Profile | Non
     say(f"\n  {'round':>5} {'load':>5} {'MOR write':>10} {'MOR read':>9} {'COW write':>10} {'COW read':>9} "
         f"{'delta-rs':>9} {'MOR/delta':>9} {'MOR/COW':>8} {'groups':>6} {'logs':>5} {'log MiB':>7}")
     batch = None
-    before_last_round = None
+    before_last_round = changes_after = None
     for r in range(rounds):
         if r == rounds - 1:
-            before_last_round = latest_instant(mor_dir)
+            before_last_round, changes_after = latest_instant(mor_dir)
         batch = RoundBatch(rows, parts, r)
         batch_df = batch.dataframe(spark).cache()
         assert batch_df.count() == batch.n_upd + batch.n_new
@@ -471,7 +486,7 @@ def run_size(spark, args, rows: int, rounds: int, w: str, profile: Profile | Non
     incremental, filtered = [], []
     for i in range(max(1, args.read_repeats)):
         t_inc, got_inc = timed(lambda: prof(f"{rows}:incremental read #{i + 1}",
-                                            lambda: hudi_changes(spark, wh, "bench_mor", before_last_round)))
+                                            lambda: hudi_changes(spark, wh, "bench_mor", changes_after)))
         t_snap, got_snap = timed(lambda: prof(f"{rows}:filtered snapshot read #{i + 1}",
                                               lambda: hudi_filtered_snapshot(spark, wh, "bench_mor", before_last_round)))
         if got_inc != got_snap or got_inc[0] != batch.n_upd + batch.n_new:
