@@ -42,7 +42,7 @@ from hudiql.timeline.clean_plan import decode_metadata as decode_clean_metadata
 from hudiql.timeline.clean_plan import decode_plan as decode_clean_plan
 from hudiql.io.storage import Storage
 from hudiql.layout import marker_folder
-from hudiql.table.metadata_table import MetadataTable, keeps_metadata_table
+from hudiql.table.metadata_table import MetadataTable
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import (
     CLEAN,
@@ -62,6 +62,7 @@ from hudiql.timeline.active import (
     instant_file_name,
 )
 from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.metadata_commit import keeps_metadata_table
 from hudiql.transaction.prologue import locked
 
 _WRITES = (COMMIT, DELTA_COMMIT, REPLACE_COMMIT)

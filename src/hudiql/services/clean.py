@@ -37,7 +37,7 @@ from hudiql.config.settings import Settings
 from hudiql.timeline.clean_plan import CleanerPlan, CleanMetadata, decode_metadata, decode_plan, encode_metadata, encode_plan
 from hudiql.timeline.compaction_plan import decode_plan as decode_compaction_plan
 from hudiql.table.fsview import completion_times, list_data_files, log_slice, read_commit_metadata
-from hudiql.table.metadata_table import FileChanges, recording
+from hudiql.table.metadata_table import FileChanges
 from hudiql.layout import DataFileName, parse_data_file_name, partition_of
 from hudiql.timeline.savepoint import savepointed_files
 from hudiql.table.table import HudiTable
@@ -57,6 +57,7 @@ from hudiql.timeline.active import (
     format_instant_time,
 )
 from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.metadata_commit import recording
 from hudiql.transaction.prologue import locked, open_for_write
 
 #: The instants whose count the retention policies measure, pending ones included.

@@ -37,10 +37,8 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from hudiql.config import registry
 from hudiql.config import table_config as C
@@ -79,9 +77,6 @@ from hudiql.timeline.clean_plan import encode_plan as encode_clean_plan
 from hudiql.timeline.commit import CommitMetadata, WriteStat
 from hudiql.timeline.compaction_plan import CompactionOperation, encode_plan
 
-if TYPE_CHECKING:
-    from hudiql.table.table import HudiTable
-
 #: The instant a version 8 or 9 metadata table is built at (Hudi 1.x's initialization time).
 INIT_INSTANT = "00000000000000000"
 #: The properties of a metadata table, as Hudi 1.x writes them (beside the name and version).
@@ -109,12 +104,6 @@ def has_metadata_table(storage: Storage, config: TableConfig) -> bool:
     return bool(config.get(METADATA_PARTITIONS) or config.get(METADATA_PARTITIONS_INFLIGHT)) or storage.is_dir(
         METADATA_TABLE_FOLDER
     )
-
-
-def keeps_metadata_table(table: HudiTable) -> bool:
-    """Whether writes of ``table`` keep its metadata table: ``hoodie.metadata.enable`` (true by
-    default), on the table versions hudiql keeps one for (8 and 9)."""
-    return table.settings.flag(registry.METADATA_ENABLE) and table.config.version >= 8
 
 
 def remove_metadata_table(storage: Storage) -> TableConfig:
@@ -476,75 +465,45 @@ def _valid_instants(data_timeline: Timeline):
     return lambda t: t in completed or t == INIT_INSTANT or committed.archived(t)
 
 
-def listing_files(table: HudiTable, partitions: list[str] | None) -> list[FileInfo] | None:
-    """The data files of ``table`` (of ``partitions``) as its metadata table lists them, or None
-    when the table has none to list through (readers then list storage). A damaged metadata table
-    is a one-line warning naming it, and a storage listing."""
-    if FILES_PARTITION not in table.config.metadata_partitions or table.config.version < 8:
+def listing_files(storage: Storage, config: TableConfig, timeline: Timeline,
+                  partitions: list[str] | None) -> list[FileInfo] | None:
+    """The data files of the table at ``storage`` (of ``partitions``) as its metadata table lists
+    them, or None when the table has none to list through (readers then list storage). A damaged
+    metadata table is a one-line warning naming the file, and a storage listing."""
+    if FILES_PARTITION not in config.metadata_partitions or config.version < 8:
         return None
     try:
-        listing = MetadataTable.load(table.storage).listing(table.timeline, partitions)
+        listing = MetadataTable.load(storage).listing(timeline, partitions)
     except (HudiqlError, OSError) as exc:
-        warn(f"{exc}; listing storage instead. {rebuild_hint(table)}")
+        warn(f"{exc}; listing storage instead. {rebuild_hint(config.name)}")
         return None
     return [FileInfo(join_partition(p, name), size, False) for p, files in listing.items() for name, size in files.items()]
 
 
-@contextmanager
-def recording(table: HudiTable, instant_time: str, changes: FileChanges) -> Iterator[None]:
-    """Around the completion of data instant ``instant_time``: its metadata delta commit first
-    (the table's metadata table built first if it has none), then, once the data instant completed,
-    the metadata table's compaction when due. The caller holds the table lock. On a table whose
-    writes keep no metadata table (``keeps_metadata_table``), nothing."""
-    if not keeps_metadata_table(table):
-        yield
-        return
-    storage = table.storage
-    mdt = _open_for_write(table)
-    try:
-        mdt.records(table.timeline)  # what this process read of it already is not read again
-    except (HudiqlError, OSError) as exc:
-        raise FormatError(f"{exc}; writes are refused until it is rebuilt. {rebuild_hint(table)}") from None
-    mdt.commit(instant_time, changes)
-    try:
-        yield
-    except BaseException:
-        mdt.forget(instant_time)
-        raise
-    try:
-        if mdt.compaction_due(table.settings.number(registry.METADATA_COMPACT_MAX_DELTA_COMMITS)):
-            mdt.compact(Timeline.load(storage, table.config))  # with the instant that just completed
-    except (HudiqlError, OSError) as exc:  # the data instant completed: the statement succeeded
-        warn(f"could not compact the metadata table of {table.base_uri}: {exc}")
-
-
-def rebuild_hint(table: HudiTable) -> str:
+def rebuild_hint(table_name: str) -> str:
     """What rebuilds a damaged metadata table, by Hudi's procedures."""
-    name = table.config.name
-    return (f"Rebuild the metadata table: CALL delete_metadata_table(table => '{name}'), then "
-            f"CALL create_metadata_table(table => '{name}')")
+    return (f"Rebuild the metadata table: CALL delete_metadata_table(table => '{table_name}'), then "
+            f"CALL create_metadata_table(table => '{table_name}')")
 
 
-def _open_for_write(table: HudiTable) -> MetadataTable:
-    """The table's metadata table, as it is under the lock: built when it has none or has
-    partitions hudiql does not keep; a compaction a crash left pending rolled back."""
-    storage = table.storage
-    config = TableConfig.load(storage)  # another writer may have built or removed it since the snapshot
-    if config.metadata_partitions == [FILES_PARTITION] and MetadataTable.storage_of(storage).exists(PROPERTIES_FILE):
-        mdt = MetadataTable.load(storage)
+def open_for_write(data_storage: Storage) -> tuple[MetadataTable, TableConfig]:
+    """The table's metadata table as it is under the lock, and the table's config as read under
+    it (another writer may have built or removed the metadata table since the statement began):
+    built when it has none or has partitions hudiql does not keep; what a crash left pending of
+    its own services finished."""
+    config = TableConfig.load(data_storage)
+    if config.metadata_partitions == [FILES_PARTITION] and MetadataTable.storage_of(data_storage).exists(PROPERTIES_FILE):
+        mdt = MetadataTable.load(data_storage)
         if mdt.timeline.pending((COMPACTION, CLEAN)):
             mdt.finish_pending_services()
-    else:
-        if config.get(METADATA_PARTITIONS):  # partitions hudiql does not keep: rebuilt with files alone
-            config = remove_metadata_table(storage)
-        mdt = MetadataTable.create(storage, config, Timeline.load(storage, config))
-    table.config.props = dict(config.props)  # the statement's snapshots share this config
-    return mdt
+        return mdt, config
+    if config.get(METADATA_PARTITIONS):  # partitions hudiql does not keep: rebuilt with files alone
+        config = remove_metadata_table(data_storage)
+    return MetadataTable.create(data_storage, config, Timeline.load(data_storage, config)), config
 
 
-def forget_instant(table: HudiTable, instant_time: str) -> None:
+def forget_instant(data_storage: Storage, instant_time: str) -> None:
     """Remove the metadata delta commit of data instant ``instant_time``, which is rolled back
     before it completed (a crash between the two commits left it)."""
-    if table.config.version >= 8 and MetadataTable.storage_of(table.storage).exists(PROPERTIES_FILE):
-        MetadataTable.load(table.storage).forget(instant_time)
-
+    if MetadataTable.storage_of(data_storage).exists(PROPERTIES_FILE):
+        MetadataTable.load(data_storage).forget(instant_time)

@@ -181,7 +181,8 @@ class HudiTable:
         hands its write the partitions it needs from it, without listing storage again."""
         if self._full_view is not None:
             return self._full_view if partitions is None else self._full_view.only(partitions)
-        view = FileSystemView.load(self.storage, self.timeline, partitions, listing_files(self, partitions))
+        view = FileSystemView.load(self.storage, self.timeline, partitions,
+                                   listing_files(self.storage, self.config, self.timeline, partitions))
         if partitions is None:
             self._full_view = view
         return view

@@ -25,11 +25,12 @@ from contextlib import contextmanager
 
 from hudiql.config import registry
 from hudiql.errors import warn
-from hudiql.table.metadata_table import has_metadata_table, keeps_metadata_table, remove_metadata_table
+from hudiql.table.metadata_table import has_metadata_table, remove_metadata_table
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import RESTORE, ROLLBACK, ensure_writable
 from hudiql.transaction.heartbeat import WriterHeartbeat, claim_instant_time
 from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.metadata_commit import keeps_metadata_table
 from hudiql.transaction.rollback import finish_pending, rollback_failed_writes
 
 

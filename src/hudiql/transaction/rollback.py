@@ -48,7 +48,7 @@ from hudiql.layout import (
     parse_data_file_name,
 )
 from hudiql.table.fsview import read_commit_metadata
-from hudiql.table.metadata_table import FileChanges, forget_instant, recording
+from hudiql.table.metadata_table import FileChanges, forget_instant
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import (
     CLUSTERING,
@@ -75,6 +75,7 @@ from hudiql.timeline.rollback_plan import (
 )
 from hudiql.transaction.heartbeat import claim_instant_time, heartbeat_path, is_expired
 from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.metadata_commit import recording
 
 _MARKER_RE = re.compile(r"^(?P<file>.+)\.marker\.[A-Z]+$")
 
@@ -96,7 +97,8 @@ def files_from_markers(table: HudiTable, instant_time: str) -> list[str]:
 def rollback(table: HudiTable, instant: Instant, keep_requested: bool = False) -> None:
     """Remove every file of a pending write, then its instant (``keep_requested``: back to its
     requested state, which holds a plan to run again, as a compaction's does)."""
-    forget_instant(table, instant.timestamp)
+    if table.config.version >= 8:
+        forget_instant(table.storage, instant.timestamp)
     for path in files_from_markers(table, instant.timestamp):
         table.storage.delete(path)
     table.storage.delete_dir(marker_folder(instant.timestamp))

@@ -42,7 +42,7 @@ from pyspark.sql import SparkSession
 from hudiql.config import registry
 from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
 from hudiql.layout import marker_folder
-from hudiql.table.metadata_table import FileChanges, recording
+from hudiql.table.metadata_table import FileChanges
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import Instant, State, Timeline
 from hudiql.timeline.commit import CommitMetadata
@@ -56,6 +56,7 @@ from hudiql.transaction.heartbeat import (
     is_expired,
 )
 from hudiql.transaction.lock import commit_lock
+from hudiql.transaction.metadata_commit import recording
 from hudiql.transaction.prologue import open_for_write
 from hudiql.transaction.rollback import (
     files_from_markers,
