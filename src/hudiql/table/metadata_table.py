@@ -115,6 +115,8 @@ def remove_metadata_table(storage: Storage) -> TableConfig:
         config = TableConfig({**config.props, METADATA_PARTITIONS: "", METADATA_PARTITIONS_INFLIGHT: ""})
         config.save(storage)
     storage.delete_dir(METADATA_TABLE_FOLDER)
+    for cache in (_LOADED, _MERGED):  # what this process read of it is gone with it
+        cache.pop(MetadataTable.storage_of(storage).base_uri, None)
     return config
 
 
@@ -281,7 +283,9 @@ class MetadataTable:
         timeline.complete(instant, metadata.encode(2))
         data_config.props.update({METADATA_PARTITIONS: FILES_PARTITION, METADATA_PARTITIONS_INFLIGHT: ""})
         data_config.save(data_storage)
-        return cls(data_storage, storage, config, Timeline.load(storage, config))
+        built = cls(data_storage, storage, config, Timeline.load(storage, config))
+        _remember(_LOADED, storage.base_uri, (config, built.timeline))
+        return built
 
     # ---- reading ----------------------------------------------------------------------------------
 
