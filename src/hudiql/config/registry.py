@@ -4,7 +4,7 @@ The one place that says, for each option key, its default, where it may be given
 option of CREATE TABLE ``TBLPROPERTIES`` / ``OPTIONS`` / ``WITH``, a session ``SET k=v``, or
 both), the values it takes, and whether ``ALTER TABLE ... SET/UNSET TBLPROPERTIES`` may change
 it after the table is created. A key hudiql does not implement is refused with what hudiql
-does instead, unless the value asks for what hudiql does anyway (``hoodie.metadata.enable=false``);
+does instead, unless the value asks for what hudiql does anyway (``hoodie.table.cdc.enabled=false``);
 a key whose only effect is speed or file layout is accepted with a one-line warning. Any other
 ``hoodie.*`` key is a typo: the error names the closest implemented key.
 
