@@ -65,3 +65,22 @@ def unzip(zipped: Path, dest: Path) -> Path:
     with zipfile.ZipFile(zipped) as archive:
         archive.extractall(dest, members=[m for m in archive.namelist() if not m.startswith("__MACOSX/")])
     return dest / zipped.stem
+
+
+# ---- tables of a given version ---------------------------------------------------------------------
+
+#: The columns and query of ``versioned_table``'s table.
+VERSIONED_COLUMNS = ["id", "name", "ts", "dt"]
+VERSIONED_QUERY = "SELECT id, name, ts, dt FROM t"
+
+
+def versioned_table(session, version: int, kind: str, *props: str) -> Path:
+    """Table ``t`` (id, name, ts, dt; partitioned by dt) of table ``version`` and ``kind`` (cow or
+    mor), its services left to the test (``props``: more table options); its folder."""
+    from hudiql.sql.statements import TableName
+
+    options = ["primaryKey='id'", "preCombineField='ts'", f"type='{kind}'", f"'hoodie.write.table.version'='{version}'",
+               "'hoodie.compact.inline'='false'", "'hoodie.clean.automatic'='false'", *props]
+    session.sql(f"CREATE TABLE t (id INT, name STRING, ts BIGINT, dt STRING) USING hudi PARTITIONED BY (dt) "
+                f"TBLPROPERTIES ({', '.join(options)})")
+    return Path(session.table(TableName(None, "t")).base_uri.removeprefix("file://"))

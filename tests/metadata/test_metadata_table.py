@@ -13,26 +13,25 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
+from conftest import (
+    HUDI_TABLES,
+    VERSIONED_COLUMNS,
+    VERSIONED_QUERY,
+    hudiql_rows,
+    official_rows,
+    unzip,
+    versioned_table,
+)
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import OptionError
 from hudiql.io.storage import Storage
 from hudiql.layout import PARTITION_METADATA_FILE
-from hudiql.sql.statements import TableName
 from hudiql.table.metadata_table import MetadataTable
 from hudiql.timeline.active import Timeline
 
-COLUMNS = ["id", "name", "ts", "dt"]
-QUERY = "SELECT id, name, ts, dt FROM t"
+COLUMNS, QUERY = VERSIONED_COLUMNS, VERSIONED_QUERY
 
 
-def create(session, version: int, kind: str, *props: str) -> Path:
-    options = ["primaryKey='id'", "preCombineField='ts'", f"type='{kind}'", f"'hoodie.write.table.version'='{version}'",
-               "'hoodie.compact.inline'='false'", "'hoodie.clean.automatic'='false'", *props]
-    session.sql("SET hoodie.metadata.enable=true")
-    session.sql(f"CREATE TABLE t (id INT, name STRING, ts BIGINT, dt STRING) USING hudi PARTITIONED BY (dt) "
-                f"TBLPROPERTIES ({', '.join(options)})")
-    return Path(session.table(TableName(None, "t")).base_uri.removeprefix("file://"))
 
 
 def listed(table: Path) -> dict[str, dict[str, int]]:
@@ -64,7 +63,7 @@ def consistent(session, table: Path, step: str) -> list[tuple]:
 # metadata table on by default, each step checked by the official reader (which lists through it).
 @pytest.mark.parametrize("version, kind", [(8, "mor")])
 def test_every_action_that_changes_files_keeps_the_listing(session, version, kind):
-    table = create(session, version, kind)
+    table = versioned_table(session, version, kind)
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd1'), (3, 'c', 1, 'd2')")
     consistent(session, table, "INSERT")
     session.sql("UPDATE t SET name = 'bb', ts = 2 WHERE id = 2")
@@ -96,7 +95,7 @@ def test_every_action_that_changes_files_keeps_the_listing(session, version, kin
 
 
 def test_the_files_partition_is_compacted_and_its_old_slices_deleted(session):
-    table = create(session, 8, "cow", "'hoodie.metadata.compact.max.delta.commits'='3'")
+    table = versioned_table(session, 8, "cow", "'hoodie.metadata.compact.max.delta.commits'='3'")
     for i in range(8):
         session.sql(f"INSERT INTO t VALUES ({i}, 'n{i}', 1, 'd{i % 3}')")
     consistent(session, table, "eight inserts")
@@ -140,7 +139,7 @@ def test_the_option_on_a_version_6_table_is_refused_in_one_line(session, warehou
 
 def test_a_hudi_table_with_indexes_gets_its_files_partition_alone(session, tmp_path):
     """A Hudi 1.1 table with column stats, partition stats, a record index and secondary indexes:
-    written with the option, its metadata table is rebuilt with the files partition (the others
+    written (the option on by default), its metadata table is rebuilt with the files partition (the others
     would go stale), and the official reader reads hudiql's rows through it."""
     table = unzip(HUDI_TABLES / "sample_table" / "cow" / "v9_txns_simple_meta.zip", tmp_path)
     columns = ["txn_id", "txn_ts", "txn_type", "region"]
@@ -148,7 +147,6 @@ def test_a_hudi_table_with_indexes_gets_its_files_partition_alone(session, tmp_p
     session.sql(f"CREATE TABLE t USING hudi LOCATION '{table}'")
     before = hudiql_rows(session, query)
     assert before == official_rows(table, columns)
-    session.sql("SET hoodie.metadata.enable=true")
     session.sql("UPDATE t SET txn_type = 'refund', txn_ts = 1800000000000 WHERE txn_id = 'TXN-007'")
     after = hudiql_rows(session, query)
     assert after != before and after == official_rows(table, columns)
@@ -162,7 +160,6 @@ _KILLED_WRITER = textwrap.dedent("""
     import hudiql
     from hudiql.timeline.active import Timeline
     session = hudiql.connect(warehouse=sys.argv[1])
-    session.sql("SET hoodie.metadata.enable=true")
     complete = Timeline.complete
 
     def die_at_the_data_commit(self, instant, content):
@@ -176,7 +173,7 @@ _KILLED_WRITER = textwrap.dedent("""
 
 
 def test_a_writer_killed_between_the_two_commits_leaves_nothing_readers_see(session, warehouse):
-    table = create(session, 8, "mor", "'hoodie.client.heartbeat.interval_in_ms'='500'")
+    table = versioned_table(session, 8, "mor", "'hoodie.client.heartbeat.interval_in_ms'='500'")
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd1')")
     before = consistent(session, table, "INSERT")
     killed = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(warehouse)],
@@ -191,13 +188,13 @@ def test_a_writer_killed_between_the_two_commits_leaves_nothing_readers_see(sess
     assert consistent(session, table, "INSERT after the kill") == sorted([*before, (3, "c", 1, "d2")])
     assert len(list(mdt_timeline.glob("*_*.deltacommit"))) == 3
     assert not [p for p in mdt_timeline.iterdir() if p.name.endswith((".inflight", ".requested"))
-                and not (mdt_timeline.glob(p.name.split(".")[0] + "_*"))]
+                and not list(mdt_timeline.glob(p.name.split(".")[0] + "_*"))]  # nothing left pending
 
 
 def test_the_metadata_tables_timeline_is_archived_with_the_data_tables(session):
-    table = create(session, 9, "mor", "'hoodie.metadata.compact.max.delta.commits'='3'", "'hoodie.clean.automatic'='true'",
-                   "'hoodie.cleaner.commits.retained'='1'", "'hoodie.keep.min.commits'='2'",
-                   "'hoodie.keep.max.commits'='3'")
+    table = versioned_table(session, 9, "mor", "'hoodie.metadata.compact.max.delta.commits'='3'",
+                            "'hoodie.clean.automatic'='true'", "'hoodie.cleaner.commits.retained'='1'",
+                            "'hoodie.keep.min.commits'='2'", "'hoodie.keep.max.commits'='3'")
     for i in range(10):
         session.sql(f"INSERT INTO t VALUES ({i}, 'n{i}', 1, 'd{i % 2}')")
     consistent(session, table, "ten inserts")
@@ -215,7 +212,7 @@ def test_a_damaged_metadata_table_is_read_around_and_refuses_writes_until_rebuil
     from hudiql.errors import FormatError
     from hudiql.table import metadata_table
 
-    table = create(session, 8, "cow")
+    table = versioned_table(session, 8, "cow")
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd2')")
     session.sql("INSERT INTO t VALUES (3, 'c', 1, 'd1')")
     rows = consistent(session, table, "INSERT")
@@ -244,7 +241,7 @@ def test_a_damaged_metadata_table_is_read_around_and_refuses_writes_until_rebuil
 
 
 def test_a_version_step_drops_the_metadata_table_and_the_next_write_builds_it_in_the_new_version(session):
-    table = create(session, 8, "cow")
+    table = versioned_table(session, 8, "cow")
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1')")
     session.sql("CALL upgrade_table(table => 't', to_version => 9)")
     assert not (table / ".hoodie" / "metadata").exists()

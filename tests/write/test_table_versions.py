@@ -22,23 +22,24 @@ from pathlib import Path
 import fastavro
 import pyarrow.parquet as pq
 import pytest
-from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip
+from conftest import (
+    HUDI_TABLES,
+    VERSIONED_COLUMNS,
+    VERSIONED_QUERY,
+    hudiql_rows,
+    official_rows,
+    unzip,
+    versioned_table,
+)
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import OptionError
 from hudiql.io.storage import Storage
 from hudiql.sql.parser import split_statements
 from hudiql.sql.statements import TableName
 
-COLUMNS = ["id", "name", "ts", "dt"]
-QUERY = "SELECT id, name, ts, dt FROM t"
+COLUMNS, QUERY = VERSIONED_COLUMNS, VERSIONED_QUERY
 
 
-def create(session, version: int, kind: str, *props: str) -> Path:
-    options = ["primaryKey='id'", "preCombineField='ts'", f"type='{kind}'", f"'hoodie.write.table.version'='{version}'",
-               "'hoodie.compact.inline'='false'", "'hoodie.clean.automatic'='false'", *props]
-    session.sql(f"CREATE TABLE t (id INT, name STRING, ts BIGINT, dt STRING) USING hudi PARTITIONED BY (dt) "
-                f"TBLPROPERTIES ({', '.join(options)})")
-    return Path(session.table(TableName(None, "t")).base_uri.removeprefix("file://"))
 
 
 def timeline_files(table: Path) -> list[str]:
@@ -71,7 +72,7 @@ def same_rows(session, table: Path, step: str) -> list[tuple]:
 
 @pytest.mark.parametrize("version", [8, 9])
 def test_a_new_table_has_the_properties_and_folders_of_its_version(session, version):
-    table = create(session, version, "mor")
+    table = versioned_table(session, version, "mor")
     props = TableConfig.parse((table / ".hoodie" / "hoodie.properties").read_bytes()).props
     assert props["hoodie.table.version"] == props["hoodie.table.initial.version"] == str(version)
     assert props["hoodie.timeline.layout.version"] == "2" and props["hoodie.timeline.path"] == "timeline"
@@ -139,12 +140,12 @@ def statements(session, table: Path, kind: str) -> None:
 
 @pytest.mark.parametrize("version, kind", [(8, "cow"), (9, "mor")])
 def test_statements(session, version, kind):
-    statements(session, create(session, version, kind), kind)
+    statements(session, versioned_table(session, version, kind), kind)
 
 
 @pytest.mark.parametrize("version, kind", [(8, "mor"), (9, "cow")])
 def test_statements_and_services(session, version, kind):
-    table = create(session, version, kind)
+    table = versioned_table(session, version, kind)
     statements(session, table, kind)
     if kind == "mor":
         session.sql("CALL run_compaction(op => 'scheduleAndExecute', table => 't')")
@@ -223,7 +224,7 @@ _KILLED_WRITER = textwrap.dedent("""
 
 @pytest.mark.parametrize("step", ["written", "completed"])
 def test_a_v8_writer_killed_at_each_step_leaves_a_table_the_next_writer_goes_on_with(session, warehouse, step):
-    table = create(session, 8, "mor", "'hoodie.client.heartbeat.interval_in_ms'='500'")
+    table = versioned_table(session, 8, "mor", "'hoodie.client.heartbeat.interval_in_ms'='500'")
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd1')")
     before = same_rows(session, table, "INSERT")
     killed = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(warehouse), step],
@@ -247,7 +248,7 @@ def test_a_v8_writer_killed_at_each_step_leaves_a_table_the_next_writer_goes_on_
 @pytest.mark.parametrize("version, kind", [(8, "cow"), (9, "mor")])
 def test_archiving_moves_instants_into_the_lsm_timeline(session, version, kind):
     # (merge-on-read: archiving keeps the delta commits a compaction trigger counts, here 2)
-    table = create(session, version, kind, "'hoodie.keep.min.commits'='2'", "'hoodie.keep.max.commits'='3'",
+    table = versioned_table(session, version, kind, "'hoodie.keep.min.commits'='2'", "'hoodie.keep.max.commits'='3'",
                    "'hoodie.cleaner.commits.retained'='1'", "'hoodie.compact.inline.max.delta.commits'='2'")
     for i in range(7):
         session.sql(f"INSERT INTO t VALUES ({i}, 'a', 1, 'd{i % 2}')")
@@ -279,7 +280,7 @@ def test_archiving_moves_instants_into_the_lsm_timeline(session, version, kind):
 
 
 def test_archiving_the_same_batch_again_after_a_crash_is_not_written_twice(session):
-    table = create(session, 9, "cow", "'hoodie.keep.min.commits'='2'", "'hoodie.keep.max.commits'='3'",
+    table = versioned_table(session, 9, "cow", "'hoodie.keep.min.commits'='2'", "'hoodie.keep.max.commits'='3'",
                    "'hoodie.cleaner.commits.retained'='1'", "'hoodie.archive.automatic'='false'")
     for i in range(4):
         session.sql(f"INSERT INTO t VALUES ({i}, 'a', 1, 'd1')")

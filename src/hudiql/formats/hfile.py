@@ -266,8 +266,6 @@ class HFile:
         self._data = data
         try:
             self._open()
-        except FormatError:
-            raise
         except (ValueError, struct.error, zlib.error, IndexError) as exc:
             raise _damaged(path, exc) from None
 
@@ -355,7 +353,7 @@ def write_hfile(
     rows = sorted(entries, key=lambda kv: kv[0])
     out = bytearray()
     index: list[tuple[bytes, int, int]] = []
-    previous = {DATA_BLOCK: -1, META_BLOCK: -1, ROOT_INDEX: -1}
+    previous = {DATA_BLOCK: -1, META_BLOCK: -1, ROOT_INDEX: -1, FILE_INFO: -1}
     uncompressed_total = 0
 
     def append(magic: bytes, payload: bytes) -> int:
@@ -403,9 +401,7 @@ def write_hfile(
         **(file_info or {}),
     }
     pairs = b"".join(_proto_bytes(1, _proto_bytes(1, k.encode()) + _proto_bytes(2, v)) for k, v in sorted(info.items()))
-    file_info_offset = len(out)
-    out.extend(_block(FILE_INFO, b"PBUF" + _varint(len(pairs)) + pairs, compression, -1))
-    uncompressed_total += HEADER.size + 4 + len(_varint(len(pairs))) + len(pairs)
+    file_info_offset = append(FILE_INFO, b"PBUF" + _varint(len(pairs)) + pairs)
 
     trailer = b"".join([
         _proto_varint(1, file_info_offset), _proto_varint(2, load_on_open),

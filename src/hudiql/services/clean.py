@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import posixpath
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -57,7 +58,7 @@ from hudiql.timeline.active import (
     format_instant_time,
 )
 from hudiql.transaction.lock import commit_lock
-from hudiql.transaction.metadata_commit import recording
+from hudiql.transaction.metadata_commit import keeps_metadata_table, recording
 from hudiql.transaction.prologue import locked, open_for_write
 
 #: The instants whose count the retention policies measure, pending ones included.
@@ -253,8 +254,9 @@ def execute(table: HudiTable, instant: Instant) -> CleanMetadata:
         cleaner_plan.last_completed_commit, cleaner_plan.policy, deleted,
     )
     # The metadata table records what went before the clean completes, under the lock its writers share.
-    with commit_lock(table.storage, table.settings, f"clean {instant.timestamp}"), \
-            recording(table, instant.timestamp, FileChanges.of_deleted(deleted)):
+    lock = commit_lock(table.storage, table.settings, f"clean {instant.timestamp}") if keeps_metadata_table(table) \
+        else nullcontext()
+    with lock, recording(table, instant.timestamp, FileChanges.of_deleted(deleted)):
         timeline.complete(instant, encode_metadata(metadata))
     return metadata
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from hudiql.config import registry
@@ -60,6 +60,7 @@ from hudiql.layout import (
     write_token,
 )
 from hudiql.metadata.records import (
+    FILE_LIST,
     FILES_FILE_ID,
     FILES_PARTITION,
     SCHEMA_JSON,
@@ -314,12 +315,13 @@ class MetadataTable:
         names = [posixpath.basename(s.path) for s in meta.write_stats if s.partition_path == FILES_PARTITION]
         return [n for n in names if parse_data_file_name(n) is not None]
 
-    def records(self, data_timeline: Timeline) -> dict[str, FilesRecord]:
-        """Every record of the ``files`` partition, merged: the base HFile, then the log blocks of
-        the delta commits whose data instant completed (and the metadata table's own). What this
-        process merged before, of the same slice, is merged on rather than read again."""
+    def records(self, data_timeline: Timeline, files_slice: FilesSlice | None = None) -> dict[str, FilesRecord]:
+        """Every record of the ``files`` partition (of ``files_slice``, its latest slice), merged:
+        the base HFile, then the log blocks of the delta commits whose data instant completed (and
+        the metadata table's own). What this process merged before, of the same slice, is merged
+        on rather than read again."""
         valid = _valid_instants(data_timeline)
-        files_slice = self.files_slice()
+        files_slice = files_slice or self.files_slice()
         logs = tuple((name, valid(parse_data_file_name(name).instant_time)) for name in files_slice.log_files)
         base, done, merged = _MERGED.get(self.storage.base_uri, (None, (), {}))
         if base != files_slice.written_by or logs[:len(done)] != done:
@@ -340,7 +342,7 @@ class MetadataTable:
         """The data table's files (name -> size) by partition, as the ``files`` partition lists them."""
         out = {}
         for key, record in self.records(data_timeline).items():
-            if record.type == 2 and (partitions is None or partition_of_key(key) in partitions):
+            if record.type == FILE_LIST and (partitions is None or partition_of_key(key) in partitions):
                 out[partition_of_key(key)] = record.live_files()
         return dict(sorted(out.items()))
 
@@ -377,18 +379,17 @@ class MetadataTable:
             if info.name.startswith(prefix):
                 self.storage.delete(info.path)
         for instant in self.timeline.instants:
-            if instant.timestamp == instant_time and not instant.is_completed:
+            if instant.timestamp == instant_time:  # as listed: completed, or still pending
                 self.timeline.remove_pending(instant)
 
-    def _since_compaction(self) -> list[Instant]:
-        """The delta commits completed since the latest slice began (the build's included)."""
-        base_instant = self.files_slice().base_instant
-        return [i for i in self.timeline.completed((DELTA_COMMIT,)) if i.completion_time >= base_instant]
+    def _since(self, files_slice: FilesSlice) -> list[Instant]:
+        """The delta commits completed since ``files_slice`` began (the build's included)."""
+        return [i for i in self.timeline.completed((DELTA_COMMIT,)) if i.completion_time >= files_slice.base_instant]
 
     def compaction_due(self, max_delta_commits: int) -> bool:
         """Whether ``max_delta_commits`` delta commits completed since the last compaction, as
         Hudi's trigger counts them (the build's counts)."""
-        return len(self._since_compaction()) >= max_delta_commits
+        return len(self._since(self.files_slice())) >= max_delta_commits
 
     def compact(self, data_timeline: Timeline) -> bool:
         """Compact the ``files`` partition into a new base HFile, unless a delta commit of its
@@ -397,9 +398,9 @@ class MetadataTable:
         lock; returns whether it compacted."""
         file_slice = self.files_slice()
         valid = _valid_instants(data_timeline)
-        if not all(valid(i.timestamp) for i in self._since_compaction()):
+        if not all(valid(i.timestamp) for i in self._since(file_slice)):
             return False
-        records = sorted(self.records(data_timeline).values(), key=lambda r: r.key)
+        records = sorted(self.records(data_timeline, file_slice).values(), key=lambda r: r.key)
         compaction_time = self.timeline.new_instant_time()
         plan = encode_plan([CompactionOperation(FILES_PARTITION, FILES_FILE_ID, file_slice.base_instant,
                                                 file_slice.base_file, tuple(file_slice.log_files))])
@@ -460,7 +461,7 @@ class MetadataTable:
         self.timeline = Timeline.load(self.storage, self.config, self.timeline)
 
 
-def _valid_instants(data_timeline: Timeline):
+def _valid_instants(data_timeline: Timeline) -> Callable[[str], bool]:
     """Which instants' metadata records readers use: those of completed data instants (any
     action), of instants archived from the data timeline, and the metadata table's own
     (initialization)."""
@@ -481,7 +482,8 @@ def listing_files(storage: Storage, config: TableConfig, timeline: Timeline,
     except (HudiqlError, OSError) as exc:
         warn(f"{exc}; listing storage instead. {rebuild_hint(config.name)}")
         return None
-    return [FileInfo(join_partition(p, name), size, False) for p, files in listing.items() for name, size in files.items()]
+    return [FileInfo(join_partition(p, name), size, False)
+            for p, files in listing.items() for name, size in files.items()]
 
 
 def rebuild_hint(table_name: str) -> str:
@@ -496,7 +498,8 @@ def open_for_write(data_storage: Storage) -> tuple[MetadataTable, TableConfig]:
     built when it has none or has partitions hudiql does not keep; what a crash left pending of
     its own services finished."""
     config = TableConfig.load(data_storage)
-    if config.metadata_partitions == [FILES_PARTITION] and MetadataTable.storage_of(data_storage).exists(PROPERTIES_FILE):
+    built = MetadataTable.storage_of(data_storage).exists(PROPERTIES_FILE)
+    if config.metadata_partitions == [FILES_PARTITION] and built:
         mdt = MetadataTable.load(data_storage)
         if mdt.timeline.pending((COMPACTION, CLEAN)):
             mdt.finish_pending_services()
