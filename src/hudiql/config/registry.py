@@ -92,6 +92,9 @@ ARCHIVAL_BATCH = "hoodie.commits.archival.batch"
 
 METADATA_ENABLE = "hoodie.metadata.enable"
 METADATA_COMPACT_MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
+RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
+RECORD_INDEX_MIN_FILE_GROUPS = "hoodie.metadata.record.index.min.filegroup.count"
+RECORD_INDEX_MAX_FILE_GROUPS = "hoodie.metadata.record.index.max.filegroup.count"
 
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
 FAILED_WRITES_POLICY = "hoodie.cleaner.policy.failed.writes"
@@ -154,6 +157,7 @@ FLINK_INDEX_TYPE = "index.type"
 
 SIMPLE_INDEX = "SIMPLE"
 BUCKET_INDEX = "BUCKET"
+RECORD_INDEX = "RECORD_INDEX"
 OPTIMISTIC = "OPTIMISTIC_CONCURRENCY_CONTROL"
 SINGLE_WRITER = "SINGLE_WRITER"
 FILE_SYSTEM_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
@@ -330,8 +334,10 @@ _KEY_LIST: list[Key] = [
     _fixed(C.TIMESTAMP_OUTPUT_TZ, "UTC", "hudiql formats partition timestamps in UTC; remove the option or set it to UTC"),
     Key(TIMESTAMP_INPUT_FORMAT, TABLE, TEXT, "yyyy-MM-dd HH:mm:ss", doc="how STRING partition values are parsed"),
     # -- the index: the file groups on storage follow it, so a session may repeat it, not change it ----
-    _enum(INDEX_TYPE, BOTH, (SIMPLE_INDEX, BUCKET_INDEX), SIMPLE_INDEX, refused=_INDEX_REFUSED),
-    _enum(FLINK_INDEX_TYPE, TABLE, (SIMPLE_INDEX, BUCKET_INDEX), SIMPLE_INDEX, refused=_INDEX_REFUSED, same_as=INDEX_TYPE),
+    _enum(INDEX_TYPE, BOTH, (SIMPLE_INDEX, BUCKET_INDEX, RECORD_INDEX), SIMPLE_INDEX, refused=_INDEX_REFUSED,
+          doc=f"RECORD_INDEX: the metadata table's record index ({RECORD_INDEX_ENABLE}=true)"),
+    _enum(FLINK_INDEX_TYPE, TABLE, (SIMPLE_INDEX, BUCKET_INDEX, RECORD_INDEX), SIMPLE_INDEX, refused=_INDEX_REFUSED,
+          same_as=INDEX_TYPE),
     _enum(BUCKET_ENGINE, BOTH, (SIMPLE_INDEX,), SIMPLE_INDEX,
           refused={"consistent_hashing": "hudiql's bucket index has a fixed number of buckets; use SIMPLE"}),
     Key(NUM_BUCKETS, BOTH, INT, "256", minimum=1, unit=" of buckets", doc="HoodieIndexConfig's default (Flink's is 4)"),
@@ -386,7 +392,14 @@ _KEY_LIST: list[Key] = [
         doc="true (Hudi's default): writes of table versions 8 and 9 keep the metadata table's files partition; "
             "false: a write removes the metadata table. Version 6 tables keep none (true given is refused)"),
     Key(METADATA_COMPACT_MAX_DELTA_COMMITS, BOTH, INT, "10", minimum=1, unit=" of delta commits", alterable=True,
-        doc="metadata delta commits before the metadata table's files partition is compacted"),
+        doc="metadata delta commits before the metadata table is compacted"),
+    Key(RECORD_INDEX_ENABLE, BOTH, BOOL, "false", alterable=True,
+        doc="true: the metadata table keeps the record index (each key's file group), and writes and key lookups "
+            "use it; false: a write removes it"),
+    Key(RECORD_INDEX_MIN_FILE_GROUPS, BOTH, INT, "10", minimum=1, unit=" of file groups", alterable=True,
+        doc="the fewest file groups a record index is built with (Hudi's default)"),
+    Key(RECORD_INDEX_MAX_FILE_GROUPS, BOTH, INT, "10000", minimum=1, unit=" of file groups", alterable=True,
+        doc="the most file groups a record index is built with"),
     # -- clustering (services.clustering) -------------------------------------------------------------
     Key(INLINE_CLUSTERING, BOTH, BOOL, "false", alterable=True, doc="cluster after every few commits"),
     Key(CLUSTERING_MAX_COMMITS, BOTH, INT, "4", minimum=1, unit=" of commits", alterable=True,
@@ -612,8 +625,9 @@ _ONE_LOCK = (f"hudiql locks a table with a lock file ({LOCK_PROVIDER}, {LOCK_WAI
 #: First match wins: specific keys before the families they belong to.
 UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.metadata.*", "hoodie.table.metadata.partitions*"),
-                  f"hudiql keeps the metadata table's files partition ({METADATA_ENABLE}, "
-                  f"{METADATA_COMPACT_MAX_DELTA_COMMITS}), not its indexes; remove the option", ("false",)),
+                  f"hudiql keeps the metadata table's files partition and record index ({METADATA_ENABLE}, "
+                  f"{METADATA_COMPACT_MAX_DELTA_COMMITS}, {RECORD_INDEX_ENABLE}, {RECORD_INDEX_MIN_FILE_GROUPS}, "
+                  f"{RECORD_INDEX_MAX_FILE_GROUPS}), not its other indexes; remove the option", ("false",)),
     Unimplemented(("hoodie.table.cdc.*",), "hudiql does not write change data capture (CDC) logs; remove the option "
                                            "or set it to false", ("false",)),
     Unimplemented(("hoodie.clean.async", "hoodie.archive.async"),
@@ -640,8 +654,8 @@ UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.index.class", "hoodie.bucket.index.max.num.buckets", "hoodie.bucket.index.min.num.buckets",
                    "hoodie.global.simple.index.*", "hoodie.simple.index.*", "hoodie.record.index.*",
                    "hoodie.hbase.index.*", "hoodie.bucket.index.*", "hoodie.index.*"),
-                  "hudiql's indexes are hoodie.index.type=SIMPLE and BUCKET (hoodie.bucket.index.num.buckets, "
-                  "hoodie.bucket.index.hash.field); remove the option"),
+                  "hudiql's indexes are hoodie.index.type=SIMPLE, BUCKET (hoodie.bucket.index.num.buckets, "
+                  f"hoodie.bucket.index.hash.field) and RECORD_INDEX ({RECORD_INDEX_ENABLE}); remove the option"),
     Unimplemented(("hoodie.table.partition.stats*",),
                   "hudiql keeps no metadata table, and with it no partition stats; remove the option"),
     Unimplemented(("hoodie.datasource.write.keygenerator.type",),

@@ -146,6 +146,24 @@ def _proto_bytes(number: int, value: bytes) -> bytes:
 
 # -- the trailer --
 
+class RangedFile:
+    """A file read by byte ranges as an HFile reader asks for them (the trailer, the index, then
+    one data block per lookup), not whole: a lookup in a large index file reads a few blocks.
+
+    ``file`` has ``read_at(length, offset)`` (a ``pyarrow`` random-access file)."""
+
+    def __init__(self, file, size: int) -> None:
+        self._file = file
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, part: slice) -> bytes:
+        start, stop, _ = part.indices(self._size)
+        return self._file.read_at(max(stop - start, 0), start) if stop > start else b""
+
+
 @dataclass(frozen=True)
 class Trailer:
     file_info_offset: int
@@ -160,10 +178,11 @@ class Trailer:
                7: "entry_count", 8: "index_levels", 12: "codec"}
 
     @classmethod
-    def parse(cls, data: bytes) -> Trailer:
-        if len(data) < TRAILER_SIZE or data[-TRAILER_SIZE:-TRAILER_SIZE + 8] != TRAILER_MAGIC:
+    def parse(cls, data: bytes | RangedFile) -> Trailer:
+        tail = data[-TRAILER_SIZE:] if len(data) >= TRAILER_SIZE else b""
+        if tail[:8] != TRAILER_MAGIC:
             raise ValueError("not an HFile (no trailer)")
-        tail = data[-TRAILER_SIZE + 8:]
+        tail = tail[8:]
         (version,) = struct.unpack(">i", tail[-4:])
         if version & 0xFFFFFF != 3:
             raise ValueError(f"HFile version {version & 0xFFFFFF}, only version 3 is read")
@@ -197,19 +216,20 @@ def _block(magic: bytes, payload: bytes, codec: int, previous: int) -> bytes:
     return body + checksums
 
 
-def _read_block(data: bytes, offset: int, codec: int, expected: tuple[bytes, ...]) -> tuple[bytes, int]:
+def _read_block(data: bytes | RangedFile, offset: int, codec: int, expected: tuple[bytes, ...]) -> tuple[bytes, int]:
     """The payload of the block at ``offset`` (decompressed) and the offset of the next block."""
-    magic, size, uncompressed, _, checksum, per_checksum, data_size = HEADER.unpack_from(data, offset)
+    magic, size, uncompressed, _, checksum, per_checksum, data_size = HEADER.unpack(data[offset:offset + HEADER.size])
     if magic not in expected:
         raise ValueError(f"expected a {' or '.join(m.decode() for m in expected)} block at byte {offset}, "
                          f"found {magic!r}")
     end = offset + HEADER.size + size
     if end > len(data) - TRAILER_SIZE or data_size > HEADER.size + size:
         raise ValueError(f"the block at byte {offset} runs past the end of the data")
-    stored = data[offset + HEADER.size:offset + data_size]
+    block = data[offset:end]  # one read of a ranged file
+    stored = block[HEADER.size:data_size]
     if checksum == CRC32_CHECKSUM:
-        body = data[offset:offset + data_size]
-        sums = data[offset + data_size:end]
+        body = block[:data_size]
+        sums = block[data_size:]
         for n, i in enumerate(range(0, len(body), per_checksum)):
             if sums[4 * n:4 * n + 4] != struct.pack(">I", zlib.crc32(body[i:i + per_checksum])):
                 raise ValueError(f"the block at byte {offset} fails its checksum")
@@ -261,9 +281,10 @@ class HFile:
     """An HFile read from its bytes: ``entries()`` in key order, ``get(key)``, ``with_prefix``,
     ``file_info`` and ``meta_block(name)``. A damaged file is one ``FormatError`` naming it."""
 
-    def __init__(self, data: bytes, path: str) -> None:
+    def __init__(self, data: bytes | RangedFile, path: str) -> None:
         self.path = path
         self._data = data
+        self._block: tuple[int, dict[bytes, bytes]] = (-1, {})  # the data block last looked into
         try:
             self._open()
         except (ValueError, struct.error, zlib.error, IndexError) as exc:
@@ -328,6 +349,22 @@ class HFile:
         for found, value in self.entries(key):
             return value if found == key else None
         return None
+
+    def get_many(self, keys: Iterable[bytes]) -> Iterator[tuple[bytes, bytes]]:
+        """The (key, value) of each of ``keys`` that the file holds (the first value of a repeated
+        key): each data block is read once for the keys it may hold."""
+        for key in keys:
+            at = bisect.bisect_right(self._first_rows, key) - 1
+            if at < 0:
+                continue
+            if self._block[0] != at:
+                cells: dict[bytes, bytes] = {}
+                for k, v in self._guarded(self._cells(self._index[at])):
+                    cells.setdefault(k, v)
+                self._block = (at, cells)
+            value = self._block[1].get(key)
+            if value is not None:
+                yield key, value
 
     def meta_block(self, name: str) -> bytes | None:
         """The content of the named meta block (Hudi's ``bloomFilter``), or None."""

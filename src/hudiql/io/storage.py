@@ -391,6 +391,11 @@ class Storage:
             f.write(data)
 
     @_reaching
+    def copy(self, source: str, target: str) -> None:
+        """Copy a file (on an object store, without moving its bytes through this process)."""
+        self.fs.copy_file(self.full_path(source), self.full_path(target))
+
+    @_reaching
     def write_atomic(self, rel: str, data: bytes) -> None:
         """Write so that readers see either no file or the whole file.
 

@@ -27,13 +27,15 @@ from sqlglot import exp
 
 from hudiql.catalog import Catalog, View
 from hudiql.config import registry
-from hudiql.errors import SqlError, TableNotFoundError, spark_message
+from hudiql.errors import HudiqlError, SqlError, TableNotFoundError, spark_message, warn
+from hudiql.index import record_index
 from hudiql.read.incremental import LATEST_STATE, ChangeRange, change_range, changes
 from hudiql.read.snapshot import snapshot
 from hudiql.read.time_travel import table_as_of
 from hudiql.sql.parser import DIALECT, table_name, table_name_text
 from hudiql.sql.statements import TableName
 from hudiql.table.fsview import FileSystemView
+from hudiql.table.metadata_table import rebuild_hint
 from hudiql.table.table import HudiTable
 
 #: ``<format>.`<path>``` reads files directly in Spark SQL; such names are not tables.
@@ -161,7 +163,9 @@ class QueryPlanner:
         files = table.file_system_view()
         keep = _partition_filter(self.session.spark, table, files, node)
         columns = needed_columns(query, table.columns.fieldNames())
-        return snapshot(self.session.spark, table, files, keep, read_optimized, columns)
+        # The record index knows where keys are now, not as of an instant.
+        groups = None if as_of else _key_file_groups(table, node)
+        return snapshot(self.session.spark, table, files, keep, read_optimized, columns, groups)
 
     def _changes_dataframe(self, query: exp.Expression, node: exp.Table) -> tuple[DataFrame, str]:
         """``hudi_table_changes('t' | 'path', 'latest_state', begin [, end])``, and its label."""
@@ -298,6 +302,67 @@ def _partition_filter(spark: SparkSession, table: HudiTable, files: FileSystemVi
         return None
     single_table = len(list(select.find_all(exp.Table))) == 1
     return partition_filter(spark, table, files, where.this, {node.name.lower(), (node.alias or "").lower()}, single_table)
+
+
+def _key_file_groups(table: HudiTable, node: exp.Table) -> set[tuple[str, str]] | None:
+    """Pruning for one table of a SELECT by its record index, from its WHERE clause."""
+    select = node.find_ancestor(exp.Select)
+    where = select.args.get("where") if select is not None else None
+    if where is None:
+        return None
+    single_table = len(list(select.find_all(exp.Table))) == 1
+    return key_file_groups(table, where.this, {node.name.lower(), (node.alias or "").lower()}, single_table)
+
+
+def key_file_groups(table: HudiTable, condition: exp.Expression, qualifiers: set[str],
+                    unqualified_ok: bool) -> set[tuple[str, str]] | None:
+    """The file groups (partition path, file id) that hold the rows whose record key a conjunct of
+    ``condition`` pins to literals (``id = 17``, ``id IN (1, 2)``), found in the table's record
+    index on the driver; ``None``: any file group (no record index, or no such conjunct).
+
+    A single-field key of a string or integer column only: its record key is the value's text.
+    """
+    fields = table.keygen.record_key_fields
+    if not record_index.usable(table) or len(fields) != 1 or table.keygen.prefixes_single_field:
+        return None
+    dtype = table.schema[fields[0]].dataType
+    is_text = isinstance(dtype, T.StringType)
+    if not is_text and not isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return None
+    keys: set[str] | None = None
+    for conjunct in conjuncts(condition):
+        if isinstance(conjunct, exp.EQ):
+            column, values = conjunct.this, [conjunct.expression]
+            if isinstance(values[0], exp.Column):
+                column, values = values[0], [column]
+        elif isinstance(conjunct, exp.In) and not conjunct.args.get("query"):
+            column, values = conjunct.this, conjunct.expressions
+        else:
+            continue
+        if not (isinstance(column, exp.Column) and column.name.lower() == fields[0].lower()
+                and (column.table.lower() in qualifiers if column.table else unqualified_ok)):
+            continue
+        texts = {_key_text(v, is_text) for v in values}
+        if None not in texts:
+            keys = texts if keys is None else keys & texts
+    if keys is None:
+        return None
+    try:
+        located = record_index.RecordIndex.of(table).locate(sorted(keys))
+    except (HudiqlError, OSError) as exc:  # never wrong rows: every file group is read
+        warn(f"{exc}; reading every file group instead. {rebuild_hint(table.config.name)}")
+        return None
+    return {(loc.partition, loc.file_id) for loc in located.values()}
+
+
+def _key_text(value: exp.Expression, is_text: bool) -> str | None:
+    """The record key a literal compares equal to (a string for a string column, an integer for an
+    integer column); ``None`` for anything Spark would compare by a cast."""
+    if not isinstance(value, exp.Literal) or value.is_string != is_text:
+        return None
+    if is_text:
+        return value.name
+    return value.name if value.name.isdigit() else None
 
 
 def partition_filter(

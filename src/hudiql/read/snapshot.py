@@ -119,6 +119,18 @@ def read_base_files(spark: SparkSession, storage: Storage, paths: list[str], sch
     return rows if with_file_name or not named else rows.select()
 
 
+def stored_locations(spark: SparkSession, table: HudiTable) -> DataFrame:
+    """(record key, partition path, file id, instant time) of every record of the table's latest
+    file slices: where each key is stored, as a record index holds it (the instant of the base file
+    the row is read from; of a merged slice, the latest completed instant)."""
+    latest = table.timeline.completed()
+    fallback = latest[-1].timestamp if latest else ""
+    rows = snapshot(spark, table, columns=[RECORD_KEY, PARTITION_PATH], with_file_name=True)
+    instant = F.regexp_extract(F.col(SOURCE_FILE), r"_(\d{17})\.[a-z]+$", 1)
+    return rows.select(RECORD_KEY, PARTITION_PATH, F.split(F.col(SOURCE_FILE), "_")[0],
+                       F.when(instant == "", F.lit(fallback)).otherwise(instant))
+
+
 def stored_keys(spark: SparkSession, table: HudiTable, paths: list[str], with_file_name: bool = False) -> DataFrame:
     """The record key and partition path of every row of the table's base files ``paths`` (and
     ``SOURCE_FILE``): as stored, or, on a table without meta fields, derived from its key and

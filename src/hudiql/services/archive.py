@@ -208,9 +208,9 @@ def archive(table: HudiTable) -> list[Instant]:
 
 
 def _archive_metadata_table(table: HudiTable) -> list[Instant]:
-    """Archive the metadata table's timeline by the data table's numbers, but never past the
-    latest compaction of its files partition (the slice after it finds its logs by their delta
-    commits' completion) nor past the data table's oldest active instant (readers tell a metadata
+    """Archive the metadata table's timeline by the data table's numbers, but never past its
+    ``archive_bound`` (the latest compaction of every file group: the slices after it find their
+    logs by their delta commits' completion) nor past the data table's oldest active instant (readers tell a metadata
     delta commit valid by its data instant's)."""
     known = MetadataTable.known(table.storage) if keeps_metadata_table(table) else None
     if known is None:  # none, or none this process wrote to: no archiving is due because of it
@@ -219,10 +219,10 @@ def _archive_metadata_table(table: HudiTable) -> list[Instant]:
     mdt = HudiTable(known.storage, known.config, known.timeline).with_options(numbers)
 
     def chosen(mdt: HudiTable) -> list[Instant]:
-        compactions = mdt.timeline.completed((COMPACTION,))
-        if not compactions or not table.timeline.instants:
+        bound = MetadataTable(table.storage, mdt.storage, mdt.config, mdt.timeline).archive_bound()
+        if bound is None or not table.timeline.instants:
             return []
-        return instants_to_archive(mdt, (compactions[-1].timestamp, table.timeline.instants[0].timestamp))
+        return instants_to_archive(mdt, (bound, table.timeline.instants[0].timestamp))
 
     if not chosen(mdt):
         return []

@@ -256,7 +256,7 @@ def execute(table: HudiTable, instant: Instant) -> CleanMetadata:
     # The metadata table records what went before the clean completes, under the lock its writers share.
     lock = commit_lock(table.storage, table.settings, f"clean {instant.timestamp}") if keeps_metadata_table(table) \
         else nullcontext()
-    with lock, recording(table, instant.timestamp, FileChanges.of_deleted(deleted)):
+    with lock, recording(table, instant.timestamp, FileChanges.of_deleted(deleted), index_stats=[]):
         timeline.complete(instant, encode_metadata(metadata))
     return metadata
 

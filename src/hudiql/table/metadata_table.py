@@ -80,6 +80,8 @@ from hudiql.timeline.compaction_plan import CompactionOperation, encode_plan
 
 #: The instant a version 8 or 9 metadata table is built at (Hudi 1.x's initialization time).
 INIT_INSTANT = "00000000000000000"
+#: What Hudi 1.x's initialization instants of metadata partitions begin with (...000, ...001, ...).
+_INIT_PREFIX = INIT_INSTANT[:14]
 #: The properties of a metadata table, as Hudi 1.x writes them (beside the name and version).
 _MDT_PROPERTIES = {
     C.TABLE_TYPE: C.MERGE_ON_READ,
@@ -166,15 +168,21 @@ def _hfile(records: list[FilesRecord], file_name: str | None = None) -> bytes:
 
 
 @dataclass(frozen=True)
-class FilesSlice:
-    """The latest file slice of the ``files`` partition: its base HFile and its logs, in order."""
+class MetadataSlice:
+    """The latest file slice of one file group of a metadata table partition: its base HFile and
+    its logs, in order."""
 
+    partition: str
+    file_id: str
     base_instant: str
     base_file: str
     log_files: tuple[str, ...]
     #: The completed instant file that wrote the base file: names it uniquely (a rebuilt metadata
     #: table's base file has the same name as the one before).
     written_by: str
+
+    def path(self, name: str) -> str:
+        return join_partition(self.partition, name)
 
 
 def _log_order(name: str) -> tuple[str, int]:
@@ -198,6 +206,8 @@ def _merge_records(merged: dict[str, FilesRecord], records: Iterable[FilesRecord
 #: What this process read of metadata tables, by their URI (the tables it used last): the config and
 #: timeline (whose completed instants' contents it keeps), and the merged records of the latest slice.
 _LOADED: dict[str, tuple[TableConfig, Timeline]] = {}
+#: The (partition, file name) pairs each completed metadata instant wrote, by its file's URI.
+_WRITTEN: dict[str, tuple[tuple[str, str], ...]] = {}
 _MERGED: dict[str, tuple[str | None, tuple[tuple[str, bool], ...], dict[str, FilesRecord]]] = {}
 _REMEMBERED = 16
 
@@ -262,7 +272,7 @@ class MetadataTable:
         config.save(storage)
         timeline = Timeline.load(storage, config)
         instant = timeline.start(DELTA_COMMIT, INIT_INSTANT)
-        valid = _valid_instants(data_timeline)
+        valid = valid_instants(data_timeline)
         changes = FileChanges()
         for info in list_data_files(data_storage, None):
             parsed = parse_data_file_name(info.name)
@@ -290,37 +300,55 @@ class MetadataTable:
 
     # ---- reading ----------------------------------------------------------------------------------
 
-    def files_slice(self) -> FilesSlice:
-        """The latest slice of the ``files`` partition, from the timeline alone (no listing): the
-        base HFile of the newest completed compaction (else of the build), and the logs of the
+    def latest_slices(self, partition: str) -> dict[str, MetadataSlice]:
+        """The latest slice of each file group of ``partition``, from the timeline alone (no
+        listing): a group's newest base HFile (of a build or a compaction), and the logs of the
         delta commits that completed after it began, as Hudi 1.x slices by completion time. Each
         completed instant is read once per process: it never changes."""
-        timeline = self.timeline
-        builds = [i for i in timeline.completed((DELTA_COMMIT,)) if i.timestamp == INIT_INSTANT]
-        sources = timeline.completed((COMPACTION,))[-1:] or builds
-        if not sources:
+        bases: dict[str, tuple[Instant, str]] = {}
+        logs: list[tuple[Instant, str, str]] = []
+        for instant in self.timeline.completed((DELTA_COMMIT, COMPACTION)):  # in instant order: newest base wins
+            for written_partition, name in self._written(instant):
+                if written_partition == partition:
+                    parsed = parse_data_file_name(name)
+                    if parsed.is_log:
+                        logs.append((instant, name, parsed.file_id))
+                    else:
+                        bases[parsed.file_id] = (instant, name)
+        slices = {}
+        for file_id, (source, base) in sorted(bases.items()):
+            own = [name for instant, name, log_group in logs
+                   if log_group == file_id and (instant.completion_time or instant.timestamp) >= source.timestamp]
+            slices[file_id] = MetadataSlice(partition, file_id, source.timestamp, base,
+                                            tuple(sorted(own, key=_log_order)), source.file_name)
+        return slices
+
+    def files_slice(self) -> MetadataSlice:
+        """The latest slice of the ``files`` partition."""
+        found = self.latest_slices(FILES_PARTITION).get(FILES_FILE_ID)
+        if found is None:
             raise FormatError(f"the metadata table {self.storage.base_uri} has no base file on its timeline")
-        bases = [name for name in self._written(sources[0]) if not parse_data_file_name(name).is_log]
-        if len(bases) != 1:
-            raise FormatError(f"{self.storage.uri(sources[0].file_name)} names {len(bases)} base files, not one")
-        base_instant = sources[0].timestamp
-        logs = [name for instant in timeline.completed((DELTA_COMMIT,))
-                if (instant.completion_time or instant.timestamp) >= base_instant
-                for name in self._written(instant) if parse_data_file_name(name).is_log]
-        return FilesSlice(base_instant, bases[0], tuple(sorted(logs, key=_log_order)), sources[0].file_name)
+        return found
 
-    def _written(self, instant: Instant) -> list[str]:
-        """The names of the ``files`` partition's files a completed instant wrote."""
-        meta = CommitMetadata.decode(self.timeline.read(instant), self.storage.uri(instant.file_name))
-        names = [posixpath.basename(s.path) for s in meta.write_stats if s.partition_path == FILES_PARTITION]
-        return [n for n in names if parse_data_file_name(n) is not None]
+    def _written(self, instant: Instant) -> tuple[tuple[str, str], ...]:
+        """(partition, file name) of each file a completed instant of this table wrote."""
+        uri = self.storage.uri(instant.file_name)
+        written = _WRITTEN.get(uri)
+        if written is None:
+            meta = CommitMetadata.decode(self.timeline.read(instant), uri)
+            written = tuple((s.partition_path, posixpath.basename(s.path)) for s in meta.write_stats
+                            if parse_data_file_name(posixpath.basename(s.path)) is not None)
+            if len(_WRITTEN) > 4096:
+                _WRITTEN.clear()
+            _WRITTEN[uri] = written
+        return written
 
-    def records(self, data_timeline: Timeline, files_slice: FilesSlice | None = None) -> dict[str, FilesRecord]:
+    def records(self, data_timeline: Timeline, files_slice: MetadataSlice | None = None) -> dict[str, FilesRecord]:
         """Every record of the ``files`` partition (of ``files_slice``, its latest slice), merged:
         the base HFile, then the log blocks of the delta commits whose data instant completed (and
         the metadata table's own). What this process merged before, of the same slice, is merged
         on rather than read again."""
-        valid = _valid_instants(data_timeline)
+        valid = valid_instants(data_timeline)
         files_slice = files_slice or self.files_slice()
         logs = tuple((name, valid(parse_data_file_name(name).instant_time)) for name in files_slice.log_files)
         base, done, merged = _MERGED.get(self.storage.base_uri, (None, (), {}))
@@ -348,9 +376,9 @@ class MetadataTable:
 
     # ---- writing ----------------------------------------------------------------------------------
 
-    def commit(self, instant_time: str, changes: FileChanges) -> None:
+    def commit(self, instant_time: str, changes: FileChanges, index_stats: Iterable[WriteStat] = ()) -> None:
         """Write the metadata delta commit of data instant ``instant_time``: one log file whose
-        HFile block holds ``changes``."""
+        HFile block holds ``changes``, and the index logs the write's tasks wrote (``index_stats``)."""
         records = changes.records()
         instant = self.timeline.start(DELTA_COMMIT, instant_time)
         name = log_file_name(FILES_FILE_ID, instant_time, 1, _TOKEN)
@@ -361,7 +389,8 @@ class MetadataTable:
         stat = WriteStat(FILES_FILE_ID, FILES_PARTITION, path, prev_commit=instant_time, num_writes=len(records),
                          num_update_writes=len(records), total_write_bytes=len(data), file_size_in_bytes=len(data),
                          log_files=[name], log_version=1, total_log_blocks=1)
-        metadata = CommitMetadata(operation_type="UPSERT_PREPPED", schema=SCHEMA_JSON, write_stats=[stat])
+        metadata = CommitMetadata(operation_type="UPSERT_PREPPED", schema=SCHEMA_JSON,
+                                  write_stats=[stat, *index_stats])
         self._advance(self.timeline.complete(instant, metadata.encode(2)))
         cached = _MERGED.get(self.storage.base_uri)
         if cached is not None:  # what this process merged goes on with what it wrote (the next read checks the order)
@@ -370,19 +399,34 @@ class MetadataTable:
             _merge_records(merged, records)
             _remember(_MERGED, self.storage.base_uri, (written_by, (*logs, (name, True)), merged))
 
+    def add_partition(self, partition: str, instant_time: str, stats: list[WriteStat]) -> TableConfig:
+        """Complete the build of ``partition`` (its base files, written as ``stats`` say, at
+        ``instant_time``), then name it in the data table's properties; returns the data table's
+        config as it now is. The caller holds the table lock."""
+        self.storage.write(join_partition(partition, PARTITION_METADATA_FILE), partition_metadata(instant_time, partition))
+        instant = self.timeline.start(DELTA_COMMIT, instant_time)
+        metadata = CommitMetadata(operation_type="BULK_INSERT_PREPPED", schema=SCHEMA_JSON, write_stats=stats)
+        self._advance(self.timeline.complete(instant, metadata.encode(2)))
+        data_config = TableConfig.load(self.data_storage)  # as it is under the lock
+        data_config.props[METADATA_PARTITIONS] = ",".join(sorted({*data_config.metadata_partitions, partition}))
+        data_config.save(self.data_storage)
+        return data_config
+
     def forget(self, instant_time: str) -> None:
         """Remove the metadata delta commit of a data instant that never completed (being rolled
-        back): its completed file first, so that it stops being read, then its log, then the rest."""
+        back): its completed file first, so that it stops being read, then its logs, then the rest."""
         self.timeline.delete_completed(instant_time)
-        prefix = f".{FILES_FILE_ID}_{instant_time}.log."
-        for info in self.storage.list(FILES_PARTITION):
-            if info.name.startswith(prefix):
-                self.storage.delete(info.path)
+        for folder in self.storage.list():
+            if folder.is_dir and not folder.name.startswith("."):
+                for info in self.storage.list(folder.name):
+                    parsed = parse_data_file_name(info.name)
+                    if parsed is not None and parsed.is_log and parsed.instant_time == instant_time:
+                        self.storage.delete(info.path)
         for instant in self.timeline.instants:
             if instant.timestamp == instant_time:  # as listed: completed, or still pending
                 self.timeline.remove_pending(instant)
 
-    def _since(self, files_slice: FilesSlice) -> list[Instant]:
+    def _since(self, files_slice: MetadataSlice) -> list[Instant]:
         """The delta commits completed since ``files_slice`` began (the build's included)."""
         return [i for i in self.timeline.completed((DELTA_COMMIT,)) if i.completion_time >= files_slice.base_instant]
 
@@ -391,49 +435,65 @@ class MetadataTable:
         Hudi's trigger counts them (the build's counts)."""
         return len(self._since(self.files_slice())) >= max_delta_commits
 
-    def compact(self, data_timeline: Timeline) -> bool:
-        """Compact the ``files`` partition into a new base HFile, unless a delta commit of its
-        slice belongs to a data instant that did not complete (a crash left it, its rollback
-        removes it); then clean the slices before the previous one. The caller holds the table
-        lock; returns whether it compacted."""
+    def compact(self, data_timeline: Timeline, partitions: list[str],
+                compact_groups: Callable[[str, str, list[MetadataSlice]], list[WriteStat]] | None = None) -> bool:
+        """Compact every file group of ``partitions`` (the data table's properties name them) into
+        a new base HFile, unless a delta commit of the ``files`` slice belongs to a data instant
+        that did not complete (a crash left it, its rollback removes it); then clean the slices
+        before the previous one. ``files`` is compacted here; the other partitions' groups, whose
+        records are data (one per record key), by ``compact_groups(uri of this table, compaction
+        instant, slices)`` (Spark tasks), which returns their write stats. The caller holds the table lock; returns whether it compacted."""
         file_slice = self.files_slice()
-        valid = _valid_instants(data_timeline)
-        if not all(valid(i.timestamp) for i in self._since(file_slice)):
+        valid = valid_instants(data_timeline)
+        others = [s for p in partitions if p != FILES_PARTITION for s in self.latest_slices(p).values()]
+        if not all(valid(i.timestamp) or self._is_build(i) for i in self._since(file_slice)):
+            return False
+        if others and compact_groups is None:
             return False
         records = sorted(self.records(data_timeline, file_slice).values(), key=lambda r: r.key)
         compaction_time = self.timeline.new_instant_time()
-        plan = encode_plan([CompactionOperation(FILES_PARTITION, FILES_FILE_ID, file_slice.base_instant,
-                                                file_slice.base_file, tuple(file_slice.log_files))])
+        plan = encode_plan([CompactionOperation(s.partition, s.file_id, s.base_instant, s.base_file, s.log_files)
+                            for s in (file_slice, *others)])
         instant = self.timeline.start(COMPACTION, compaction_time, plan)
         base = base_file_name(FILES_FILE_ID, _TOKEN, compaction_time, HFILE_EXTENSION)
         content = _hfile(records, base)
         path = join_partition(FILES_PARTITION, base)
         self.storage.write(path, content)
-        stat = WriteStat(FILES_FILE_ID, FILES_PARTITION, path, prev_commit=file_slice.base_instant,
-                         num_writes=len(records), total_write_bytes=len(content), file_size_in_bytes=len(content),
-                         total_log_files=len(file_slice.log_files))
-        metadata = CommitMetadata(operation_type="COMPACT", schema=SCHEMA_JSON, write_stats=[stat], compacted=True)
+        stats = [WriteStat(FILES_FILE_ID, FILES_PARTITION, path, prev_commit=file_slice.base_instant,
+                           num_writes=len(records), total_write_bytes=len(content), file_size_in_bytes=len(content),
+                           total_log_files=len(file_slice.log_files))]
+        if others:
+            stats += compact_groups(self.storage.base_uri, compaction_time, others)
+        metadata = CommitMetadata(operation_type="COMPACT", schema=SCHEMA_JSON, write_stats=stats, compacted=True)
         self._advance(self.timeline.complete(instant, metadata.encode(2)))
-        self._clean()
+        self._clean(partitions)
         return True
 
-    def _clean(self) -> None:
-        """Clean the ``files`` partition by a clean instant of its own, as Hudi's metadata table
-        cleaner does: the files of the slices before the previous one go (readers that listed the
-        table before the latest compaction still find theirs)."""
+    def _clean(self, partitions: list[str]) -> None:
+        """Clean ``partitions`` by a clean instant of the metadata table's own, as Hudi's metadata
+        table cleaner does: in each file group, the files of the slices before the previous one go
+        (readers that listed the table before the latest compaction still find theirs)."""
         completion = completion_times(self.timeline)
-        infos = [(info, parse_data_file_name(info.name)) for info in self.storage.list(FILES_PARTITION)]
-        bases = sorted(p.instant_time for _, p in infos if p is not None and not p.is_log)
-        if len(bases) <= 2:
-            return
-        doomed = [info.name for info, p in infos if p is not None and (
-            log_slice(bases, p.instant_time, completion.get(p.instant_time, p.instant_time)) if p.is_log
-            else p.instant_time) < bases[-2]]
+        doomed: dict[str, list[str]] = {}
+        for partition in partitions:
+            groups: dict[str, list[tuple[FileInfo, object]]] = {}
+            for info in self.storage.list(partition):
+                parsed = parse_data_file_name(info.name)
+                if parsed is not None:
+                    groups.setdefault(parsed.file_id, []).append((info, parsed))
+            for files in groups.values():
+                bases = sorted(p.instant_time for _, p in files if not p.is_log)
+                if len(bases) <= 2:
+                    continue
+                names = [info.name for info, p in files if (
+                    log_slice(bases, p.instant_time, completion.get(p.instant_time, p.instant_time)) if p.is_log
+                    else p.instant_time) < bases[-2]]
+                if names:
+                    doomed.setdefault(partition, []).extend(self.storage.uri(join_partition(partition, n)) for n in names)
         if not doomed:
             return
         latest = self.timeline.completed((DELTA_COMMIT, COMPACTION))[-1].timestamp
-        plan = CleanerPlan(registry.KEEP_LATEST_FILE_VERSIONS, None, latest,
-                           {FILES_PARTITION: [self.storage.uri(join_partition(FILES_PARTITION, n)) for n in doomed]})
+        plan = CleanerPlan(registry.KEEP_LATEST_FILE_VERSIONS, None, latest, doomed)
         self._run_clean(self.timeline.request(CLEAN, self.timeline.new_instant_time(), encode_clean_plan(plan)))
 
     def _run_clean(self, instant: Instant) -> None:
@@ -442,32 +502,64 @@ class MetadataTable:
         plan = decode_clean_plan(self.timeline.read_requested(instant))
         if instant.state is State.REQUESTED:
             instant = self.timeline.transition_to_inflight(instant)
-        names = [posixpath.basename(path) for path in plan.files.get(FILES_PARTITION, [])]
-        for name in names:
-            self.storage.delete(join_partition(FILES_PARTITION, name))
+        deleted = {}
+        for partition, paths in plan.files.items():
+            deleted[partition] = [posixpath.basename(path) for path in paths]
+            for name in deleted[partition]:
+                self.storage.delete(join_partition(partition, name))
         metadata = CleanMetadata(instant.timestamp, int((time.monotonic() - started) * 1000), "",
-                                 plan.last_completed_commit, plan.policy, {FILES_PARTITION: names})
+                                 plan.last_completed_commit, plan.policy, deleted)
         self._advance(self.timeline.complete(instant, encode_clean_metadata(metadata)))
 
     def finish_pending_services(self) -> None:
-        """What a crash left pending: a compaction's base file and instant go (the slice before it
-        still holds every record); a clean runs again."""
+        """What a crash left pending: a compaction's base files and instant go (the slices before
+        it still hold every record); a clean runs again."""
         for instant in self.timeline.pending((COMPACTION,)):
-            base = base_file_name(FILES_FILE_ID, _TOKEN, instant.timestamp, HFILE_EXTENSION)
-            self.storage.delete(join_partition(FILES_PARTITION, base))
+            for folder in self.storage.list():
+                if folder.is_dir and not folder.name.startswith("."):
+                    for info in self.storage.list(folder.name):
+                        parsed = parse_data_file_name(info.name)
+                        if parsed is not None and not parsed.is_log and parsed.instant_time == instant.timestamp:
+                            self.storage.delete(info.path)
             self.timeline.remove_pending(instant)
         for instant in self.timeline.pending((CLEAN,)):
             self._run_clean(instant)
         self.timeline = Timeline.load(self.storage, self.config, self.timeline)
 
+    def _is_build(self, instant: Instant) -> bool:
+        """Whether a completed delta commit built a partition (wrote base files)."""
+        return any(not parse_data_file_name(name).is_log for _, name in self._written(instant))
 
-def _valid_instants(data_timeline: Timeline) -> Callable[[str], bool]:
+    def archive_bound(self) -> str | None:
+        """The instant before which the timeline may be archived: the latest compaction that began
+        after every partition's build completed (every file group's base is then its own or
+        newer); None when there is none."""
+        built = [i.completion_time or i.timestamp for i in self.timeline.completed((DELTA_COMMIT,)) if self._is_build(i)]
+        after = max(built, default="")
+        compactions = [i for i in self.timeline.completed((COMPACTION,)) if i.timestamp > after]
+        return compactions[-1].timestamp if compactions else None
+
+
+def remove_partition(data_storage: Storage, partition: str) -> TableConfig:
+    """Remove one partition of the table's metadata table (an index it no longer keeps), crash-
+    safe: first from ``hoodie.properties`` (readers stop using it), then its folder. The caller
+    holds the table lock; returns the table's config as it now is."""
+    config = TableConfig.load(data_storage)
+    if partition in config.metadata_partitions:
+        kept = [p for p in config.metadata_partitions if p != partition]
+        config = TableConfig({**config.props, METADATA_PARTITIONS: ",".join(kept)})
+        config.save(data_storage)
+    MetadataTable.storage_of(data_storage).delete_dir(partition)
+    return config
+
+
+def valid_instants(data_timeline: Timeline) -> Callable[[str], bool]:
     """Which instants' metadata records readers use: those of completed data instants (any
     action), of instants archived from the data timeline, and the metadata table's own
     (initialization)."""
     completed = {i.timestamp for i in data_timeline.instants if i.is_completed}
     committed = data_timeline.committed()
-    return lambda t: t in completed or t == INIT_INSTANT or committed.archived(t)
+    return lambda t: t in completed or t.startswith(_INIT_PREFIX) or committed.archived(t)
 
 
 def listing_files(storage: Storage, config: TableConfig, timeline: Timeline,
@@ -492,19 +584,22 @@ def rebuild_hint(table_name: str) -> str:
             f"CALL create_metadata_table(table => '{table_name}')")
 
 
-def open_for_write(data_storage: Storage) -> tuple[MetadataTable, TableConfig]:
+def open_for_write(data_storage: Storage, kept: Iterable[str]) -> tuple[MetadataTable, TableConfig]:
     """The table's metadata table as it is under the lock, and the table's config as read under
     it (another writer may have built or removed the metadata table since the statement began):
-    built when it has none or has partitions hudiql does not keep; what a crash left pending of
-    its own services finished."""
+    built when it has none, or has partitions other than ``kept`` (indexes the write does not keep:
+    it is rebuilt with ``files`` alone, as a Hudi writer that disables them leaves it; Hudi's
+    readers also expect one record schema across its files, which a rebuild makes hudiql's);
+    what a crash left pending of its own services finished."""
     config = TableConfig.load(data_storage)
     built = MetadataTable.storage_of(data_storage).exists(PROPERTIES_FILE)
-    if config.metadata_partitions == [FILES_PARTITION] and built:
+    partitions = config.metadata_partitions
+    if built and FILES_PARTITION in partitions and set(partitions) <= set(kept):
         mdt = MetadataTable.load(data_storage)
         if mdt.timeline.pending((COMPACTION, CLEAN)):
             mdt.finish_pending_services()
         return mdt, config
-    if config.get(METADATA_PARTITIONS):  # partitions hudiql does not keep: rebuilt with files alone
+    if config.get(METADATA_PARTITIONS):
         config = remove_metadata_table(data_storage)
     return MetadataTable.create(data_storage, config, Timeline.load(data_storage, config)), config
 

@@ -1,17 +1,23 @@
 """What a change of a table does with its metadata table (``table.metadata_table``): whether the
-statement keeps it (``keeps_metadata_table``), and the metadata delta commit around the completion
-of each data instant that changes files (``recording``)."""
+statement keeps it (``keeps_metadata_table``) and its record index (``keeps_record_index``), and the
+metadata delta commit around the completion of each data instant that changes files (``recording``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pyspark.sql import SparkSession
+
 from hudiql.config import registry
-from hudiql.errors import FormatError, HudiqlError, warn
-from hudiql.table.metadata_table import FileChanges, open_for_write, rebuild_hint
+from hudiql.errors import FormatError, HudiqlError, WriteConflictError, warn
+from hudiql.metadata.record_index import RECORD_INDEX_PARTITION
+from hudiql.metadata.records import FILES_PARTITION
+from hudiql.index import record_index
+from hudiql.table.metadata_table import FileChanges, MetadataSlice, open_for_write, rebuild_hint, remove_partition
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import Timeline
+from hudiql.timeline.commit import WriteStat
 
 
 def keeps_metadata_table(table: HudiTable) -> bool:
@@ -20,22 +26,44 @@ def keeps_metadata_table(table: HudiTable) -> bool:
     return table.settings.flag(registry.METADATA_ENABLE) and table.config.version >= 8
 
 
+def keeps_record_index(table: HudiTable) -> bool:
+    """Whether writes of ``table`` keep its metadata table's record index (``index.record_index``)."""
+    return keeps_metadata_table(table) and record_index.wanted(table)
+
+
+def kept_partitions(table: HudiTable) -> set[str]:
+    return {FILES_PARTITION, *([RECORD_INDEX_PARTITION] if keeps_record_index(table) else [])}
+
+
 @contextmanager
-def recording(table: HudiTable, instant_time: str, changes: FileChanges) -> Iterator[None]:
+def recording(table: HudiTable, instant_time: str, changes: FileChanges,
+              index_stats: list[WriteStat] | None = None) -> Iterator[None]:
     """Around the completion of data instant ``instant_time``: its metadata delta commit first
     (the table's metadata table built first if it has none), then, once the data instant completed,
     the metadata table's compaction when due. The caller holds the table lock. On a table whose
-    writes keep no metadata table (``keeps_metadata_table``), nothing."""
+    writes keep no metadata table (``keeps_metadata_table``), nothing.
+
+    ``index_stats``: the record index logs the write's tasks wrote (``index.record_index``), empty
+    when its keys stay where they are; None when the change moved keys without recording them in
+    the record index, which then goes (the next write that keeps one builds it again)."""
     if not keeps_metadata_table(table):
         yield
         return
-    mdt, config = open_for_write(table.storage)
+    mdt, config = open_for_write(table.storage, kept_partitions(table))
+    if RECORD_INDEX_PARTITION in config.metadata_partitions:
+        count = len(mdt.latest_slices(RECORD_INDEX_PARTITION))
+        if index_stats is None:
+            config = remove_partition(table.storage, RECORD_INDEX_PARTITION)
+        elif any(int(s.file_id.rsplit("-", 2)[1]) >= count for s in index_stats):
+            raise WriteConflictError(f"the record index of table {table.config.name} was rebuilt while the write "
+                                     "ran; run the statement again")
     table.config.props = dict(config.props)  # the statement's snapshots share this config
     try:
         mdt.records(table.timeline)  # what this process read of it already is not read again
     except (HudiqlError, OSError) as exc:
         raise FormatError(f"{exc}; writes are refused until it is rebuilt. {rebuild_hint(table.config.name)}") from None
-    mdt.commit(instant_time, changes)
+    kept_index = RECORD_INDEX_PARTITION in config.metadata_partitions
+    mdt.commit(instant_time, changes, index_stats if kept_index and index_stats else ())
     try:
         yield
     except BaseException:
@@ -43,6 +71,12 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges) -> Iter
         raise
     try:
         if mdt.compaction_due(table.settings.number(registry.METADATA_COMPACT_MAX_DELTA_COMMITS)):
-            mdt.compact(Timeline.load(table.storage, table.config))  # with the instant that just completed
+            # with the instant that just completed
+            mdt.compact(Timeline.load(table.storage, table.config), config.metadata_partitions, _compact_groups)
     except (HudiqlError, OSError) as exc:  # the data instant completed: the statement succeeded
         warn(f"could not compact the metadata table of {table.base_uri}: {exc}")
+
+
+def _compact_groups(mdt_uri: str, compaction_time: str, slices: list[MetadataSlice]) -> list[WriteStat]:
+    """The record index's file groups compacted in Spark tasks (``index.record_index``)."""
+    return record_index.compact(SparkSession.active(), mdt_uri, slices, compaction_time)

@@ -23,14 +23,19 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from pyspark.sql import SparkSession
+
 from hudiql.config import registry
 from hudiql.errors import warn
+from hudiql.index import record_index
+from hudiql.read.snapshot import stored_locations
+from hudiql.table import metadata_table
 from hudiql.table.metadata_table import has_metadata_table, remove_metadata_table
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import RESTORE, ROLLBACK, ensure_writable
 from hudiql.transaction.heartbeat import WriterHeartbeat, claim_instant_time
 from hudiql.transaction.lock import commit_lock
-from hudiql.transaction.metadata_commit import keeps_metadata_table
+from hudiql.transaction.metadata_commit import kept_partitions, keeps_metadata_table, keeps_record_index
 from hudiql.transaction.rollback import finish_pending, rollback_failed_writes
 
 
@@ -49,7 +54,24 @@ def open_for_write(table: HudiTable) -> None:
                if table.config.version < 8 else f"{registry.METADATA_ENABLE} is false")
         warn(f"removed the metadata table of table {table.config.name} (.hoodie/metadata): {why}, and readers "
              "that list files through it would miss what hudiql writes")
+    if keeps_record_index(table):
+        record_index.check_writable(table)
+        # A record index of a metadata table with partitions hudiql does not keep is rebuilt with
+        # it (``table.metadata_table.open_for_write``), before the write looks keys up.
+        if not record_index.usable(table) or set(table.config.metadata_partitions) - kept_partitions(table):
+            _build_record_index(table)
     table.opened_for_write = True
+
+
+def _build_record_index(table: HudiTable) -> None:
+    """Build the table's record index (and its metadata table, if it has none) before the write
+    looks keys up in it, under the lock: the index holds every completed write's keys."""
+    with commit_lock(table.storage, table.settings, "record index build"):
+        mdt, config = metadata_table.open_for_write(table.storage, kept_partitions(table))
+        if record_index.RECORD_INDEX_PARTITION not in config.metadata_partitions:
+            current = table.refreshed()
+            config = record_index.build(current, mdt, stored_locations(SparkSession.active(), current))
+    table.config.props = dict(config.props)  # the statement's snapshots share this config
 
 
 class LockedTable:

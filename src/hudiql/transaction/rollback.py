@@ -189,6 +189,11 @@ def _execute(table: HudiTable, rollback_instant: Instant, plan: RollbackPlan) ->
     files go, its other instant files go, and the rollback completes."""
     started = time.monotonic()
     timeline, storage = table.timeline, table.storage
+    # Undoing a completed write moves keys back, which the record index cannot replay: it goes, and
+    # the next write that keeps one builds it again. (A rollback a crash interrupted may have
+    # deleted the completed file already: it counts as one.)
+    undoes_completed = rollback_instant.state is not State.REQUESTED or any(
+        i.timestamp == plan.instant_time and i.is_completed for i in timeline.instants)
     if rollback_instant.state is State.REQUESTED:
         rollback_instant = timeline.transition_to_inflight(rollback_instant)
     timeline.delete_completed(plan.instant_time)
@@ -201,7 +206,8 @@ def _execute(table: HudiTable, rollback_instant: Instant, plan: RollbackPlan) ->
     timeline.remove_pending(Instant(plan.instant_time, plan.action, State.INFLIGHT))
     metadata = RollbackMetadata(rollback_instant.timestamp, int((time.monotonic() - started) * 1000),
                                 plan.instant_time, plan.action, deleted)
-    with recording(table, rollback_instant.timestamp, FileChanges.of_deleted(deleted)):
+    with recording(table, rollback_instant.timestamp, FileChanges.of_deleted(deleted),
+                   None if undoes_completed else []):
         timeline.complete(rollback_instant, encode_metadata(metadata))
     return metadata
 

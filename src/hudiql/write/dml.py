@@ -37,7 +37,7 @@ from sqlglot import exp
 
 from hudiql.config import registry
 from hudiql.errors import ColumnError, DataError, SqlError
-from hudiql.read.query import QueryPlanner, conjuncts, partition_filter
+from hudiql.read.query import QueryPlanner, conjuncts, key_file_groups, partition_filter
 from hudiql.read.snapshot import SOURCE_FILE, snapshot
 from hudiql.table.fsview import FileSystemView
 from hudiql.sql import statements as S
@@ -261,13 +261,14 @@ class DmlPlanner:
         paths = frame.select(table.keygen.partition_path(table.schema).alias("p")).distinct().collect()
         return {r[0] for r in paths}
 
-    def _target(self, table: HudiTable, files: FileSystemView, keep) -> DataFrame:
-        """The target rows a statement reads. A table without meta fields stores neither a row's
-        partition path nor (always) its file name: the statement takes the path from its key
-        generator and the file from the base file it read."""
+    def _target(self, table: HudiTable, files: FileSystemView, keep,
+                file_groups: set[tuple[str, str]] | None = None) -> DataFrame:
+        """The target rows a statement reads (of ``file_groups`` only, when given). A table
+        without meta fields stores neither a row's partition path nor (always) its file name: the
+        statement takes the path from its key generator and the file from the base file it read."""
         if table.config.populate_meta_fields:
-            return snapshot(self.spark, table, files, keep)
-        return snapshot(self.spark, table, files, keep, with_file_name=True).withColumnRenamed(
+            return snapshot(self.spark, table, files, keep, file_groups=file_groups)
+        return snapshot(self.spark, table, files, keep, with_file_name=True, file_groups=file_groups).withColumnRenamed(
             SOURCE_FILE, FILE_NAME).withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
 
     def _old_ordering(self, table: HudiTable, qualifier: str | None) -> exp.Expression:
@@ -279,7 +280,8 @@ class DmlPlanner:
         target = (alias or name.name).lower()
         files = table.file_system_view(sorted(partitions) if partitions is not None else None)
         keep = partition_filter(self.spark, table, files, where, {target, name.name}, True) if where else None
-        view = self._register(self._target(table, files, keep))
+        groups = key_file_groups(table, where, {target, name.name.lower()}, True) if where else None
+        view = self._register(self._target(table, files, keep, groups))
         projections = projections + [
             exp.alias_(exp.Literal.string(kind), KIND),
             exp.alias_(_col(PARTITION_PATH), OLD_PATH),

@@ -42,6 +42,8 @@ from hudiql.config import registry
 from hudiql.config.index_config import IndexConfig
 from hudiql.errors import SqlError
 from hudiql.formats.log_file import wrapper_for
+from hudiql.index import record_index as RI
+from hudiql.index.record_index import RecordIndex
 from hudiql.layout import (
     PARTITION_METADATA_FILE,
     join_partition,
@@ -195,25 +197,25 @@ def write_rows(
     rows = _prepare(table, rows)
     if precombine and not index.is_bucket:
         rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
-    task_stats = _write_file_groups(
+    task_stats, index_stats = _write_file_groups(
         spark, table, index, rows, operation, txn.instant_time, table.merge_rule, precombine and index.is_bucket,
-        overwrite=replacement is not None,
+        overwrite=replacement is not None, record=_record_index(table, replacement is None),
     )
-    return _commit(txn, index, operation, task_stats, None, replacement)
+    return _commit(txn, index, operation, task_stats, None, replacement, index_stats)
 
 
 def write_schema(txn: WriteTransaction, schema: T.StructType) -> CommitMetadata:
     """Commit ``schema`` as the table's (ALTER TABLE ... COLUMNS): a commit without files, operation
     ALTER_SCHEMA, as Hudi records a schema change. Files written before read added columns as NULL."""
     metadata = CommitMetadata(operation_type="ALTER_SCHEMA", schema=to_avro_json(schema, txn.table.config.name))
-    txn.commit(metadata, ConflictRule())
+    txn.commit(metadata, ConflictRule(), index_stats=[])
     return metadata
 
 
 def write_replacement(txn: WriteTransaction, replacement: Replacement) -> CommitMetadata | None:
     """Commit ``replacement`` alone (DROP PARTITION, TRUNCATE): a replacecommit without new files;
     ``None`` when it replaces no file group."""
-    return _commit(txn, txn.table.index, replacement.operation, [], None, replacement)
+    return _commit(txn, txn.table.index, replacement.operation, [], None, replacement, None)
 
 
 def write_decided(
@@ -237,8 +239,9 @@ def write_decided(
     spark, table, instant_time = txn.spark, txn.table, txn.instant_time
     index = txn.table.index
     replace = MergeRule.latest_wins()
+    record = _record_index(table, True)
     if index.is_bucket:  # the bucket index reads nothing: it places every row again, cheaply
-        task_stats = _write_file_groups(
+        task_stats, index_stats = _write_file_groups(
             spark, table, index, rows.drop(FILE_ID), Operation.UPSERT, instant_time, replace, False
         )
     else:
@@ -249,11 +252,16 @@ def write_decided(
             found, _ = tag(spark, table, index, new, sorted(inserts), view, lookup=True)
             tagged = rows.where(F.col(FILE_ID).isNotNull()).unionByName(found)
         _write_partition_metadata(table, sorted(p for p, n in inserts.items() if n), instant_time, view)
-        task_stats = _write_tagged(
-            spark, table, tagged, None, view, Operation.UPSERT, instant_time, replace, False,
-            {p: n for p, n in inserts.items() if n},
-        )
-    return _commit(txn, index, Operation.UPSERT, task_stats, counts.metadata())
+        if record is not None:  # the index's log reads the decided rows again: computed once
+            tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            task_stats, index_stats = _write_tagged(
+                spark, table, tagged, None, view, Operation.UPSERT, instant_time, replace, False,
+                {p: n for p, n in inserts.items() if n}, record=record,
+            )
+        finally:
+            tagged.unpersist()
+    return _commit(txn, index, Operation.UPSERT, task_stats, counts.metadata(), None, index_stats)
 
 
 @contextmanager
@@ -291,9 +299,11 @@ def _commit(
     operation: Operation,
     task_stats: list[dict],
     counts: dict[str, str] | None,
-    replacement: Replacement | None = None,
+    replacement: Replacement | None,
+    index_stats: list[WriteStat] | None,
 ) -> CommitMetadata | None:
-    """Commit the tasks' stats rows as the metadata of ``txn`` (and what it replaces)."""
+    """Commit the tasks' stats rows as the metadata of ``txn`` (and what it replaces), with the
+    record index logs the write wrote (None: it kept no record index)."""
     table = txn.table
     # The tasks count what the incoming rows did (``insert_counts`` reads it back). A MERGE /
     # UPDATE / DELETE decided its rows while planning and passes its own counts, which win.
@@ -309,8 +319,16 @@ def _commit(
             return None  # nothing written, nothing replaced: the transaction rolls its instant back
         metadata.partition_to_replace_file_ids = replaced
     unique_keys = table.has_record_key and operation is Operation.UPSERT
-    txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys))
+    txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys), index_stats)
     return metadata
+
+
+def _record_index(table: HudiTable, records_keys: bool) -> RecordIndex | None:
+    """The record index a write records its keys in: the table's, when the write keeps it and
+    ``records_keys`` (a write that replaces file groups does not: the index then goes)."""
+    if records_keys and RI.usable(table) and RI.wanted(table):
+        return RecordIndex.of(table)
+    return None
 
 
 def _prepare(table: HudiTable, rows: DataFrame) -> DataFrame:
@@ -334,10 +352,12 @@ def _write_file_groups(
     merge_rule: MergeRule,
     precombine: bool,
     overwrite: bool = False,
-) -> list[dict]:
+    record: RecordIndex | None = None,
+) -> tuple[list[dict], list[WriteStat] | None]:
     """Tag ``incoming`` and write it by file group; ``precombine``: keep one row per key in the
     shuffle by file group (bucket index); ``overwrite``: into new file groups only, as if the
-    table were empty. Returns the tasks' stats rows (``STATS_SCHEMA``)."""
+    table were empty; ``record``: the record index the write records its keys in. Returns the
+    tasks' stats rows (``STATS_SCHEMA``) and the record index logs' stats."""
     incoming = incoming.persist(StorageLevel.MEMORY_AND_DISK)
     cached = [incoming]
     try:
@@ -367,7 +387,7 @@ def _write_file_groups(
             cached.append(tagged)
         return _write_tagged(
             spark, table, tagged, new_groups, view, operation, instant_time, merge_rule, partitioned and not shared,
-            most_inserts=rows_by_partition,
+            most_inserts=rows_by_partition, record=record,
         )
     finally:
         for frame in cached:
@@ -386,10 +406,12 @@ def _write_tagged(
     partitioned: bool,
     insert_counts: dict[str, int] | None = None,
     most_inserts: dict[str, int] | None = None,
-) -> list[dict]:
+    record: RecordIndex | None = None,
+) -> tuple[list[dict], list[WriteStat] | None]:
     """Write the tagged rows; ``partitioned``: they are already shuffled by file group.
     ``insert_counts``: rows without a file group per partition, when the caller knows them;
-    else ``most_inserts`` bounds them."""
+    else ``most_inserts`` bounds them. ``record``: the record index to write the keys' new places
+    in (the stats of its logs are returned beside the tasks' stats rows)."""
     updates, inserts = _split(tagged)
     mor = table.config.is_mor
     rewritten: list[str] = []
@@ -454,7 +476,27 @@ def _write_tagged(
         to_merge = updates.unionByName(inserts) if inserts is not None else updates
     if to_merge is not None:
         stats.append(by_file_group(to_merge).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA))
-    return [r.asDict() for r in reduce(DataFrame.union, stats).collect()] if stats else []
+    rows = [r.asDict() for r in reduce(DataFrame.union, stats).collect()] if stats else []
+    if record is None:
+        return rows, None
+    return rows, record.write_changes(_key_changes(updates, inserts, merge_rule), instant_time)
+
+
+def _key_changes(updates: DataFrame, inserts: DataFrame | None, merge_rule: MergeRule) -> DataFrame:
+    """What a write changes in the record index: the place of each inserted key, and the keys it
+    deleted. A delete that may lose to the stored row by the merge rule (an older ordering value)
+    is left out: the index may keep a deleted key's last place, which a lookup then finds empty,
+    but never miss a stored key."""
+    def changes(rows: DataFrame, deleted: Column) -> DataFrame:
+        return rows.select(F.col(RECORD_KEY).alias(RI.KEY), F.col(PARTITION_PATH).alias(RI.LOCATED_PARTITION),
+                           F.col(FILE_ID).alias(RI.LOCATED_FILE_ID), deleted.alias(RI.DELETED))
+
+    parts = [] if merge_rule.is_event_time else [changes(updates.where(_deletes(updates)), F.lit(True))]
+    if inserts is not None:
+        parts.append(changes(inserts, F.lit(False)))
+    if not parts:
+        return changes(updates.limit(0), F.lit(False))
+    return reduce(DataFrame.unionByName, parts)
 
 
 def _by_file_group(spark: SparkSession, rows: DataFrame, groups: int) -> DataFrame:

@@ -1,0 +1,1 @@
+"""Indexes kept beside the table that find records without reading them (the metadata table's record index)."""

@@ -1,0 +1,200 @@
+"""The ``record_index`` partition of the metadata table: each record key's location (its data
+partition and file group), as Hudi 1.x keeps it (``hoodie.metadata.record.index.enable``).
+
+The partition has a fixed number of file groups, ``record-index-0000-0``, ``record-index-0001-0``,
+...; a key lives in group ``abs(abs(h) % n)``, h the key's Java ``String.hashCode()``. A group's
+base HFile and the HFile blocks of its logs map keys to ``HoodieRecordIndexInfo`` values (type 5):
+the partition, the file id (a ``<uuid>-<n>`` id as its UUID's two halves and n, any other id as
+text) and the instant that placed the key. A newer value of a key replaces the older one; a key
+deleted from the table is a ``DELETE`` block entry of a log. A write records only keys that
+change place: inserts and deletes, not updates in place.
+
+Example:
+    >>> location = RecordLocation("dt=1", "6b1c3e2a-5f4d-4c3b-9a2e-1f0e9d8c7b6a-0", "20240101000000000")
+    >>> value = encode_location(location)
+    >>> decode_location(value, SCHEMA_JSON) == location
+    True
+    >>> file_group_index("TXN-008", 10), file_group_id(1)
+    (1, 'record-index-0001-0')
+    >>> RecordIndexSlice(write_hfile([(b"k1", value)]), [], "g").lookup(["k0", "k1"])
+    {'k1': RecordLocation(partition='dt=1', file_id='6b1c3e2a-5f4d-4c3b-9a2e-1f0e9d8c7b6a-0', instant_time='20240101000000000')}
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+
+import fastavro
+
+from hudiql.formats import hfile
+from hudiql.formats import log_file as L
+from hudiql.formats.hfile import write_hfile
+from hudiql.metadata.records import _PARSED, SCHEMA_JSON
+
+#: The metadata table's partition of the record index.
+RECORD_INDEX_PARTITION = "record_index"
+#: ``HoodieMetadataRecord.type`` of a record index entry.
+RECORD_INDEX_TYPE = 5
+#: How a file id is kept: as a UUID and a file index (``<uuid>-<n>``), or as its text.
+UUID_ENCODING, RAW_ENCODING = 0, 1
+#: The file index Hudi writes for a bare ``<uuid>`` file id (written by Hudi before file indexes).
+_NO_FILE_INDEX = -1
+_FILE_ID_PREFIX = "record-index-"
+_INSTANT_FORMAT = "%Y%m%d%H%M%S"
+
+
+@dataclass(frozen=True)
+class RecordLocation:
+    """Where a record key lives: its data partition, file group and the instant that put it there."""
+
+    partition: str
+    file_id: str
+    instant_time: str
+
+
+def file_group_id(index: int) -> str:
+    """The file id of the record index's file group ``index``."""
+    return f"{_FILE_ID_PREFIX}{index:04d}-0"
+
+
+def file_group_index(record_key: str, count: int) -> int:
+    """The file group (of ``count``) that holds ``record_key``: Hudi's
+    ``mapRecordKeyToFileGroupIndex``, over Java's ``String.hashCode()`` of its UTF-16 units."""
+    units = record_key.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    # abs(abs(h) % n) as Java computes it: abs(Integer.MIN_VALUE) stays negative, and % truncates.
+    return abs(h - (1 << 32) if h >= 1 << 31 else h) % count
+
+
+def _instant_millis(instant_time: str) -> int:
+    """An instant time as epoch milliseconds (hudiql's instants are UTC)."""
+    when = datetime.strptime(instant_time[:14], _INSTANT_FORMAT).replace(tzinfo=timezone.utc)
+    return int(when.timestamp()) * 1000 + int(instant_time[14:17] or 0)
+
+
+def _millis_instant(millis: int) -> str:
+    when = datetime.fromtimestamp(millis // 1000, timezone.utc)
+    return when.strftime(_INSTANT_FORMAT) + f"{millis % 1000:03d}"
+
+
+def _encoded_file_id(file_id: str) -> dict:
+    """The file id fields of ``HoodieRecordIndexInfo``, as Hudi encodes a file id."""
+    head, _, tail = file_id.rpartition("-")
+    try:
+        if len(file_id) == 36:
+            return {"fileIdEncoding": UUID_ENCODING, "fileId": "", "fileIndex": _NO_FILE_INDEX,
+                    **_uuid_bits(uuid.UUID(file_id))}
+        if tail.isdigit() and len(head) == 36:
+            return {"fileIdEncoding": UUID_ENCODING, "fileId": "", "fileIndex": int(tail),
+                    **_uuid_bits(uuid.UUID(head))}
+    except ValueError:
+        pass
+    return {"fileIdEncoding": RAW_ENCODING, "fileId": file_id, "fileIndex": -1, "fileIdHighBits": -1,
+            "fileIdLowBits": -1}
+
+
+def _uuid_bits(value: uuid.UUID) -> dict:
+    signed = lambda bits: bits - (1 << 64) if bits >= 1 << 63 else bits  # noqa: E731 - Java longs
+    return {"fileIdHighBits": signed(value.int >> 64), "fileIdLowBits": signed(value.int & (1 << 64) - 1)}
+
+
+@lru_cache(maxsize=4096)
+def encode_location(location: RecordLocation, file_name: str | None = None) -> bytes:
+    """A key's HFile value (the key is the HFile key; every key of one write shares its value,
+    hence the cache); ``file_name`` for values of a base file, which name it."""
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, _PARSED, {
+        "_hoodie_file_name": file_name, "key": "", "type": RECORD_INDEX_TYPE,
+        "recordIndexMetadata": {"partitionName": location.partition, "instantTime": _instant_millis(location.instant_time),
+                                "position": None, **_encoded_file_id(location.file_id)},
+    })
+    return out.getvalue()
+
+
+@lru_cache(maxsize=4096)
+def decode_location(value: bytes, writer_schema: str) -> RecordLocation:
+    """The location an HFile value holds (values repeat: decoded once each)."""
+    info = fastavro.schemaless_reader(io.BytesIO(value), _schema(writer_schema), _PARSED)["recordIndexMetadata"]
+    if info["fileIdEncoding"] == UUID_ENCODING:
+        bits = (info["fileIdHighBits"] % (1 << 64)) << 64 | info["fileIdLowBits"] % (1 << 64)
+        file_id = str(uuid.UUID(int=bits))
+        if info["fileIndex"] != _NO_FILE_INDEX:
+            file_id += f"-{info['fileIndex']}"
+    else:
+        file_id = info["fileId"]
+    return RecordLocation(info["partitionName"] or "", file_id, _millis_instant(info["instantTime"]))
+
+
+@lru_cache(maxsize=16)
+def _schema(writer_schema: str) -> dict:
+    return fastavro.parse_schema(json.loads(writer_schema))
+
+
+def log_blocks(instant_time: str, upserts: list[tuple[bytes, bytes]], deletes: list[str]) -> bytes:
+    """The log file content of one write's changes to one file group: an HFile block of the keys
+    it placed (sorted), then a delete block of the keys it removed, as Hudi writes them."""
+    data = b""
+    if upserts:
+        data += L.encode_block(L.LogBlock(L.HFILE_DATA, {L.INSTANT_TIME: instant_time, L.SCHEMA: SCHEMA_JSON},
+                                          write_hfile(upserts)))
+    if deletes or not upserts:
+        records = [L.DeleteRecord(key, RECORD_INDEX_PARTITION) for key in deletes]
+        data += L.encode_block(L.LogBlock(L.DELETE, {L.INSTANT_TIME: instant_time, L.SCHEMA: SCHEMA_JSON},
+                                          L.delete_content(records, None)))
+    return data
+
+
+class RecordIndexSlice:
+    """One file group's latest slice, read for lookups: its base HFile (bytes or a ``RangedFile``)
+    and the contents of its logs, in order (those of instants readers use only)."""
+
+    def __init__(self, base: bytes | hfile.RangedFile | None, logs: list[tuple[str, bytes]], path: str) -> None:
+        self._base = hfile.HFile(base, path) if base is not None else None
+        self._schema = (self._base.file_info.get("schema") or SCHEMA_JSON.encode()).decode() if self._base else ""
+        # The logs' changes, merged: a key's newest value, or None where it was deleted.
+        self._changes: dict[bytes, tuple[bytes, str] | None] = {}
+        for log_path, content in logs:
+            for block in L.read_blocks(content, log_path, (L.HFILE_DATA,)):
+                if block.block_type == L.HFILE_DATA:
+                    schema = block.header.get(L.SCHEMA) or SCHEMA_JSON
+                    for key, value in hfile.HFile(block.content, log_path).entries():
+                        self._changes[key] = (value, schema)
+                elif block.block_type == L.DELETE:
+                    for deleted in L.read_deletes(block, log_path):
+                        self._changes[deleted.record_key.encode()] = None
+
+    def lookup(self, keys: Iterable[str]) -> dict[str, RecordLocation]:
+        """The location of each of ``keys`` the slice holds."""
+        wanted = sorted({k.encode() for k in keys})
+        found: dict[str, RecordLocation] = {}
+        from_base = [k for k in wanted if k not in self._changes]
+        if self._base is not None:
+            for key, value in self._base.get_many(from_base):
+                found[key.decode()] = decode_location(value, self._schema)
+        for key in wanted:
+            change = self._changes.get(key)
+            if change is not None:
+                found[key.decode()] = decode_location(*change)
+        return found
+
+    def entries(self, file_name: str) -> Iterator[tuple[bytes, bytes]]:
+        """Every live (key, value) of the slice, in key order: what a compaction writes as the
+        group's new base file ``file_name`` (whose values name it)."""
+        merged = {}
+        if self._base is not None:
+            merged = {k: (v, self._schema) for k, v in self._base.entries()}
+        for key, change in self._changes.items():
+            if change is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = change
+        for key in sorted(merged):
+            yield key, encode_location(decode_location(*merged[key]), file_name)
