@@ -546,11 +546,25 @@ def flag(settings: Mapping[str, str], name: str) -> bool:
 
 def check_metadata_table(settings: Mapping[str, str], table_name: str, version: int) -> None:
     """Refuse ``hoodie.metadata.enable=true``, given, on a table whose version's metadata table
-    hudiql does not keep (version 6: by default, it keeps none there)."""
+    hudiql does not keep (version 6: by default, it keeps none there), and a record index that
+    the table's options rule out."""
     if settings.get(METADATA_ENABLE) is not None and flag(settings, METADATA_ENABLE) and version < 8:
         raise OptionError(f"{METADATA_ENABLE}=true: hudiql keeps the metadata table of table versions 8 and 9, and "
                           f"table {table_name} is version {version}; upgrade it (CALL upgrade_table), create it with "
                           f"{WRITE_TABLE_VERSION}=8 or 9, or set {METADATA_ENABLE}=false")
+    asked = flag(settings, RECORD_INDEX_ENABLE) or choice(settings, INDEX_TYPE) == RECORD_INDEX
+    if not asked:
+        return
+    problem = None
+    if version < 8:
+        problem = (f"hudiql keeps the metadata table of table versions 8 and 9, and table {table_name} is version "
+                   f"{version}; upgrade it (CALL upgrade_table) or create it with {WRITE_TABLE_VERSION}=8 or 9")
+    elif not flag(settings, METADATA_ENABLE):
+        problem = f"the record index lives in the metadata table; set {METADATA_ENABLE}=true"
+    elif choice(settings, INDEX_TYPE) == BUCKET_INDEX:
+        problem = f"it does not go with {INDEX_TYPE}=BUCKET, which finds file groups without an index"
+    if problem:
+        raise OptionError(f"{RECORD_INDEX_ENABLE}=true: {problem}")
 
 
 def size(settings: Mapping[str, str], name: str) -> int:

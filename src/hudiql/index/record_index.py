@@ -73,14 +73,13 @@ def usable(table: HudiTable) -> bool:
 
 
 def check_writable(table: HudiTable) -> None:
-    """Refuse a record index on a table whose keys it cannot hold."""
+    """Refuse a record index on a table whose keys it cannot hold (``config.registry.
+    check_metadata_table`` refuses the options that rule one out)."""
     problem = None
     if not table.has_record_key:
         problem = "needs a record key; add PRIMARY KEY (...) to the table"
     elif not table.config.populate_meta_fields:
         problem = "needs the meta fields; create the table with hoodie.populate.meta.fields=true"
-    elif table.index.is_bucket:
-        problem = "does not go with hoodie.index.type=BUCKET, which finds file groups without an index"
     if problem:
         raise HudiqlError(f"{K.RECORD_INDEX_ENABLE}=true on table {table.config.name}: the record index {problem}")
 
@@ -159,8 +158,15 @@ def _stat(file_id: str, path: str, size: int, entries: int, base: bool, instant_
                      log_version=1, total_log_blocks=1)
 
 
+def _by_group(frame: DataFrame, count: int) -> DataFrame:
+    """``frame`` shuffled by index file group, one partition per group (bounded by the cores):
+    the grouping that follows then needs no shuffle of its own."""
+    parallel = max(1, min(count, frame.sparkSession.sparkContext.defaultParallelism * 4))
+    return frame.repartition(parallel, GROUP)
+
+
 def _write(frame: DataFrame, writer: _GroupWriter) -> list[WriteStat]:
-    rows = frame.groupBy(GROUP).applyInArrow(writer.udf(), STATS_SCHEMA).collect()
+    rows = _by_group(frame, writer.count).groupBy(GROUP).applyInArrow(writer.udf(), STATS_SCHEMA).collect()
     return [WriteStat.from_row(r.asDict()) for r in rows]
 
 
@@ -221,8 +227,8 @@ class RecordIndex:
         (``LOCATED_PARTITION``, ``LOCATED_FILE_ID``), for the keys the table holds: a Spark job,
         one task per index file group."""
         lookup = _GroupLookup(self.mdt.storage.base_uri, tuple(self.slices))
-        grouped = keys.select(F.col(RECORD_KEY).alias(KEY)).distinct().withColumn(GROUP, group_column(F.col(KEY), self.count))
-        found = grouped.groupBy(GROUP).applyInArrow(
+        grouped = keys.select(F.col(RECORD_KEY).alias(KEY)).withColumn(GROUP, group_column(F.col(KEY), self.count))
+        found = _by_group(grouped, self.count).groupBy(GROUP).applyInArrow(
             lookup.udf(), f"{KEY} string, {LOCATED_PARTITION} string, {LOCATED_FILE_ID} string")
         return found.withColumnRenamed(KEY, RECORD_KEY)
 

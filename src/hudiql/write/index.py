@@ -62,7 +62,7 @@ def tag(
     if index.is_bucket:
         return _tag_buckets(index, incoming, partitions, view)
     if lookup and record_index.usable(table) and record_index.wanted(table):
-        return _tag_by_record_index(table, incoming, view), None
+        return _tag_by_record_index(table, incoming, partitions, view), None
     slices = [s for s in view.read_slices() if s.base_file]
     if not (lookup and table.has_record_key and slices):
         return incoming.withColumn(FILE_ID, F.lit(None).cast("string")), None
@@ -76,23 +76,27 @@ def tag(
     return incoming.join(matches, [RECORD_KEY, PARTITION_PATH], "left"), None
 
 
-def _tag_by_record_index(table: HudiTable, incoming: DataFrame, view: FileSystemView) -> DataFrame:
+def _tag_by_record_index(table: HudiTable, incoming: DataFrame, partitions: list[str], view: FileSystemView) -> DataFrame:
     """``incoming`` with ``FILE_ID`` from the record index (null for a new key)."""
     found = record_index.RecordIndex.of(table).tag(incoming.select(RECORD_KEY))
-    # An entry of a file group the view does not hold (the index may keep a deleted key's last
-    # place) is no location.
-    groups = sorted({s.file_id for s in view.latest_slices()})
-    found = found.where(F.col(record_index.LOCATED_FILE_ID).isin(groups)) if groups else found.limit(0)
     tagged = incoming.join(found, RECORD_KEY, "left")
     stored = F.col(record_index.LOCATED_PARTITION)
-    moved = stored.isNotNull() & (stored != F.col(PARTITION_PATH))
+    groups = sorted({s.file_id for s in view.latest_slices()})
+    # An entry of a file group the view no longer holds, in a partition it covers, is no location
+    # (the index may keep a deleted key's last place).
+    held = F.col(record_index.LOCATED_FILE_ID).isin(groups) if groups else F.lit(False)
+    covered = stored.isin(partitions) if partitions else F.lit(False)
+    same = stored == F.col(PARTITION_PATH)
+    moved = stored.isNotNull() & ~same & (held | ~covered)
     refusal = F.concat(
         F.lit("hudiql.errors.DataError: record key "), F.col(RECORD_KEY), F.lit(" is stored in partition '"), stored,
         F.lit("' and arrives in partition '"), F.col(PARTITION_PATH),
-        F.lit("'; the record index is global, so a key keeps its partition: delete the row first, then insert it"))
+        F.lit("'; the record index is global, so a key keeps its partition: delete the row first, then insert it "
+              "(if no row has the key, the index lags a delete: CALL delete_metadata_table, and the next write "
+              "builds it again)"))
     return tagged.select(
-        *[c for c in incoming.columns],
-        F.when(moved, F.raise_error(refusal)).otherwise(F.col(record_index.LOCATED_FILE_ID)).alias(FILE_ID),
+        *incoming.columns,
+        F.when(moved, F.raise_error(refusal)).when(same & held, F.col(record_index.LOCATED_FILE_ID)).alias(FILE_ID),
     )
 
 
