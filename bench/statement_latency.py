@@ -3,7 +3,7 @@
 
 Usage:
     python bench/statement_latency.py [--rows 100000] [--partitions 10] [--repeats 3] [--warmup 1]
-                                      [--table-version 6|8|9] [--metadata true|false]
+                                      [--table-version 6|8|9] [--metadata true|false] [--record-index]
                                       [--workdir DIR] [--hudiql-ref HEAD] [--skip-build] [--quick]
                                       [--json FILE]
 
@@ -14,7 +14,8 @@ What it measures, in one process with one local[2] SparkSession, on tables of ``
   PARTITIONED BY (part) TBLPROPERTIES (primaryKey='id', preCombineField='ts', type=...)``, loaded
   untimed with ``bulk_insert``; the MOR table keeps its defaults, inline compaction included; in
   table version ``--table-version``, whose 8 and 9 keep the metadata table unless ``--metadata
-  false``), a
+  false``; ``--record-index``: with the metadata table's record index, which writes and
+  ``WHERE id = k`` use to find keys), a
   partitioned parquet table in Spark's own catalog (``CREATE TABLE pq ... USING parquet``), and a
   partitioned Delta table written and changed with delta-rs (``deltalake``).
 * statements, each timed on its own, interleaved over the systems, ``--warmup`` untimed runs then
@@ -116,6 +117,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--table-version", default="6", choices=["6", "8", "9"], help="the hudiql tables' version")
     p.add_argument("--metadata", default="true", choices=["true", "false"],
                    help="hoodie.metadata.enable of the hudiql tables (versions 8 and 9: the metadata table)")
+    p.add_argument("--record-index", action="store_true",
+                   help="hoodie.metadata.record.index.enable=true on the hudiql tables (version 8 or 9)")
     p.add_argument("--workdir", default=None, help="default: a temp dir, deleted at the end (a given dir is kept)")
     p.add_argument("--hudiql-ref", default=None,
                    help="benchmark hudiql as of this git ref (default: a snapshot of the working tree)")
@@ -312,11 +315,11 @@ def arrow_rows(rows: list[tuple]) -> pa.Table:
 # ---------------------------------------------------------------------------------------------
 class Hudiql:
     def __init__(self, spark: SparkSession, warehouse: str, kind: str, version: str = "6",
-                 metadata: str = "true") -> None:
+                 metadata: str = "true", record_index: bool = False) -> None:
         self.kind, self.table = kind, HUDI_TABLES[kind]
         self.name = f"hudiql {kind}"
         self.spark, self.warehouse = spark, warehouse
-        self.version, self.metadata = version, metadata
+        self.version, self.metadata, self.record_index = version, metadata, record_index
         self.session = self._connect()
 
     def _connect(self):
@@ -328,7 +331,10 @@ class Hudiql:
     def load(self) -> None:
         loader = self._connect()  # its SET stays its own
         loader.sql("SET hoodie.spark.sql.insert.into.operation=bulk_insert")
-        loader.sql(hudi_table_ddl(self.table, [f"type='{self.kind}'", f"'hoodie.write.table.version'='{self.version}'"]))
+        props = [f"type='{self.kind}'", f"'hoodie.write.table.version'='{self.version}'"]
+        if self.record_index:
+            props.append("'hoodie.metadata.record.index.enable'='true'")
+        loader.sql(hudi_table_ddl(self.table, props))
         loader.sql(f"INSERT INTO {self.table} SELECT id, name, value, ts, part FROM base_rows").collect()
 
     def statement(self, run: Run) -> Callable[[], Any]:
@@ -487,8 +493,8 @@ def run_statements(spark: SparkSession, args: argparse.Namespace, results: dict)
     warehouse = os.path.join(args.workdir, "warehouse")
 
     # ---- untimed loads ------------------------------------------------------------------------
-    cow = Hudiql(spark, warehouse, "cow", args.table_version, args.metadata)
-    mor = Hudiql(spark, warehouse, "mor", args.table_version, args.metadata)
+    cow = Hudiql(spark, warehouse, "cow", args.table_version, args.metadata, args.record_index)
+    mor = Hudiql(spark, warehouse, "mor", args.table_version, args.metadata, args.record_index)
     pq = SparkParquet(spark, os.path.join(args.workdir, "parquet"))
     delta = Delta(os.path.join(args.workdir, "delta")) if deltalake is not None else None
     load = {"hudiql_cow": timed(cow.load)[0], "hudiql_mor": timed(mor.load)[0], "spark_parquet": timed(pq.load)[0]}

@@ -101,8 +101,9 @@ def test_every_write_keeps_the_index_equal_to_a_scan(session, version, kind):
 
 
 def test_a_key_lookup_reads_only_its_file_group(session):
-    """``WHERE id = 2`` (SELECT, UPDATE, DELETE) reads the one file group the index names: the
-    statements work though another group's base file is unreadable, which a scan trips over."""
+    """``WHERE id = 2`` (SELECT, UPDATE, DELETE) and a MERGE ON the key read the file groups the
+    index names: the statements work though another group's base file is unreadable, which a
+    scan trips over."""
     table = versioned_table(session, 9, "cow", RECORD_INDEX)
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd2')")
     other = next(p for p in (table / "dt=d1").glob("*.parquet"))
@@ -112,6 +113,11 @@ def test_a_key_lookup_reads_only_its_file_group(session):
     assert hudiql_rows(session, "SELECT id FROM t WHERE id = 7") == []
     session.sql("UPDATE t SET name = 'b2' WHERE id = 2")
     assert hudiql_rows(session, "SELECT id, name FROM t WHERE id = 2") == [(2, "b2")]
+    session.sql("MERGE INTO t USING (SELECT 2 AS id, 'b3' AS name, 5L AS ts, 'd2' AS dt UNION ALL "
+                "SELECT 6, 'f', 1L, 'd2') s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert hudiql_rows(session, "SELECT id, name FROM t WHERE id IN (2, 6)") == [(2, "b3"), (6, "f")]
+    session.sql("DELETE FROM t WHERE id = 6")
+    assert hudiql_rows(session, "SELECT id, name FROM t WHERE id IN (2, 6)") == [(2, "b3")]
     with pytest.raises(Exception, match="FAILED_READ_FILE"):
         session.sql("SELECT * FROM t").collect()
 

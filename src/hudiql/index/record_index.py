@@ -26,7 +26,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudiql.config import registry as K
-from hudiql.errors import FormatError, HudiqlError
+from hudiql.errors import FormatError, HudiqlError, warn
 from hudiql.formats.hfile import RangedFile, write_hfile
 from hudiql.io.storage import Storage
 from hudiql.layout import (
@@ -44,13 +44,14 @@ from hudiql.metadata.record_index import (
     encode_location,
     file_group_id,
     file_group_index,
+    file_group_number,
     log_blocks,
 )
 from hudiql.metadata.records import SCHEMA_JSON
 from hudiql.record.keygen import java_hash_code
 from hudiql.record.schema import RECORD_KEY
 from hudiql.config.table_config import TableConfig
-from hudiql.table.metadata_table import MetadataSlice, MetadataTable, valid_instants
+from hudiql.table.metadata_table import MetadataSlice, MetadataTable, rebuild_hint, valid_instants
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import Timeline
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, WriteStat
@@ -62,6 +63,19 @@ KEY, GROUP, LOCATED_PARTITION, LOCATED_FILE_ID, INSTANT, DELETED = (
 _ENTRY_BYTES, _GROWTH, _GROUP_BYTES = 48, 2.0, 1 << 30
 
 
+@dataclass(frozen=True)
+class IndexWrites:
+    """What one change recorded in the record index: the log files its tasks wrote, for an index
+    of ``count`` file groups (a key's group depends on it); ``KEYS_STAY``: a change that moves no
+    key (compaction, clean, a schema change)."""
+
+    stats: tuple[WriteStat, ...] = ()
+    count: int | None = None
+
+
+KEYS_STAY = IndexWrites()
+
+
 def wanted(table: HudiTable) -> bool:
     """Whether the statement's settings ask writes to keep the record index."""
     return table.settings.flag(K.RECORD_INDEX_ENABLE) or table.settings.choice(K.INDEX_TYPE) == K.RECORD_INDEX
@@ -70,6 +84,12 @@ def wanted(table: HudiTable) -> bool:
 def usable(table: HudiTable) -> bool:
     """Whether the table has a record index readers may use (its properties name it)."""
     return table.config.version >= 8 and RECORD_INDEX_PARTITION in table.config.metadata_partitions
+
+
+def unreadable(table: HudiTable, exc: BaseException) -> None:
+    """Say in one line that the table's record index cannot be read, so the statement reads every
+    file group (never wrong rows), and how to rebuild it."""
+    warn(f"{exc}; reading every file group instead. {rebuild_hint(table.config.name)}")
 
 
 def check_writable(table: HudiTable) -> None:
@@ -232,13 +252,14 @@ class RecordIndex:
             lookup.udf(), f"{KEY} string, {LOCATED_PARTITION} string, {LOCATED_FILE_ID} string")
         return found.withColumnRenamed(KEY, RECORD_KEY)
 
-    def write_changes(self, changes: DataFrame, instant_time: str) -> list[WriteStat]:
+    def write_changes(self, changes: DataFrame, instant_time: str) -> IndexWrites:
         """Write a data instant's changes to the index: ``changes`` has ``KEY``,
         ``LOCATED_PARTITION``, ``LOCATED_FILE_ID`` and ``DELETED``, one row per key (a key both
         placed and deleted is placed). One log file per index file group that changes."""
         writer = _GroupWriter(self.mdt.storage.base_uri, instant_time, self.count, base=False)
-        return _write(changes.withColumn(INSTANT, F.lit(instant_time))
-                      .withColumn(GROUP, group_column(F.col(KEY), self.count)), writer)
+        stats = _write(changes.withColumn(INSTANT, F.lit(instant_time))
+                       .withColumn(GROUP, group_column(F.col(KEY), self.count)), writer)
+        return IndexWrites(tuple(stats), self.count)
 
 
 def _readable(s: MetadataSlice, valid: Callable[[str], bool]) -> MetadataSlice:
@@ -286,7 +307,7 @@ class _GroupCompaction:
 
     def compact(self, s: MetadataSlice) -> WriteStat:
         storage = Storage(self.mdt_uri)
-        index = int(s.file_id.rsplit("-", 2)[1])
+        index = file_group_number(s.file_id)
         name = base_file_name(s.file_id, write_token(index, 0, 0), self.compaction_time, HFILE_EXTENSION)
         path = s.path(name)
         if not s.log_files:

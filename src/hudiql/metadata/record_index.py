@@ -14,8 +14,8 @@ Example:
     >>> value = encode_location(location)
     >>> decode_location(value, SCHEMA_JSON) == location
     True
-    >>> file_group_index("TXN-008", 10), file_group_id(1)
-    (1, 'record-index-0001-0')
+    >>> file_group_index("TXN-008", 10), file_group_id(1), file_group_number("record-index-0001-0")
+    (1, 'record-index-0001-0', 1)
     >>> RecordIndexSlice(write_hfile([(b"k1", value)]), [], "g").lookup(["k0", "k1"])
     {'k1': RecordLocation(partition='dt=1', file_id='6b1c3e2a-5f4d-4c3b-9a2e-1f0e9d8c7b6a-0', instant_time='20240101000000000')}
 """
@@ -61,6 +61,11 @@ class RecordLocation:
 def file_group_id(index: int) -> str:
     """The file id of the record index's file group ``index``."""
     return f"{_FILE_ID_PREFIX}{index:04d}-0"
+
+
+def file_group_number(file_id: str) -> int:
+    """The index of a record index file group from its file id (``record-index-0003-0``: 3)."""
+    return int(file_id.rsplit("-", 2)[1])
 
 
 def file_group_index(record_key: str, count: int) -> int:
@@ -154,47 +159,52 @@ def log_blocks(instant_time: str, upserts: list[tuple[bytes, bytes]], deletes: l
 
 class RecordIndexSlice:
     """One file group's latest slice, read for lookups: its base HFile (bytes or a ``RangedFile``)
-    and the contents of its logs, in order (those of instants readers use only)."""
+    and the contents of its logs, in order (those of instants readers use only). A lookup reads,
+    newest first, only the blocks of each HFile that may hold its keys."""
 
     def __init__(self, base: bytes | hfile.RangedFile | None, logs: list[tuple[str, bytes]], path: str) -> None:
         self._base = hfile.HFile(base, path) if base is not None else None
         self._schema = (self._base.file_info.get("schema") or SCHEMA_JSON.encode()).decode() if self._base else ""
-        # The logs' changes, merged: a key's newest value, or None where it was deleted.
-        self._changes: dict[bytes, tuple[bytes, str] | None] = {}
+        # The logs' blocks in order: (HFile of placed keys, its schema) or the set of deleted keys.
+        self._blocks: list[tuple[hfile.HFile, str] | set[bytes]] = []
         for log_path, content in logs:
             for block in L.read_blocks(content, log_path, (L.HFILE_DATA,)):
                 if block.block_type == L.HFILE_DATA:
-                    schema = block.header.get(L.SCHEMA) or SCHEMA_JSON
-                    for key, value in hfile.HFile(block.content, log_path).entries():
-                        self._changes[key] = (value, schema)
+                    self._blocks.append((hfile.HFile(block.content, log_path), block.header.get(L.SCHEMA) or SCHEMA_JSON))
                 elif block.block_type == L.DELETE:
-                    for deleted in L.read_deletes(block, log_path):
-                        self._changes[deleted.record_key.encode()] = None
+                    self._blocks.append({d.record_key.encode() for d in L.read_deletes(block, log_path)})
 
     def lookup(self, keys: Iterable[str]) -> dict[str, RecordLocation]:
         """The location of each of ``keys`` the slice holds."""
-        wanted = sorted({k.encode() for k in keys})
+        remaining = {k.encode() for k in keys}
         found: dict[str, RecordLocation] = {}
-        from_base = [k for k in wanted if k not in self._changes]
-        if self._base is not None:
-            for key, value in self._base.get_many(from_base):
+        for block in reversed(self._blocks):
+            if not remaining:
+                break
+            if isinstance(block, set):
+                remaining -= block
+                continue
+            data, schema = block
+            for key, value in list(data.get_many(sorted(remaining))):
+                found[key.decode()] = decode_location(value, schema)
+                remaining.discard(key)
+        if self._base is not None and remaining:
+            for key, value in self._base.get_many(sorted(remaining)):
                 found[key.decode()] = decode_location(value, self._schema)
-        for key in wanted:
-            change = self._changes.get(key)
-            if change is not None:
-                found[key.decode()] = decode_location(*change)
         return found
 
     def entries(self, file_name: str) -> Iterator[tuple[bytes, bytes]]:
         """Every live (key, value) of the slice, in key order: what a compaction writes as the
         group's new base file ``file_name`` (whose values name it)."""
-        merged = {}
+        merged: dict[bytes, tuple[bytes, str]] = {}
         if self._base is not None:
             merged = {k: (v, self._schema) for k, v in self._base.entries()}
-        for key, change in self._changes.items():
-            if change is None:
-                merged.pop(key, None)
+        for block in self._blocks:
+            if isinstance(block, set):
+                for key in block:
+                    merged.pop(key, None)
             else:
-                merged[key] = change
+                data, schema = block
+                merged.update((k, (v, schema)) for k, v in data.entries())
         for key in sorted(merged):
             yield key, encode_location(decode_location(*merged[key]), file_name)

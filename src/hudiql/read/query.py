@@ -27,7 +27,7 @@ from sqlglot import exp
 
 from hudiql.catalog import Catalog, View
 from hudiql.config import registry
-from hudiql.errors import HudiqlError, SqlError, TableNotFoundError, spark_message, warn
+from hudiql.errors import HudiqlError, SqlError, TableNotFoundError, spark_message
 from hudiql.index import record_index
 from hudiql.read.incremental import LATEST_STATE, ChangeRange, change_range, changes
 from hudiql.read.snapshot import snapshot
@@ -35,7 +35,6 @@ from hudiql.read.time_travel import table_as_of
 from hudiql.sql.parser import DIALECT, table_name, table_name_text
 from hudiql.sql.statements import TableName
 from hudiql.table.fsview import FileSystemView
-from hudiql.table.metadata_table import rebuild_hint
 from hudiql.table.table import HudiTable
 
 #: ``<format>.`<path>``` reads files directly in Spark SQL; such names are not tables.
@@ -349,8 +348,8 @@ def key_file_groups(table: HudiTable, condition: exp.Expression, qualifiers: set
         return None
     try:
         located = record_index.RecordIndex.of(table).locate(sorted(keys))
-    except (HudiqlError, OSError) as exc:  # never wrong rows: every file group is read
-        warn(f"{exc}; reading every file group instead. {rebuild_hint(table.config.name)}")
+    except (HudiqlError, OSError) as exc:
+        record_index.unreadable(table, exc)
         return None
     return {(loc.partition, loc.file_id) for loc in located.values()}
 

@@ -58,6 +58,7 @@ from hudiql.timeline.active import (
     format_instant_time,
 )
 from hudiql.transaction.lock import commit_lock
+from hudiql.index.record_index import KEYS_STAY
 from hudiql.transaction.metadata_commit import keeps_metadata_table, recording
 from hudiql.transaction.prologue import locked, open_for_write
 
@@ -256,7 +257,7 @@ def execute(table: HudiTable, instant: Instant) -> CleanMetadata:
     # The metadata table records what went before the clean completes, under the lock its writers share.
     lock = commit_lock(table.storage, table.settings, f"clean {instant.timestamp}") if keeps_metadata_table(table) \
         else nullcontext()
-    with lock, recording(table, instant.timestamp, FileChanges.of_deleted(deleted), index_stats=[]):
+    with lock, recording(table, instant.timestamp, FileChanges.of_deleted(deleted), KEYS_STAY):
         timeline.complete(instant, encode_metadata(metadata))
     return metadata
 

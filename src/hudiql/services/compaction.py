@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 
 from hudiql.errors import HudiqlError, WriteConflictError
 from hudiql.file_group.reader import SliceReader
+from hudiql.index.record_index import KEYS_STAY
 from hudiql.io.storage import Storage
 from hudiql.config import registry as K
 from hudiql import layout
@@ -163,7 +164,7 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMe
             write_stats=[WriteStat.from_row(r.asDict()) for r in rows], compacted=True,
         )
         # Writes after the plan append to the slice it opens; only a replaced file group conflicts.
-        txn.commit(metadata, ConflictRule(actions=(REPLACE_COMMIT,)), index_stats=[])  # keys stay in their groups
+        txn.commit(metadata, ConflictRule(actions=(REPLACE_COMMIT,)), KEYS_STAY)
         return metadata
 
 

@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from hudiql.config import registry
 from hudiql.errors import FormatError, HudiqlError, WriteConflictError, warn
+from hudiql.index.record_index import IndexWrites
 from hudiql.metadata.record_index import RECORD_INDEX_PARTITION
 from hudiql.metadata.records import FILES_PARTITION
 from hudiql.index import record_index
@@ -37,24 +38,24 @@ def kept_partitions(table: HudiTable) -> set[str]:
 
 @contextmanager
 def recording(table: HudiTable, instant_time: str, changes: FileChanges,
-              index_stats: list[WriteStat] | None = None) -> Iterator[None]:
+              index_writes: IndexWrites | None = None) -> Iterator[None]:
     """Around the completion of data instant ``instant_time``: its metadata delta commit first
     (the table's metadata table built first if it has none), then, once the data instant completed,
     the metadata table's compaction when due. The caller holds the table lock. On a table whose
     writes keep no metadata table (``keeps_metadata_table``), nothing.
 
-    ``index_stats``: the record index logs the write's tasks wrote (``index.record_index``), empty
-    when its keys stay where they are; None when the change moved keys without recording them in
-    the record index, which then goes (the next write that keeps one builds it again)."""
+    ``index_writes``: what the change recorded in the record index (``index.record_index``); None
+    when it moved keys without recording them there: the record index then goes (the next write
+    that keeps one builds it again)."""
     if not keeps_metadata_table(table):
         yield
         return
     mdt, config = open_for_write(table.storage, kept_partitions(table))
     if RECORD_INDEX_PARTITION in config.metadata_partitions:
         count = len(mdt.latest_slices(RECORD_INDEX_PARTITION))
-        if index_stats is None:
+        if index_writes is None:
             config = remove_partition(table.storage, RECORD_INDEX_PARTITION)
-        elif any(int(s.file_id.rsplit("-", 2)[1]) >= count for s in index_stats):
+        elif index_writes.count not in (None, count):
             raise WriteConflictError(f"the record index of table {table.config.name} was rebuilt while the write "
                                      "ran; run the statement again")
     table.config.props = dict(config.props)  # the statement's snapshots share this config
@@ -63,7 +64,7 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
     except (HudiqlError, OSError) as exc:
         raise FormatError(f"{exc}; writes are refused until it is rebuilt. {rebuild_hint(table.config.name)}") from None
     kept_index = RECORD_INDEX_PARTITION in config.metadata_partitions
-    mdt.commit(instant_time, changes, index_stats if kept_index and index_stats else ())
+    mdt.commit(instant_time, changes, index_writes.stats if kept_index and index_writes else ())
     try:
         yield
     except BaseException:

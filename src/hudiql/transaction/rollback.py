@@ -75,6 +75,7 @@ from hudiql.timeline.rollback_plan import (
 )
 from hudiql.transaction.heartbeat import claim_instant_time, heartbeat_path, is_expired
 from hudiql.transaction.lock import commit_lock
+from hudiql.index.record_index import KEYS_STAY
 from hudiql.transaction.metadata_commit import recording
 
 _MARKER_RE = re.compile(r"^(?P<file>.+)\.marker\.[A-Z]+$")
@@ -207,7 +208,7 @@ def _execute(table: HudiTable, rollback_instant: Instant, plan: RollbackPlan) ->
     metadata = RollbackMetadata(rollback_instant.timestamp, int((time.monotonic() - started) * 1000),
                                 plan.instant_time, plan.action, deleted)
     with recording(table, rollback_instant.timestamp, FileChanges.of_deleted(deleted),
-                   None if undoes_completed else []):
+                   None if undoes_completed else KEYS_STAY):
         timeline.complete(rollback_instant, encode_metadata(metadata))
     return metadata
 

@@ -45,7 +45,8 @@ from hudiql.layout import marker_folder
 from hudiql.table.metadata_table import FileChanges
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import Instant, State, Timeline
-from hudiql.timeline.commit import CommitMetadata, WriteStat
+from hudiql.index.record_index import IndexWrites
+from hudiql.timeline.commit import CommitMetadata
 from hudiql.transaction import conflict
 from hudiql.transaction.conflict import ConflictRule
 from hudiql.transaction.heartbeat import (
@@ -155,9 +156,9 @@ class WriteTransaction:
             if translated is not None:
                 raise translated from None
 
-    def commit(self, metadata: CommitMetadata, rule: ConflictRule, index_stats: list[WriteStat] | None = None) -> Instant:
+    def commit(self, metadata: CommitMetadata, rule: ConflictRule, index_writes: IndexWrites | None = None) -> Instant:
         """Complete the instant with ``metadata`` unless a write that completed meanwhile
-        conflicts with it (``WriteConflictError``, after which the caller aborts). ``index_stats``:
+        conflicts with it (``WriteConflictError``, after which the caller aborts). ``index_writes``:
         what the write recorded in the record index (``transaction.metadata_commit.recording``)."""
         written = {s.path for s in metadata.write_stats}
         for path in files_from_markers(self.table, self.instant_time):
@@ -169,7 +170,7 @@ class WriteTransaction:
                 current = Timeline.load(self.table.storage, self.table.config)
                 conflict.check(self.spark, self.table, self.table.timeline, current, self.instant, metadata, rule)
             metadata.extra_metadata.update(self.table.settings.commit_extra_metadata())
-            with recording(self.table, self.instant_time, FileChanges.of_commit(metadata), index_stats):
+            with recording(self.table, self.instant_time, FileChanges.of_commit(metadata), index_writes):
                 completed = self.table.timeline.complete(self.instant, metadata.encode(self.table.timeline.layout_version))
         # What the post-commit services start from: the listing under the lock, and this commit.
         self.committed_table = self.table.with_timeline(current.with_instant(completed))

@@ -36,7 +36,8 @@ from pyspark.sql.window import Window
 from sqlglot import exp
 
 from hudiql.config import registry
-from hudiql.errors import ColumnError, DataError, SqlError
+from hudiql.errors import ColumnError, DataError, HudiqlError, SqlError
+from hudiql.index import record_index
 from hudiql.read.query import QueryPlanner, conjuncts, key_file_groups, partition_filter
 from hudiql.read.snapshot import SOURCE_FILE, snapshot
 from hudiql.table.fsview import FileSystemView
@@ -149,7 +150,8 @@ class DmlPlanner:
         if reached is not None:
             literal = keep
             keep = lambda path: path in reached and (literal is None or literal(path))  # noqa: E731
-        target_view = self._register(self._target(table, files, keep).withColumn(MATCHED, F.lit(True)))
+        groups = self._source_file_groups(table, st.on, target, source, source_view)
+        target_view = self._register(self._target(table, files, keep, groups).withColumn(MATCHED, F.lit(True)))
 
         matched = exp.Not(this=exp.Is(this=_col(MATCHED, target), expression=exp.Null()))
         conditions = []
@@ -260,6 +262,31 @@ class DmlPlanner:
         frame = self.spark.sql(values.sql(dialect=DIALECT))
         paths = frame.select(table.keygen.partition_path(table.schema).alias("p")).distinct().collect()
         return {r[0] for r in paths}
+
+    def _source_file_groups(
+        self, table: HudiTable, on: exp.Expression, target: str, source: str, source_view: str
+    ) -> set[tuple[str, str]] | None:
+        """The file groups that hold the source's keys, by the record index, when ON equates the
+        target's (single-field) record key with a source expression: no target row elsewhere can
+        match. A Spark job looks the keys up; the driver gets the groups' names only. ``None``:
+        every file group."""
+        fields = table.config.record_key_fields
+        bound = _bound_columns(on, target)
+        if (len(fields) != 1 or fields[0].lower() not in bound or table.keygen.prefixes_single_field
+                or not record_index.usable(table)):
+            return None
+        key = exp.select(exp.alias_(_cast(bound[fields[0].lower()].copy(), table.schema[fields[0]].dataType),
+                                    fields[0], quoted=True))
+        keys = self.spark.sql(key.from_(exp.Table(this=exp.to_identifier(source_view), alias=exp.TableAlias(
+            this=exp.to_identifier(source)))).sql(dialect=DIALECT))
+        try:
+            located = record_index.RecordIndex.of(table).tag(
+                keys.select(F.col(fields[0]).cast("string").alias(RECORD_KEY)).where(F.col(RECORD_KEY).isNotNull()))
+            rows = located.select(record_index.LOCATED_PARTITION, record_index.LOCATED_FILE_ID).distinct().collect()
+        except (HudiqlError, OSError) as exc:
+            record_index.unreadable(table, exc)
+            return None
+        return {(r[0], r[1]) for r in rows}
 
     def _target(self, table: HudiTable, files: FileSystemView, keep,
                 file_groups: set[tuple[str, str]] | None = None) -> DataFrame:

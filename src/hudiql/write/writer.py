@@ -43,7 +43,7 @@ from hudiql.config.index_config import IndexConfig
 from hudiql.errors import SqlError
 from hudiql.formats.log_file import wrapper_for
 from hudiql.index import record_index as RI
-from hudiql.index.record_index import RecordIndex
+from hudiql.index.record_index import KEYS_STAY, IndexWrites, RecordIndex
 from hudiql.layout import (
     PARTITION_METADATA_FILE,
     join_partition,
@@ -197,18 +197,18 @@ def write_rows(
     rows = _prepare(table, rows)
     if precombine and not index.is_bucket:
         rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
-    task_stats, index_stats = _write_file_groups(
+    task_stats, index_writes = _write_file_groups(
         spark, table, index, rows, operation, txn.instant_time, table.merge_rule, precombine and index.is_bucket,
         overwrite=replacement is not None, record=_record_index(table, replacement is None),
     )
-    return _commit(txn, index, operation, task_stats, None, replacement, index_stats)
+    return _commit(txn, index, operation, task_stats, None, replacement, index_writes)
 
 
 def write_schema(txn: WriteTransaction, schema: T.StructType) -> CommitMetadata:
     """Commit ``schema`` as the table's (ALTER TABLE ... COLUMNS): a commit without files, operation
     ALTER_SCHEMA, as Hudi records a schema change. Files written before read added columns as NULL."""
     metadata = CommitMetadata(operation_type="ALTER_SCHEMA", schema=to_avro_json(schema, txn.table.config.name))
-    txn.commit(metadata, ConflictRule(), index_stats=[])
+    txn.commit(metadata, ConflictRule(), KEYS_STAY)
     return metadata
 
 
@@ -241,7 +241,7 @@ def write_decided(
     replace = MergeRule.latest_wins()
     record = _record_index(table, True)
     if index.is_bucket:  # the bucket index reads nothing: it places every row again, cheaply
-        task_stats, index_stats = _write_file_groups(
+        task_stats, index_writes = _write_file_groups(
             spark, table, index, rows.drop(FILE_ID), Operation.UPSERT, instant_time, replace, False
         )
     else:
@@ -255,13 +255,13 @@ def write_decided(
         if record is not None:  # the index's log reads the decided rows again: computed once
             tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            task_stats, index_stats = _write_tagged(
+            task_stats, index_writes = _write_tagged(
                 spark, table, tagged, None, view, Operation.UPSERT, instant_time, replace, False,
                 {p: n for p, n in inserts.items() if n}, record=record,
             )
         finally:
             tagged.unpersist()
-    return _commit(txn, index, Operation.UPSERT, task_stats, counts.metadata(), None, index_stats)
+    return _commit(txn, index, Operation.UPSERT, task_stats, counts.metadata(), None, index_writes)
 
 
 @contextmanager
@@ -300,7 +300,7 @@ def _commit(
     task_stats: list[dict],
     counts: dict[str, str] | None,
     replacement: Replacement | None,
-    index_stats: list[WriteStat] | None,
+    index_writes: IndexWrites | None,
 ) -> CommitMetadata | None:
     """Commit the tasks' stats rows as the metadata of ``txn`` (and what it replaces), with the
     record index logs the write wrote (None: it kept no record index)."""
@@ -319,7 +319,7 @@ def _commit(
             return None  # nothing written, nothing replaced: the transaction rolls its instant back
         metadata.partition_to_replace_file_ids = replaced
     unique_keys = table.has_record_key and operation is Operation.UPSERT
-    txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys), index_stats)
+    txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys), index_writes)
     return metadata
 
 
@@ -353,11 +353,11 @@ def _write_file_groups(
     precombine: bool,
     overwrite: bool = False,
     record: RecordIndex | None = None,
-) -> tuple[list[dict], list[WriteStat] | None]:
+) -> tuple[list[dict], IndexWrites | None]:
     """Tag ``incoming`` and write it by file group; ``precombine``: keep one row per key in the
     shuffle by file group (bucket index); ``overwrite``: into new file groups only, as if the
     table were empty; ``record``: the record index the write records its keys in. Returns the
-    tasks' stats rows (``STATS_SCHEMA``) and the record index logs' stats."""
+    tasks' stats rows (``STATS_SCHEMA``) and what the write recorded in the record index."""
     incoming = incoming.persist(StorageLevel.MEMORY_AND_DISK)
     cached = [incoming]
     try:
@@ -407,11 +407,11 @@ def _write_tagged(
     insert_counts: dict[str, int] | None = None,
     most_inserts: dict[str, int] | None = None,
     record: RecordIndex | None = None,
-) -> tuple[list[dict], list[WriteStat] | None]:
+) -> tuple[list[dict], IndexWrites | None]:
     """Write the tagged rows; ``partitioned``: they are already shuffled by file group.
     ``insert_counts``: rows without a file group per partition, when the caller knows them;
     else ``most_inserts`` bounds them. ``record``: the record index to write the keys' new places
-    in (the stats of its logs are returned beside the tasks' stats rows)."""
+    in (what it recorded there is returned beside the tasks' stats rows)."""
     updates, inserts = _split(tagged)
     mor = table.config.is_mor
     rewritten: list[str] = []
