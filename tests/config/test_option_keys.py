@@ -47,9 +47,11 @@ REFUSED = [
      "hudiql does not write change data capture (CDC) logs; remove the option or set it to false"),
     ("hoodie.table.cdc.supplemental.logging.mode", "DATA_BEFORE_AFTER",
      "hudiql does not write change data capture (CDC) logs; remove the option or set it to false"),
-    ("hoodie.metadata.record.index.enable", "true",
-     "hudiql keeps the metadata table's files partition (hoodie.metadata.enable, "
-     "hoodie.metadata.compact.max.delta.commits), not its indexes; remove the option"),
+    ("hoodie.metadata.index.column.stats.enable", "true",
+     "hudiql keeps the metadata table's files partition and record index (hoodie.metadata.enable, "
+     "hoodie.metadata.compact.max.delta.commits, hoodie.metadata.record.index.enable, "
+     "hoodie.metadata.record.index.min.filegroup.count, hoodie.metadata.record.index.max.filegroup.count), "
+     "not its other indexes; remove the option"),
     ("hoodie.clean.async", "true", NO_ASYNC),
     ("hoodie.archive.async", "true", NO_ASYNC),
     ("hoodie.archive.beyond.savepoint", "true",
@@ -229,7 +231,7 @@ def test_non_hoodie_session_keys_are_the_callers_business():
          "NUM_AND_TIME or NUM_OR_TIME"),
         ("hoodie.parquet.compression.codec", "lzo",
          "hoodie.parquet.compression.codec=lzo is not supported: Arrow cannot write LZO; use snappy, gzip or zstd"),
-        ("hoodie.index.type", "HBASE", "hoodie.index.type=HBASE is not valid; use SIMPLE or BUCKET"),
+        ("hoodie.index.type", "HBASE", "hoodie.index.type=HBASE is not valid; use SIMPLE, BUCKET or RECORD_INDEX"),
         ("hoodie.index.bucket.engine", "CONSISTENT_HASHING",
          "hoodie.index.bucket.engine=CONSISTENT_HASHING is not supported: hudiql's bucket index has a fixed number of "
          "buckets; use SIMPLE"),

@@ -50,10 +50,10 @@ def test_table_model_is_rebuilt_in_place(spark, tmp_path, monkeypatch):
     seen_before_commit = []
     real_commit = WriteTransaction.commit
 
-    def observing_commit(self, metadata, rule):
+    def observing_commit(self, metadata, rule, index_writes=None):
         # The new rows are written, and readers of `t` still get the old ones.
         seen_before_commit.append((rows(spark, root, "SELECT v FROM t"), metadata.operation_type))
-        return real_commit(self, metadata, rule)
+        return real_commit(self, metadata, rule, index_writes)
 
     monkeypatch.setattr(WriteTransaction, "commit", observing_commit)
     code, out = run(root, "run", spark, vars={"version": 2})

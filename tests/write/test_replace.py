@@ -175,7 +175,7 @@ def test_an_overwrite_is_invisible_until_it_completes(session, warehouse, monkey
     class Crash(BaseException):
         """The process dies: nothing of the statement runs after it."""
 
-    def crash(self, metadata, rule):
+    def crash(self, metadata, rule, index_writes=None):
         raise Crash
 
     monkeypatch.setattr(WriteTransaction, "commit", crash)
