@@ -38,6 +38,7 @@ from hudiql.layout import (
     write_token,
 )
 from hudiql.metadata.record_index import (
+    FILE_GROUP_PREFIX,
     RECORD_INDEX_PARTITION,
     RecordIndexSlice,
     RecordLocation,
@@ -185,9 +186,14 @@ def _by_group(frame: DataFrame, count: int) -> DataFrame:
     return frame.repartition(parallel, GROUP)
 
 
+def _written(frame: DataFrame, writer: _GroupWriter) -> DataFrame:
+    """The stats rows (``STATS_SCHEMA``) of the files ``writer``'s tasks write, one per group of
+    ``frame``: lazy, so that a write can collect them in the Spark job of its data files."""
+    return _by_group(frame, writer.count).groupBy(GROUP).applyInArrow(writer.udf(), STATS_SCHEMA)
+
+
 def _write(frame: DataFrame, writer: _GroupWriter) -> list[WriteStat]:
-    rows = _by_group(frame, writer.count).groupBy(GROUP).applyInArrow(writer.udf(), STATS_SCHEMA).collect()
-    return [WriteStat.from_row(r.asDict()) for r in rows]
+    return [WriteStat.from_row(r.asDict()) for r in _written(frame, writer).collect()]
 
 
 def build(table: HudiTable, mdt: MetadataTable, stored: DataFrame) -> TableConfig:
@@ -252,14 +258,22 @@ class RecordIndex:
             lookup.udf(), f"{KEY} string, {LOCATED_PARTITION} string, {LOCATED_FILE_ID} string")
         return found.withColumnRenamed(KEY, RECORD_KEY)
 
-    def write_changes(self, changes: DataFrame, instant_time: str) -> IndexWrites:
-        """Write a data instant's changes to the index: ``changes`` has ``KEY``,
-        ``LOCATED_PARTITION``, ``LOCATED_FILE_ID`` and ``DELETED``, one row per key (a key both
-        placed and deleted is placed). One log file per index file group that changes."""
+    def change_logs(self, changes: DataFrame, instant_time: str) -> DataFrame:
+        """The stats rows of the log files that write a data instant's ``changes`` to the index
+        (lazy: the write collects them with its own). ``changes`` has ``KEY``, ``LOCATED_PARTITION``,
+        ``LOCATED_FILE_ID`` and ``DELETED``, one row per key (a key both placed and deleted is
+        placed); one log file per index file group that changes."""
         writer = _GroupWriter(self.mdt.storage.base_uri, instant_time, self.count, base=False)
-        stats = _write(changes.withColumn(INSTANT, F.lit(instant_time))
-                       .withColumn(GROUP, group_column(F.col(KEY), self.count)), writer)
-        return IndexWrites(tuple(stats), self.count)
+        return _written(changes.withColumn(INSTANT, F.lit(instant_time))
+                        .withColumn(GROUP, group_column(F.col(KEY), self.count)), writer)
+
+    def recorded(self, stats_rows: list[dict]) -> tuple[list[dict], IndexWrites]:
+        """Split a write's collected stats rows into its data files' and what it recorded here."""
+        def is_log(row: dict) -> bool:
+            return row["partition_path"] == RECORD_INDEX_PARTITION and row["file_id"].startswith(FILE_GROUP_PREFIX)
+
+        logs = tuple(WriteStat.from_row(r) for r in stats_rows if is_log(r))
+        return [r for r in stats_rows if not is_log(r)], IndexWrites(logs, self.count)
 
 
 def _readable(s: MetadataSlice, valid: Callable[[str], bool]) -> MetadataSlice:

@@ -45,7 +45,8 @@ RECORD_INDEX_TYPE = 5
 UUID_ENCODING, RAW_ENCODING = 0, 1
 #: The file index Hudi writes for a bare ``<uuid>`` file id (written by Hudi before file indexes).
 _NO_FILE_INDEX = -1
-_FILE_ID_PREFIX = "record-index-"
+#: What the file ids of the record index's file groups begin with.
+FILE_GROUP_PREFIX = "record-index-"
 _INSTANT_FORMAT = "%Y%m%d%H%M%S"
 
 
@@ -60,7 +61,7 @@ class RecordLocation:
 
 def file_group_id(index: int) -> str:
     """The file id of the record index's file group ``index``."""
-    return f"{_FILE_ID_PREFIX}{index:04d}-0"
+    return f"{FILE_GROUP_PREFIX}{index:04d}-0"
 
 
 def file_group_number(file_id: str) -> int:

@@ -476,10 +476,10 @@ def _write_tagged(
         to_merge = updates.unionByName(inserts) if inserts is not None else updates
     if to_merge is not None:
         stats.append(by_file_group(to_merge).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA))
+    if record is not None:  # its logs are written in the same Spark job as the data files
+        stats.append(record.change_logs(_key_changes(updates, inserts, merge_rule), instant_time))
     rows = [r.asDict() for r in reduce(DataFrame.union, stats).collect()] if stats else []
-    if record is None:
-        return rows, None
-    return rows, record.write_changes(_key_changes(updates, inserts, merge_rule), instant_time)
+    return record.recorded(rows) if record is not None else (rows, None)
 
 
 def _key_changes(updates: DataFrame, inserts: DataFrame | None, merge_rule: MergeRule) -> DataFrame:
