@@ -60,19 +60,22 @@ def load(session, spark, name: str, kind: str, rows: int, partitions: int, recor
     session.sql("SET hoodie.spark.sql.insert.into.operation=upsert")
 
 
-def run(session, name: str, statement: str, key: int) -> None:
-    text = {
+def statement_text(name: str, statement: str, key: int) -> str:
+    return {
         "update": f"UPDATE {name} SET name = 'x' WHERE id = {key}",
         "delete": f"DELETE FROM {name} WHERE id = {key}",
         "lookup": f"SELECT id, name FROM {name} WHERE id = {key}",
     }[statement]
-    result = session.sql(text).collect()
-    found = session.sql(f"SELECT name FROM {name} WHERE id = {key}").collect()
-    expected = {"update": [("x",)], "delete": [], "lookup": None}[statement]
+
+
+def check(session, name: str, statement: str, key: int, result: list) -> None:
+    """The statement did what it says (untimed)."""
     if statement == "lookup":
         if [tuple(r)[0] for r in result] != [key]:
             raise AssertionError(f"{name}: lookup of id {key} returned {result}")
-    elif [tuple(r) for r in found] != expected:
+        return
+    found = [tuple(r) for r in session.sql(f"SELECT name FROM {name} WHERE id = {key}").collect()]
+    if found != {"update": [("x",)], "delete": []}[statement]:
         raise AssertionError(f"{name}: {statement} of id {key} left {found} (result {result})")
 
 
@@ -97,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
                     times = []
                     for i in range(args.repeats + 1):
                         key = (rows // 7) * (i + 1) + STATEMENTS.index(statement)
-                        elapsed, _ = timed(lambda: run(session, name, statement, key))
+                        text = statement_text(name, statement, key)
+                        elapsed, result = timed(lambda: session.sql(text).collect())
+                        check(session, name, statement, key, result)
                         if i:  # the first run warms up
                             times.append(elapsed)
                     medians[(size, statement)] = statistics.median(times)

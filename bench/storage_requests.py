@@ -4,13 +4,15 @@ of which reads of ``hoodie.properties`` and listings of the timeline), on COW an
 
 Usage:
     python bench/storage_requests.py [--rows 100000] [--partitions 10] [--table-version 6|8|9]
-                                     [--metadata true|false] [--hudiql-ref REF] [--workdir DIR]
+                                     [--metadata true|false] [--record-index] [--hudiql-ref REF]
+                                     [--workdir DIR]
 
 The table: ``--rows`` rows in ``--partitions`` partitions, loaded in four commits (the first holds
 most rows), primary key ``id``, ordering field ``ts``; the MOR table keeps inline compaction for
 later (``hoodie.compact.inline.max.delta.commits=20``) so that each statement is measured alone.
 ``--table-version`` 8 or 9 writes Hudi 1.x tables, with the metadata table's files partition unless
 ``--metadata false`` (``hoodie.metadata.enable``); its requests are counted with the table's.
+``--record-index``: with its record index too (``hoodie.metadata.record.index.enable``).
 Then, in order, each statement once: a 10-row INSERT (5 updates, 5 new keys), a 1,000-row MERGE
 (500 updates, 500 inserts), a one-row UPDATE, a one-row DELETE, ``SELECT count(*)`` and a point
 query. Requests are counted in this process, the driver (``hudiql/io/requests.py`` of the working
@@ -60,6 +62,7 @@ def main() -> None:
     parser.add_argument("--table-version", default="6", choices=["6", "8", "9"])
     parser.add_argument("--metadata", default="true", choices=["true", "false"],
                         help="hoodie.metadata.enable (versions 8 and 9)")
+    parser.add_argument("--record-index", action="store_true", help="hoodie.metadata.record.index.enable=true")
     parser.add_argument("--hudiql-ref", default=None, help="a git ref to measure instead of the working tree")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
@@ -78,6 +81,8 @@ def main() -> None:
         session.sql(f"SET hoodie.write.table.version={args.table_version}")
         if args.table_version != "6":
             session.sql(f"SET hoodie.metadata.enable={args.metadata}")
+        if args.record_index:
+            session.sql("SET hoodie.metadata.record.index.enable=true")
         session.sql(f"""CREATE TABLE t (id BIGINT, v STRING, ts BIGINT, part STRING) USING hudi PARTITIONED BY (part)
             TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts', type = '{kind}',
                            'hoodie.compact.inline.max.delta.commits' = '20')""")
