@@ -26,6 +26,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudiql.config import registry as K
+from hudiql.config.table_config import TableConfig
 from hudiql.errors import FormatError, HudiqlError, warn
 from hudiql.formats.hfile import RangedFile, write_hfile
 from hudiql.io.storage import Storage
@@ -51,7 +52,6 @@ from hudiql.metadata.record_index import (
 from hudiql.metadata.records import SCHEMA_JSON
 from hudiql.record.keygen import java_hash_code
 from hudiql.record.schema import RECORD_KEY
-from hudiql.config.table_config import TableConfig
 from hudiql.table.metadata_table import MetadataSlice, MetadataTable, rebuild_hint, valid_instants
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import Timeline

@@ -82,6 +82,12 @@ def insert_counts(meta: CommitMetadata) -> DmlCounts:
     return DmlCounts.from_metadata(meta.extra_metadata)
 
 
+#: A MERGE reads a table whose base files hold fewer bytes whole rather than look its source's keys
+#: up in the record index first: a lookup job costs about what reading this much parquet does
+#: (measured: bench/statement_latency.py --record-index, 100k rows, 2 cores).
+LOOKUP_WORTH_BYTES = 128 * 1024 * 1024
+
+
 def _bound_columns(on: exp.Expression, target: str) -> dict[str, exp.Expression]:
     """Target columns (lower case) that ``on`` equates with an expression of the source alone."""
     bound = {}
@@ -150,7 +156,7 @@ class DmlPlanner:
         if reached is not None:
             literal = keep
             keep = lambda path: path in reached and (literal is None or literal(path))  # noqa: E731
-        groups = self._source_file_groups(table, st.on, target, source, source_view)
+        groups = self._source_file_groups(table, files, st.on, target, source, source_view)
         target_view = self._register(self._target(table, files, keep, groups).withColumn(MATCHED, F.lit(True)))
 
         matched = exp.Not(this=exp.Is(this=_col(MATCHED, target), expression=exp.Null()))
@@ -264,16 +270,19 @@ class DmlPlanner:
         return {r[0] for r in paths}
 
     def _source_file_groups(
-        self, table: HudiTable, on: exp.Expression, target: str, source: str, source_view: str
+        self, table: HudiTable, files: FileSystemView, on: exp.Expression, target: str, source: str,
+        source_view: str,
     ) -> set[tuple[str, str]] | None:
         """The file groups that hold the source's keys, by the record index, when ON equates the
         target's (single-field) record key with a source expression: no target row elsewhere can
         match. A Spark job looks the keys up; the driver gets the groups' names only. ``None``:
-        every file group."""
+        every file group: also when the table's base files are smaller than ``LOOKUP_WORTH_BYTES``,
+        which cost about what the lookup job does to read."""
         fields = table.config.record_key_fields
         bound = _bound_columns(on, target)
         if (len(fields) != 1 or fields[0].lower() not in bound or table.keygen.prefixes_single_field
-                or not record_index.usable(table)):
+                or not record_index.usable(table)
+                or sum(s.base_file_size for s in files.latest_slices()) < LOOKUP_WORTH_BYTES):
             return None
         key = exp.select(exp.alias_(_cast(bound[fields[0].lower()].copy(), table.schema[fields[0]].dataType),
                                     fields[0], quoted=True))
