@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hudiql.errors import FormatError
-from hudiql.formats.hfile import GZ, NONE, HFile, write_hfile
+from hudiql.formats.hfile import GZ, NONE, HFile, RangedFile, write_hfile
 
 HFILES = Path(__file__).resolve().parents[1] / "data" / "hfile"
 LONG_PREFIX = "hudi-key-" + "a" * 100 + "-"
@@ -105,3 +105,22 @@ def test_a_damaged_file_is_one_format_error_naming_it():
     hfile = HFile(bytes(flipped), "flipped.hfile")                 # the index is intact ...
     with pytest.raises(FormatError, match="^flipped.hfile .*fails its checksum"):
         list(hfile.entries())                                      # ... the block is not
+
+
+def test_a_ranged_file_reads_the_tail_once_and_one_block_per_lookup():
+    """A lookup in an HFile read by ranges: one read of the tail (trailer, index, file info), then
+    the one data block that may hold the key."""
+    data = write_hfile([(f"k{i:06d}".encode(), b"v" * 50) for i in range(50_000)], block_size=64 * 1024)
+
+    class Counted:
+        reads: list[tuple[int, int]] = []
+
+        def read_at(self, length: int, offset: int) -> bytes:
+            self.reads.append((offset, length))
+            return data[offset:offset + length]
+
+    file = Counted()
+    ranged = HFile(RangedFile(file, len(data)), "ranged.hfile")
+    assert len(file.reads) == 1
+    assert dict(ranged.get_many([b"k012345", b"k012346", b"nope"])) == {b"k012345": b"v" * 50, b"k012346": b"v" * 50}
+    assert len(file.reads) == 2 and file.reads[1][1] < 64 * 1024

@@ -147,21 +147,34 @@ def _proto_bytes(number: int, value: bytes) -> bytes:
 # -- the trailer --
 
 class RangedFile:
-    """A file read by byte ranges as an HFile reader asks for them (the trailer, the index, then
-    one data block per lookup), not whole: a lookup in a large index file reads a few blocks.
+    """A file read by byte ranges as an HFile reader asks for them, not whole: its tail (the
+    trailer, and the index and file info just before it) in one read, then one read per data block
+    a lookup needs.
 
     ``file`` has ``read_at(length, offset)`` (a ``pyarrow`` random-access file)."""
+
+    #: Bytes read from the end at the first access: the trailer and, in the files Hudi and hudiql
+    #: write for the metadata table, the root index, meta index and file info before it.
+    TAIL = 64 * 1024
 
     def __init__(self, file, size: int) -> None:
         self._file = file
         self._size = size
+        self._tail_start = max(size - self.TAIL, 0)
+        self._tail: bytes | None = None
 
     def __len__(self) -> int:
         return self._size
 
     def __getitem__(self, part: slice) -> bytes:
         start, stop, _ = part.indices(self._size)
-        return self._file.read_at(max(stop - start, 0), start) if stop > start else b""
+        if stop <= start:
+            return b""
+        if start >= self._tail_start:
+            if self._tail is None:
+                self._tail = self._file.read_at(self._size - self._tail_start, self._tail_start)
+            return self._tail[start - self._tail_start:stop - self._tail_start]
+        return self._file.read_at(stop - start, start)
 
 
 @dataclass(frozen=True)
@@ -216,16 +229,19 @@ def _block(magic: bytes, payload: bytes, codec: int, previous: int) -> bytes:
     return body + checksums
 
 
-def _read_block(data: bytes | RangedFile, offset: int, codec: int, expected: tuple[bytes, ...]) -> tuple[bytes, int]:
-    """The payload of the block at ``offset`` (decompressed) and the offset of the next block."""
-    magic, size, uncompressed, _, checksum, per_checksum, data_size = HEADER.unpack(data[offset:offset + HEADER.size])
+def _read_block(data: bytes | RangedFile, offset: int, codec: int, expected: tuple[bytes, ...],
+                known_size: int = 0) -> tuple[bytes, int]:
+    """The payload of the block at ``offset`` (decompressed) and the offset of the next block;
+    ``known_size``: its size with header, as an index entry gives it (one read of a ranged file)."""
+    head = data[offset:offset + max(known_size, HEADER.size)]
+    magic, size, uncompressed, _, checksum, per_checksum, data_size = HEADER.unpack(head[:HEADER.size])
     if magic not in expected:
         raise ValueError(f"expected a {' or '.join(m.decode() for m in expected)} block at byte {offset}, "
                          f"found {magic!r}")
     end = offset + HEADER.size + size
     if end > len(data) - TRAILER_SIZE or data_size > HEADER.size + size:
         raise ValueError(f"the block at byte {offset} runs past the end of the data")
-    block = data[offset:end]  # one read of a ranged file
+    block = head if len(head) == end - offset else data[offset:end]
     stored = block[HEADER.size:data_size]
     if checksum == CRC32_CHECKSUM:
         body = block[:data_size]
@@ -317,7 +333,7 @@ class HFile:
         return self.trailer.entry_count
 
     def _cells(self, block: _IndexEntry) -> Iterator[tuple[bytes, bytes]]:
-        payload, _ = _read_block(self._data, block.offset, self.trailer.codec, (DATA_BLOCK,))
+        payload, _ = _read_block(self._data, block.offset, self.trailer.codec, (DATA_BLOCK,), block.size)
         pos, end = 0, len(payload)
         while pos < end:
             key_length, value_length = _CELL.unpack_from(payload, pos)
