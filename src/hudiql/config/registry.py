@@ -544,6 +544,11 @@ def flag(settings: Mapping[str, str], name: str) -> bool:
     return _typed(settings, name, BOOL)
 
 
+def asks_record_index(settings: Mapping[str, str]) -> bool:
+    """Whether ``settings`` ask writes to keep the metadata table's record index."""
+    return flag(settings, RECORD_INDEX_ENABLE) or choice(settings, INDEX_TYPE) == RECORD_INDEX
+
+
 def check_metadata_table(settings: Mapping[str, str], table_name: str, version: int) -> None:
     """Refuse ``hoodie.metadata.enable=true``, given, on a table whose version's metadata table
     hudiql does not keep (version 6: by default, it keeps none there), and a record index that
@@ -552,8 +557,7 @@ def check_metadata_table(settings: Mapping[str, str], table_name: str, version: 
         raise OptionError(f"{METADATA_ENABLE}=true: hudiql keeps the metadata table of table versions 8 and 9, and "
                           f"table {table_name} is version {version}; upgrade it (CALL upgrade_table), create it with "
                           f"{WRITE_TABLE_VERSION}=8 or 9, or set {METADATA_ENABLE}=false")
-    asked = flag(settings, RECORD_INDEX_ENABLE) or choice(settings, INDEX_TYPE) == RECORD_INDEX
-    if not asked:
+    if not asks_record_index(settings):
         return
     problem = None
     if version < 8:

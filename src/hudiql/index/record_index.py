@@ -79,7 +79,7 @@ KEYS_STAY = IndexWrites()
 
 def wanted(table: HudiTable) -> bool:
     """Whether the statement's settings ask writes to keep the record index."""
-    return table.settings.flag(K.RECORD_INDEX_ENABLE) or table.settings.choice(K.INDEX_TYPE) == K.RECORD_INDEX
+    return K.asks_record_index(table.settings)
 
 
 def usable(table: HudiTable) -> bool:

@@ -52,10 +52,9 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
         return
     mdt, config = open_for_write(table.storage, kept_partitions(table))
     if RECORD_INDEX_PARTITION in config.metadata_partitions:
-        count = len(mdt.latest_slices(RECORD_INDEX_PARTITION))
         if index_writes is None:
             config = remove_partition(table.storage, RECORD_INDEX_PARTITION)
-        elif index_writes.count not in (None, count):
+        elif index_writes.count not in (None, len(mdt.latest_slices(RECORD_INDEX_PARTITION))):
             raise WriteConflictError(f"the record index of table {table.config.name} was rebuilt while the write "
                                      "ran; run the statement again")
     table.config.props = dict(config.props)  # the statement's snapshots share this config
