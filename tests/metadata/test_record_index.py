@@ -24,7 +24,8 @@ from hudiql.errors import DataError, HudiqlError, OptionError
 from hudiql.formats import hfile
 from hudiql.index.record_index import RecordIndex
 from hudiql.io.storage import Storage
-from hudiql.metadata.record_index import decode_location, file_group_index
+from hudiql.metadata.record_index import decode_location
+from hudiql.metadata.records import file_group_index
 from hudiql.sql.statements import TableName
 from hudiql.table.table import HudiTable
 from hudiql.write import dml

@@ -95,6 +95,9 @@ METADATA_COMPACT_MAX_DELTA_COMMITS = "hoodie.metadata.compact.max.delta.commits"
 RECORD_INDEX_ENABLE = "hoodie.metadata.record.index.enable"
 RECORD_INDEX_MIN_FILE_GROUPS = "hoodie.metadata.record.index.min.filegroup.count"
 RECORD_INDEX_MAX_FILE_GROUPS = "hoodie.metadata.record.index.max.filegroup.count"
+COLUMN_STATS_ENABLE = "hoodie.metadata.index.column.stats.enable"
+COLUMN_STATS_COLUMNS = "hoodie.metadata.index.column.stats.column.list"
+DATA_SKIPPING = "hoodie.enable.data.skipping"
 
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
 FAILED_WRITES_POLICY = "hoodie.cleaner.policy.failed.writes"
@@ -400,6 +403,14 @@ _KEY_LIST: list[Key] = [
         doc="the fewest file groups a record index is built with (Hudi's default)"),
     Key(RECORD_INDEX_MAX_FILE_GROUPS, BOTH, INT, "10000", minimum=1, unit=" of file groups", alterable=True,
         doc="the most file groups a record index is built with"),
+    Key(COLUMN_STATS_ENABLE, BOTH, BOOL, "false", alterable=True,
+        doc="true: the metadata table keeps each file's value range per indexed column (column_stats), and "
+            "queries skip the files whose ranges exclude their filter; false: a write removes it"),
+    Key(COLUMN_STATS_COLUMNS, BOTH, COLUMNS, alterable=True,
+        doc="the columns column_stats ranges (default: the record key, partition path and commit time meta "
+            "columns, then the first 32 data columns)"),
+    Key(DATA_SKIPPING, BOTH, BOOL, "true", alterable=True,
+        doc="queries skip the files whose column_stats ranges exclude their filter"),
     # -- clustering (services.clustering) -------------------------------------------------------------
     Key(INLINE_CLUSTERING, BOTH, BOOL, "false", alterable=True, doc="cluster after every few commits"),
     Key(CLUSTERING_MAX_COMMITS, BOTH, INT, "4", minimum=1, unit=" of commits", alterable=True,
@@ -551,12 +562,20 @@ def asks_record_index(settings: Mapping[str, str]) -> bool:
 
 def check_metadata_table(settings: Mapping[str, str], table_name: str, version: int) -> None:
     """Refuse ``hoodie.metadata.enable=true``, given, on a table whose version's metadata table
-    hudiql does not keep (version 6: by default, it keeps none there), and a record index that
-    the table's options rule out."""
+    hudiql does not keep (version 6: by default, it keeps none there), and a record index or
+    column stats index that the table's options rule out."""
     if settings.get(METADATA_ENABLE) is not None and flag(settings, METADATA_ENABLE) and version < 8:
         raise OptionError(f"{METADATA_ENABLE}=true: hudiql keeps the metadata table of table versions 8 and 9, and "
                           f"table {table_name} is version {version}; upgrade it (CALL upgrade_table), create it with "
                           f"{WRITE_TABLE_VERSION}=8 or 9, or set {METADATA_ENABLE}=false")
+    if flag(settings, COLUMN_STATS_ENABLE):
+        if version < 8:
+            raise OptionError(f"{COLUMN_STATS_ENABLE}=true: hudiql keeps the metadata table of table versions 8 and "
+                              f"9, and table {table_name} is version {version}; upgrade it (CALL upgrade_table) or "
+                              f"create it with {WRITE_TABLE_VERSION}=8 or 9")
+        if not flag(settings, METADATA_ENABLE):
+            raise OptionError(f"{COLUMN_STATS_ENABLE}=true: column stats live in the metadata table; "
+                              f"set {METADATA_ENABLE}=true")
     if not asks_record_index(settings):
         return
     problem = None
@@ -643,9 +662,10 @@ _ONE_LOCK = (f"hudiql locks a table with a lock file ({LOCK_PROVIDER}, {LOCK_WAI
 #: First match wins: specific keys before the families they belong to.
 UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.metadata.*", "hoodie.table.metadata.partitions*"),
-                  f"hudiql keeps the metadata table's files partition and record index ({METADATA_ENABLE}, "
-                  f"{METADATA_COMPACT_MAX_DELTA_COMMITS}, {RECORD_INDEX_ENABLE}, {RECORD_INDEX_MIN_FILE_GROUPS}, "
-                  f"{RECORD_INDEX_MAX_FILE_GROUPS}), not its other indexes; remove the option", ("false",)),
+                  f"hudiql keeps the metadata table's files partition, record index and column stats ("
+                  f"{METADATA_ENABLE}, {METADATA_COMPACT_MAX_DELTA_COMMITS}, {RECORD_INDEX_ENABLE}, "
+                  f"{RECORD_INDEX_MIN_FILE_GROUPS}, {RECORD_INDEX_MAX_FILE_GROUPS}, {COLUMN_STATS_ENABLE}, "
+                  f"{COLUMN_STATS_COLUMNS}), not its other indexes; remove the option", ("false",)),
     Unimplemented(("hoodie.table.cdc.*",), "hudiql does not write change data capture (CDC) logs; remove the option "
                                            "or set it to false", ("false",)),
     Unimplemented(("hoodie.clean.async", "hoodie.archive.async"),

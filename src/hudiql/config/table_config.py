@@ -68,6 +68,8 @@ POPULATE_META_FIELDS = "hoodie.populate.meta.fields"
 CREATE_SCHEMA = "hoodie.table.create.schema"
 METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
 METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+#: Where the definitions of the metadata table's indexes live (relative to the base path; Hudi 1.x).
+INDEX_DEFS_PATH = "hoodie.table.index.defs.path"
 CHECKSUM = "hoodie.table.checksum"
 TIMESTAMP_TYPE = "hoodie.keygen.timebased.timestamp.type"
 TIMESTAMP_SCALAR_UNIT = "hoodie.keygen.timebased.timestamp.scalar.time.unit"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import posixpath
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -35,7 +35,6 @@ from hudiql.layout import (
     base_file_name,
     join_partition,
     log_file_name,
-    parse_data_file_name,
     write_token,
 )
 from hudiql.metadata.record_index import (
@@ -45,11 +44,10 @@ from hudiql.metadata.record_index import (
     RecordLocation,
     encode_location,
     file_group_id,
-    file_group_index,
     file_group_number,
     log_blocks,
 )
-from hudiql.metadata.records import SCHEMA_JSON
+from hudiql.metadata.records import SCHEMA_JSON, file_group_index
 from hudiql.record.keygen import java_hash_code
 from hudiql.record.schema import RECORD_KEY
 from hudiql.table.metadata_table import MetadataSlice, MetadataTable, rebuild_hint, valid_instants
@@ -231,7 +229,7 @@ class RecordIndex:
         if not slices or [s.file_id for s in slices.values()] != [file_group_id(i) for i in range(self.count)]:
             raise FormatError(f"the record index of {mdt.data_storage.base_uri} is not file groups "
                               f"{file_group_id(0)}, {file_group_id(1)}, ... on its timeline")
-        self.slices = [_readable(s, valid) for s in slices.values()]
+        self.slices = [s.readable(valid) for s in slices.values()]
 
     @classmethod
     def of(cls, table: HudiTable) -> RecordIndex:
@@ -274,12 +272,6 @@ class RecordIndex:
 
         logs = tuple(WriteStat.from_row(r) for r in stats_rows if is_log(r))
         return [r for r in stats_rows if not is_log(r)], IndexWrites(logs, self.count)
-
-
-def _readable(s: MetadataSlice, valid: Callable[[str], bool]) -> MetadataSlice:
-    """``s`` without the logs of data instants that did not complete."""
-    logs = tuple(n for n in s.log_files if valid(parse_data_file_name(n).instant_time))
-    return MetadataSlice(s.partition, s.file_id, s.base_instant, s.base_file, logs, s.written_by)
 
 
 def _lookup(storage: Storage, s: MetadataSlice, keys: Iterable[str]) -> dict[str, RecordLocation]:

@@ -14,8 +14,8 @@ Example:
     >>> value = encode_location(location)
     >>> decode_location(value, SCHEMA_JSON) == location
     True
-    >>> file_group_index("TXN-008", 10), file_group_id(1), file_group_number("record-index-0001-0")
-    (1, 'record-index-0001-0', 1)
+    >>> file_group_id(1), file_group_number("record-index-0001-0")
+    ('record-index-0001-0', 1)
     >>> RecordIndexSlice(write_hfile([(b"k1", value)]), [], "g").lookup(["k0", "k1"])
     {'k1': RecordLocation(partition='dt=1', file_id='6b1c3e2a-5f4d-4c3b-9a2e-1f0e9d8c7b6a-0', instant_time='20240101000000000')}
 """
@@ -67,17 +67,6 @@ def file_group_id(index: int) -> str:
 def file_group_number(file_id: str) -> int:
     """The index of a record index file group from its file id (``record-index-0003-0``: 3)."""
     return int(file_id.rsplit("-", 2)[1])
-
-
-def file_group_index(record_key: str, count: int) -> int:
-    """The file group (of ``count``) that holds ``record_key``: Hudi's
-    ``mapRecordKeyToFileGroupIndex``, over Java's ``String.hashCode()`` of its UTF-16 units."""
-    units = record_key.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    # abs(abs(h) % n) as Java computes it: abs(Integer.MIN_VALUE) stays negative, and % truncates.
-    return abs(h - (1 << 32) if h >= 1 << 31 else h) % count
 
 
 def _instant_millis(instant_time: str) -> int:

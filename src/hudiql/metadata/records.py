@@ -15,6 +15,8 @@ Example:
     {'b.parquet': 20, 'c.parquet': 5}
     >>> decode_value(merged.key, encode_value(merged), SCHEMA_JSON) == merged
     True
+    >>> file_group_index("TXN-008", 10)  # the record index's group of a key of Hudi's sample table
+    1
 """
 
 from __future__ import annotations
@@ -140,6 +142,17 @@ class FilesRecord:
     def live_files(self) -> dict[str, int]:
         """What the record lists as present: name -> size."""
         return {name: size for name, (size, deleted) in sorted(self.files.items()) if not deleted}
+
+
+def file_group_index(record_key: str, count: int) -> int:
+    """The file group (of ``count``) of a metadata table partition that holds ``record_key``:
+    Hudi's ``mapRecordKeyToFileGroupIndex``, over Java's ``String.hashCode()`` of its UTF-16 units."""
+    units = record_key.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    # abs(abs(h) % n) as Java computes it: abs(Integer.MIN_VALUE) stays negative, and % truncates.
+    return abs(h - (1 << 32) if h >= 1 << 31 else h) % count
 
 
 def partition_key(partition_path: str) -> str:

@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 from hudiql.errors import ColumnError, HudiqlError, WriteConflictError
 from hudiql.file_group import FileSlice
 from hudiql.io.storage import Storage
+from hudiql.metadata.column_stats import ColumnRange, encode_ranges, ranges_of, widened_ranges
 from hudiql.read.snapshot import snapshot
 from hudiql.config import registry as K
 from hudiql.config.settings import Settings
@@ -59,6 +60,7 @@ from hudiql.record.schema import FILE_NAME, conform, to_arrow, to_avro_json, wit
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant, as_layout_1
 from hudiql.transaction.conflict import ConflictRule
+from hudiql.transaction.metadata_commit import ranged_columns
 from hudiql.transaction.prologue import locked
 from hudiql.transaction.write_transaction import WriteTransaction
 
@@ -182,6 +184,8 @@ class ClusteringTask:
     partitions: tuple[str, ...]  # per group: its partition path
     target_bytes: int
     compression: str = "snappy"
+    #: The columns whose ranges the stats rows report (``transaction.metadata_commit.ranged_columns``).
+    ranged_columns: tuple[str, ...] = ()
 
     def udf(self):
         def cluster(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -222,6 +226,7 @@ class _OutputFile:
         self.storage, self.task, self.group, self.name, self.path = storage, task, group, name, path
         self.started = time.monotonic()
         self.rows = 0
+        self.ranges: list[ColumnRange] = []
         self.sink = storage.open_output_stream(path)
         self.writer = pq.ParquetWriter(self.sink, task.arrow_schema, compression=task.compression)
 
@@ -242,6 +247,8 @@ class _OutputFile:
                                pa.array([self.name] * rows.num_rows, pa.string()))
         self.writer.write_table(rows)
         self.rows += rows.num_rows
+        if self.task.ranged_columns:
+            self.ranges = widened_ranges(self.ranges, ranges_of(self.name, rows, self.task.ranged_columns))
 
     def close(self) -> dict:
         self.writer.close()
@@ -252,6 +259,7 @@ class _OutputFile:
             file_id, self.task.partitions[self.group], self.path, num_writes=self.rows, num_inserts=self.rows,
             total_write_bytes=size, file_size_in_bytes=size, base_file=self.name,
             total_create_time_ms=int((time.monotonic() - self.started) * 1000),
+            column_stats=encode_ranges(self.ranges) if self.ranges else "",
         ).as_row()
 
 
@@ -278,7 +286,7 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMe
         task = ClusteringTask(
             table.base_uri, instant.timestamp, to_arrow(with_meta_columns(txn.table.schema)),
             tuple(g.partition_path for g in plan.groups), table.settings.number(K.CLUSTERING_TARGET_FILE_SIZE),
-            table.settings.choice(K.COMPRESSION),
+            table.settings.choice(K.COMPRESSION), ranged_columns(table),
         )
         stats = [WriteStat.from_row(r.asDict()) for r in rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()]
         replaced: dict[str, list[str]] = {}

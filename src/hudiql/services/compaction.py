@@ -26,6 +26,7 @@ from hudiql.errors import HudiqlError, WriteConflictError
 from hudiql.file_group.reader import SliceReader
 from hudiql.index.record_index import KEYS_STAY
 from hudiql.io.storage import Storage
+from hudiql.metadata.column_stats import ranges_text
 from hudiql.config import registry as K
 from hudiql import layout
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
@@ -41,6 +42,7 @@ from hudiql.timeline.active import (
     parse_instant_time,
 )
 from hudiql.transaction.conflict import ConflictRule
+from hudiql.transaction.metadata_commit import ranged_columns
 from hudiql.transaction.prologue import locked
 from hudiql.transaction.write_transaction import WriteTransaction
 
@@ -112,6 +114,8 @@ class CompactionTask:
     reader: SliceReader
     instant_time: str
     compression: str = "snappy"
+    #: The columns whose ranges the stats row reports (``transaction.metadata_commit.ranged_columns``).
+    ranged_columns: tuple[str, ...] = ()
 
     def udf(self):
         def compact(batches):
@@ -143,6 +147,7 @@ class CompactionTask:
             op["file_id"], op["partition_path"], path, op["base_instant"], num_writes=merged.num_rows,
             total_write_bytes=size, file_size_in_bytes=size, base_file=name, log_files=list(op["log_files"]),
             total_log_files=len(op["log_files"]), total_create_time_ms=int((time.monotonic() - started) * 1000),
+            column_stats=ranges_text(name, merged, self.ranged_columns),
         ).as_row()
 
 
@@ -155,7 +160,7 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMe
             [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],
             "partition_path string, file_id string, base_instant string, base_file string, log_files array<string>",
         )
-        task = CompactionTask(reader, instant.timestamp, table.settings.choice(K.COMPRESSION))
+        task = CompactionTask(reader, instant.timestamp, table.settings.choice(K.COMPRESSION), ranged_columns(table))
         rows = ops.repartition(max(1, min(len(operations), spark.sparkContext.defaultParallelism * 2))).mapInArrow(
             task.udf(), STATS_SCHEMA
         ).collect()

@@ -131,6 +131,9 @@ class FileChanges:
     added: dict[str, dict[str, int]] = field(default_factory=dict)
     deleted: dict[str, set[str]] = field(default_factory=dict)
     dropped_partitions: set[str] = field(default_factory=set)
+    #: The value ranges the write's tasks computed of the files they wrote: (partition, file name)
+    #: -> ``metadata.column_stats.encode_ranges`` text (for the column stats index).
+    ranges: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @classmethod
     def of_commit(cls, metadata: CommitMetadata) -> FileChanges:
@@ -141,6 +144,8 @@ class FileChanges:
             name = posixpath.basename(stat.path)
             sizes = changes.added.setdefault(stat.partition_path, {})
             sizes[name] = max(sizes.get(name, 0), stat.file_size_in_bytes)
+            if stat.column_stats:
+                changes.ranges[(stat.partition_path, name)] = stat.column_stats
         if metadata.operation_type == "DELETE_PARTITION":
             changes.dropped_partitions = set(metadata.partition_to_replace_file_ids)
         return changes
@@ -183,6 +188,11 @@ class MetadataSlice:
 
     def path(self, name: str) -> str:
         return join_partition(self.partition, name)
+
+    def readable(self, valid: Callable[[str], bool]) -> MetadataSlice:
+        """This slice without the logs of data instants that did not complete (``valid_instants``)."""
+        logs = tuple(n for n in self.log_files if valid(parse_data_file_name(n).instant_time))
+        return MetadataSlice(self.partition, self.file_id, self.base_instant, self.base_file, logs, self.written_by)
 
 
 def _log_order(name: str) -> tuple[str, int]:
@@ -376,39 +386,51 @@ class MetadataTable:
 
     # ---- writing ----------------------------------------------------------------------------------
 
-    def commit(self, instant_time: str, changes: FileChanges, index_stats: Iterable[WriteStat] = ()) -> None:
+    def commit(self, instant_time: str, changes: FileChanges, index_stats: Iterable[WriteStat] = (),
+               index_entries: dict[str, dict[str, list[tuple[bytes, bytes]]]] | None = None) -> None:
         """Write the metadata delta commit of data instant ``instant_time``: one log file whose
-        HFile block holds ``changes``, and the index logs the write's tasks wrote (``index_stats``)."""
+        HFile block holds ``changes``, the index logs the write's tasks wrote (``index_stats``), and
+        one log file per file group of ``index_entries`` (partition -> file id -> HFile entries,
+        index records the driver writes)."""
         records = changes.records()
         instant = self.timeline.start(DELTA_COMMIT, instant_time)
-        name = log_file_name(FILES_FILE_ID, instant_time, 1, _TOKEN)
-        path = join_partition(FILES_PARTITION, name)
-        data = L.encode_block(L.LogBlock(L.HFILE_DATA, {L.INSTANT_TIME: instant_time, L.SCHEMA: SCHEMA_JSON},
-                                         _hfile(records)))
-        self.storage.write(path, data)
-        stat = WriteStat(FILES_FILE_ID, FILES_PARTITION, path, prev_commit=instant_time, num_writes=len(records),
-                         num_update_writes=len(records), total_write_bytes=len(data), file_size_in_bytes=len(data),
-                         log_files=[name], log_version=1, total_log_blocks=1)
+        stats = [self._log(FILES_PARTITION, FILES_FILE_ID, instant_time, [(r.key.encode(), encode_value(r)) for r in records])]
+        for partition, groups in sorted((index_entries or {}).items()):
+            stats += [self._log(partition, file_id, instant_time, entries) for file_id, entries in sorted(groups.items())]
         metadata = CommitMetadata(operation_type="UPSERT_PREPPED", schema=SCHEMA_JSON,
-                                  write_stats=[stat, *index_stats])
+                                  write_stats=[*stats, *index_stats])
         self._advance(self.timeline.complete(instant, metadata.encode(2)))
         cached = _MERGED.get(self.storage.base_uri)
         if cached is not None:  # what this process merged goes on with what it wrote (the next read checks the order)
             written_by, logs, merged = cached
             merged = dict(merged)
             _merge_records(merged, records)
+            name = posixpath.basename(stats[0].path)
             _remember(_MERGED, self.storage.base_uri, (written_by, (*logs, (name, True)), merged))
 
-    def add_partition(self, partition: str, instant_time: str, stats: list[WriteStat]) -> TableConfig:
+    def _log(self, partition: str, file_id: str, instant_time: str, entries: list[tuple[bytes, bytes]]) -> WriteStat:
+        """Write the log file of one file group at a delta commit: an HFile block of ``entries``."""
+        name = log_file_name(file_id, instant_time, 1, _TOKEN)
+        path = join_partition(partition, name)
+        data = L.encode_block(L.LogBlock(L.HFILE_DATA, {L.INSTANT_TIME: instant_time, L.SCHEMA: SCHEMA_JSON},
+                                         hfile.write_hfile(entries, file_info={"schema": SCHEMA_JSON.encode()})))
+        self.storage.write(path, data)
+        return WriteStat(file_id, partition, path, prev_commit=instant_time, num_writes=len(entries),
+                         num_update_writes=len(entries), total_write_bytes=len(data), file_size_in_bytes=len(data),
+                         log_files=[name], log_version=1, total_log_blocks=1)
+
+    def add_partition(self, partition: str, instant_time: str, stats: list[WriteStat],
+                      props: dict[str, str] | None = None) -> TableConfig:
         """Complete the build of ``partition`` (its base files, written as ``stats`` say, at
-        ``instant_time``), then name it in the data table's properties; returns the data table's
-        config as it now is. The caller holds the table lock."""
+        ``instant_time``), then name it in the data table's properties (with ``props``); returns
+        the data table's config as it now is. The caller holds the table lock."""
         self.storage.write(join_partition(partition, PARTITION_METADATA_FILE), partition_metadata(instant_time, partition))
         instant = self.timeline.start(DELTA_COMMIT, instant_time)
         metadata = CommitMetadata(operation_type="BULK_INSERT_PREPPED", schema=SCHEMA_JSON, write_stats=stats)
         self._advance(self.timeline.complete(instant, metadata.encode(2)))
         data_config = TableConfig.load(self.data_storage)  # as it is under the lock
         data_config.props[METADATA_PARTITIONS] = ",".join(sorted({*data_config.metadata_partitions, partition}))
+        data_config.props.update(props or {})
         data_config.save(self.data_storage)
         return data_config
 
@@ -436,13 +458,13 @@ class MetadataTable:
         return len(self._since(self.files_slice())) >= max_delta_commits
 
     def compact(self, data_timeline: Timeline, partitions: list[str],
-                compact_groups: Callable[[str, str, list[MetadataSlice]], list[WriteStat]] | None = None) -> bool:
+                compact_groups: Callable[[str, list[MetadataSlice]], list[WriteStat]] | None = None) -> bool:
         """Compact every file group of ``partitions`` (the data table's properties name them) into
         a new base HFile, unless a delta commit of the ``files`` slice belongs to a data instant
         that did not complete (a crash left it, its rollback removes it); then clean the slices
-        before the previous one. ``files`` is compacted here; the other partitions' groups, whose
-        records are data (one per record key), by ``compact_groups(uri of this table, compaction
-        instant, slices)`` (Spark tasks), which returns their write stats. The caller holds the table lock; returns whether it compacted."""
+        before the previous one. ``files`` is compacted here; the other partitions' groups (the
+        indexes) by ``compact_groups(compaction instant, slices)``, which returns their write stats.
+        The caller holds the table lock; returns whether it compacted."""
         file_slice = self.files_slice()
         valid = valid_instants(data_timeline)
         others = [s for p in partitions if p != FILES_PARTITION for s in self.latest_slices(p).values()]
@@ -463,7 +485,7 @@ class MetadataTable:
                            num_writes=len(records), total_write_bytes=len(content), file_size_in_bytes=len(content),
                            total_log_files=len(file_slice.log_files))]
         if others:
-            stats += compact_groups(self.storage.base_uri, compaction_time, others)
+            stats += compact_groups(compaction_time, others)
         metadata = CommitMetadata(operation_type="COMPACT", schema=SCHEMA_JSON, write_stats=stats, compacted=True)
         self._advance(self.timeline.complete(instant, metadata.encode(2)))
         self._clean(partitions)

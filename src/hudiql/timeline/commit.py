@@ -54,6 +54,9 @@ class WriteStat:
     total_upsert_time_ms: int = 0
     total_create_time_ms: int = 0
     num_skipped_older: int = 0  # hudiql's count, not Hudi's: incoming rows older than the stored ones
+    #: The file's value ranges (``metadata.column_stats.encode_ranges``), for the metadata table's
+    #: column stats; handed from the write task to the driver, not written in the commit metadata.
+    column_stats: str = ""
 
     _JSON_NAMES = {
         "file_id": "fileId", "partition_path": "partitionPath", "path": "path", "prev_commit": "prevCommit",

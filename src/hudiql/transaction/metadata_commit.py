@@ -14,8 +14,16 @@ from hudiql.errors import FormatError, HudiqlError, WriteConflictError, warn
 from hudiql.index.record_index import IndexWrites
 from hudiql.metadata.record_index import RECORD_INDEX_PARTITION
 from hudiql.metadata.records import FILES_PARTITION
-from hudiql.index import record_index
-from hudiql.table.metadata_table import FileChanges, MetadataSlice, open_for_write, rebuild_hint, remove_partition
+from hudiql.index import column_stats, record_index
+from hudiql.metadata.column_stats import COLUMN_STATS_PARTITION
+from hudiql.table.metadata_table import (
+    FileChanges,
+    MetadataSlice,
+    MetadataTable,
+    open_for_write,
+    rebuild_hint,
+    remove_partition,
+)
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import Timeline
 from hudiql.timeline.commit import WriteStat
@@ -32,8 +40,20 @@ def keeps_record_index(table: HudiTable) -> bool:
     return keeps_metadata_table(table) and record_index.wanted(table)
 
 
+def keeps_column_stats(table: HudiTable) -> bool:
+    """Whether writes of ``table`` keep its metadata table's column stats (``index.column_stats``)."""
+    return keeps_metadata_table(table) and column_stats.wanted(table)
+
+
+def ranged_columns(table: HudiTable) -> tuple[str, ...]:
+    """The columns whose value ranges a write's tasks compute of the files they write, for the
+    column stats its writes keep (none when they keep none)."""
+    return tuple(column_stats.columns(table)) if keeps_column_stats(table) else ()
+
+
 def kept_partitions(table: HudiTable) -> set[str]:
-    return {FILES_PARTITION, *([RECORD_INDEX_PARTITION] if keeps_record_index(table) else [])}
+    return {FILES_PARTITION, *([RECORD_INDEX_PARTITION] if keeps_record_index(table) else []),
+            *([COLUMN_STATS_PARTITION] if keeps_column_stats(table) else [])}
 
 
 @contextmanager
@@ -63,7 +83,10 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
     except (HudiqlError, OSError) as exc:
         raise FormatError(f"{exc}; writes are refused until it is rebuilt. {rebuild_hint(table.config.name)}") from None
     kept_index = RECORD_INDEX_PARTITION in config.metadata_partitions
-    mdt.commit(instant_time, changes, index_writes.stats if kept_index and index_writes else ())
+    entries = {}
+    if COLUMN_STATS_PARTITION in config.metadata_partitions:
+        entries[COLUMN_STATS_PARTITION] = column_stats.change_entries(table, mdt, changes.ranges, changes.deleted)
+    mdt.commit(instant_time, changes, index_writes.stats if kept_index and index_writes else (), entries)
     try:
         yield
     except BaseException:
@@ -72,11 +95,17 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
     try:
         if mdt.compaction_due(table.settings.number(registry.METADATA_COMPACT_MAX_DELTA_COMMITS)):
             # with the instant that just completed
-            mdt.compact(Timeline.load(table.storage, table.config), config.metadata_partitions, _compact_groups)
+            mdt.compact(Timeline.load(table.storage, table.config), config.metadata_partitions,
+                        lambda time, slices: _compact_groups(table, mdt, time, slices))
     except (HudiqlError, OSError) as exc:  # the data instant completed: the statement succeeded
         warn(f"could not compact the metadata table of {table.base_uri}: {exc}")
 
 
-def _compact_groups(mdt_uri: str, compaction_time: str, slices: list[MetadataSlice]) -> list[WriteStat]:
-    """The record index's file groups compacted in Spark tasks (``index.record_index``)."""
-    return record_index.compact(SparkSession.active(), mdt_uri, slices, compaction_time)
+def _compact_groups(table: HudiTable, mdt: MetadataTable, compaction_time: str,
+                    slices: list[MetadataSlice]) -> list[WriteStat]:
+    """The index file groups compacted: the record index's in Spark tasks (``index.record_index``),
+    the column stats' on the driver (``index.column_stats``)."""
+    keyed = [s for s in slices if s.partition == RECORD_INDEX_PARTITION]
+    ranged = [s for s in slices if s.partition == COLUMN_STATS_PARTITION]
+    stats = record_index.compact(SparkSession.active(), mdt.storage.base_uri, keyed, compaction_time) if keyed else []
+    return stats + column_stats.compact(table, mdt, ranged, compaction_time)

@@ -27,7 +27,9 @@ from pyspark.sql import SparkSession
 
 from hudiql.config import registry
 from hudiql.errors import warn
-from hudiql.index import record_index
+from hudiql.index import column_stats, record_index
+from hudiql.metadata.column_stats import COLUMN_STATS_PARTITION
+from hudiql.metadata.records import FILES_PARTITION
 from hudiql.read.snapshot import stored_locations
 from hudiql.table import metadata_table
 from hudiql.table.metadata_table import has_metadata_table, remove_metadata_table
@@ -35,7 +37,12 @@ from hudiql.table.table import HudiTable
 from hudiql.timeline.active import RESTORE, ROLLBACK, ensure_writable
 from hudiql.transaction.heartbeat import WriterHeartbeat, claim_instant_time
 from hudiql.transaction.lock import commit_lock
-from hudiql.transaction.metadata_commit import kept_partitions, keeps_metadata_table, keeps_record_index
+from hudiql.transaction.metadata_commit import (
+    kept_partitions,
+    keeps_column_stats,
+    keeps_metadata_table,
+    keeps_record_index,
+)
 from hudiql.transaction.rollback import finish_pending, rollback_failed_writes
 
 
@@ -56,21 +63,25 @@ def open_for_write(table: HudiTable) -> None:
              "that list files through it would miss what hudiql writes")
     if keeps_record_index(table):
         record_index.check_writable(table)
-        # A record index of a metadata table with partitions hudiql does not keep is rebuilt with
-        # it (``table.metadata_table.open_for_write``), before the write looks keys up.
-        if not record_index.usable(table) or set(table.config.metadata_partitions) - kept_partitions(table):
-            _build_record_index(table)
+    # An index of a metadata table with partitions hudiql does not keep is rebuilt with it
+    # (``table.metadata_table.open_for_write``), before the write looks keys up or ranges files.
+    kept = kept_partitions(table)
+    if keeps_metadata_table(table) and kept - {FILES_PARTITION} and kept ^ set(table.config.metadata_partitions):
+        _build_indexes(table)
     table.opened_for_write = True
 
 
-def _build_record_index(table: HudiTable) -> None:
-    """Build the table's record index (and its metadata table, if it has none) before the write
-    looks keys up in it, under the lock: the index holds every completed write's keys."""
-    with commit_lock(table.storage, table.settings, "record index build"):
+def _build_indexes(table: HudiTable) -> None:
+    """Build the indexes the table's writes keep and it has none of (and its metadata table, if
+    it has none), under the lock: an index holds what every completed write wrote."""
+    with commit_lock(table.storage, table.settings, "metadata index build"):
         mdt, config = metadata_table.open_for_write(table.storage, kept_partitions(table))
-        if record_index.RECORD_INDEX_PARTITION not in config.metadata_partitions:
-            current = table.refreshed()
-            config = record_index.build(current, mdt, stored_locations(SparkSession.active(), current))
+        current = table.refreshed()
+        spark = SparkSession.active()
+        if keeps_record_index(table) and record_index.RECORD_INDEX_PARTITION not in config.metadata_partitions:
+            config = record_index.build(current, mdt, stored_locations(spark, current))
+        if keeps_column_stats(table) and COLUMN_STATS_PARTITION not in config.metadata_partitions:
+            config = column_stats.build(spark, current, mdt)
     table.config.props = dict(config.props)  # the statement's snapshots share this config
 
 

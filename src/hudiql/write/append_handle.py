@@ -27,6 +27,7 @@ from hudiql import layout
 from hudiql.config import registry
 from hudiql.formats import log_file as L
 from hudiql.io.storage import Storage
+from hudiql.metadata.column_stats import ColumnRange, encode_ranges, ranges_of, widened_ranges
 from hudiql.record.schema import (
     IS_DELETED,
     META_COLUMNS,
@@ -71,6 +72,7 @@ class _GroupBuffer:
     updates: int = 0
     deletes: int = 0
     started: float = field(default_factory=time.monotonic)
+    ranges: list[ColumnRange] = field(default_factory=list)  # of the rows of its data blocks
 
 
 @dataclass
@@ -94,6 +96,8 @@ class AppendTask:
     task_max_size: int = DEFAULT_TASK_MAX_SIZE
     #: False: a table without meta fields, whose log records keep them empty, as Hudi writes them.
     populate_meta_fields: bool = True
+    #: The columns whose ranges the stats rows report (``transaction.metadata_commit.ranged_columns``).
+    ranged_columns: tuple[str, ...] = ()
 
     def udf(self):
         """The function ``mapInArrow`` calls once per Spark partition."""
@@ -180,6 +184,9 @@ class AppendTask:
         task.seq += n
         data = conform(updates, pa.schema([f for f in self.arrow_schema if f.name not in META_COLUMNS]))
         records = pa.table({**meta, **{c: data.column(c) for c in data.column_names}}).cast(self.arrow_schema)
+        if self.ranged_columns:
+            group.ranges = widened_ranges(group.ranges, ranges_of(group.path.rsplit("/", 1)[-1], records,
+                                                                   self.ranged_columns))
         header = {L.INSTANT_TIME: self.instant_time, L.SCHEMA: json.dumps(self.avro_schema, separators=(",", ":"))}
         if self.block_format == "parquet":
             buf = io.BytesIO()
@@ -196,4 +203,5 @@ class AppendTask:
             file_size_in_bytes=size, base_file=group.base_file or "", log_files=[name], log_version=group.log_version,
             total_log_records=group.updates + group.deletes, total_log_blocks=group.blocks, total_log_files=1,
             total_upsert_time_ms=int((time.monotonic() - group.started) * 1000),
+            column_stats=encode_ranges(group.ranges) if group.ranges else "",
         ).as_row()

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from hudiql import layout
 from hudiql.io.storage import Storage
+from hudiql.metadata.column_stats import ranges_text
 from hudiql.record.keygen import KeyGenerator, record_keys_of
 from hudiql.record.merge import MergeRule
 from hudiql.record.schema import (
@@ -59,6 +60,8 @@ class MergeTask:
     # planned from a bound on its inserts, not a count) appends its updates as a log instead,
     # with this (``AppendTask.write_group``).
     append: Callable[[pa.Table], dict] | None = None
+    #: The columns whose ranges the stats row reports (``transaction.metadata_commit.ranged_columns``).
+    ranged_columns: tuple[str, ...] = ()
 
     def udf(self):
         """The function ``applyInArrow`` calls once per file group (a plain one-argument function,
@@ -121,6 +124,7 @@ class MergeTask:
             num_update_writes=counts["updates"], num_inserts=counts["inserts"], num_skipped_older=counts["skipped"],
             total_write_bytes=size, file_size_in_bytes=size, base_file=new_name,
             total_upsert_time_ms=elapsed if old_base else 0, total_create_time_ms=0 if old_base else elapsed,
+            column_stats=ranges_text(new_name, out, self.ranged_columns),
         ).as_row()
 
     def _merge(self, old: pa.Table, new: pa.Table, deletes: pa.Array, counts: dict) -> tuple[pa.Table, pa.Table, pa.Table]:

@@ -67,6 +67,7 @@ from hudiql.timeline.active import COMMIT  # noqa: F401 - the docstring example
 from hudiql.timeline.commit import STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.timeline.replace_plan import pending_clusterings
 from hudiql.transaction.conflict import ConflictRule
+from hudiql.transaction.metadata_commit import ranged_columns
 from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.write.append_handle import AppendTask, LogTarget
 from hudiql.write.bucket import Bucket, assign_inserts
@@ -456,6 +457,7 @@ def _write_tagged(
         compression=table.settings.choice(registry.COMPRESSION),
         append=append.write_group if append is not None else None,
         virtual_keys=None if table.config.populate_meta_fields else table.keygen,
+        ranged_columns=ranged_columns(table),
     )
     stats: list[DataFrame] = []  # one collect for every task: one Spark job
     if mor:
@@ -587,6 +589,7 @@ def _append_task(
         batch_size=table.settings.size(registry.WRITE_BATCH_SIZE),
         task_max_size=table.settings.size(registry.WRITE_TASK_MAX_SIZE),
         populate_meta_fields=table.config.populate_meta_fields,
+        ranged_columns=ranged_columns(table),
     )
 
 

@@ -1,0 +1,232 @@
+"""The column stats index of a table (``metadata.column_stats``), kept with
+``hoodie.metadata.index.column.stats.enable``: which columns it ranges, the records a change adds
+to the metadata delta commit (the ranges its write tasks computed, the stubs of the files it
+deleted), its build from the table's base files, the compaction of its file groups, and the ranges
+a query reads to skip files (``read.data_skipping``).
+
+The ranges are metadata: write tasks compute them beside the files they write (``ranges_of``) and
+hand them to the driver in their stats rows; a build reads them in Spark tasks, one per base file.
+A build ranges base files only: a log file written before it has no range, so readers (hudiql's
+and Hudi's) keep its slice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from hudiql.config import registry as K
+from hudiql.config.table_config import TableConfig
+from hudiql.formats import hfile
+from hudiql.formats import log_file as L
+from hudiql.io.storage import Storage
+from hudiql.layout import HFILE_EXTENSION, base_file_name, join_partition, write_token
+from hudiql.metadata.column_stats import (
+    COLUMN_STATS_PARTITION,
+    FILE_GROUP_COUNT,
+    LAYOUT_VERSION,
+    ColumnRange,
+    ValueKind,
+    column_id,
+    decode_range,
+    decode_ranges,
+    encode_range,
+    encode_ranges,
+    file_group_id,
+    indexed_columns,
+    merged,
+    partition_id,
+    ranges_of,
+    stats_key,
+    value_kinds,
+)
+from hudiql.metadata.index_definitions import IndexDefinitions
+from hudiql.metadata.records import SCHEMA_JSON, file_group_index
+from hudiql.record.schema import with_meta_columns
+from hudiql.table.metadata_table import MetadataSlice, MetadataTable, valid_instants
+from hudiql.table.table import HudiTable
+from hudiql.timeline.commit import WriteStat
+
+_TOKEN = write_token(0, 0, 0)
+Entries = list[tuple[bytes, bytes]]
+
+
+def wanted(table: HudiTable) -> bool:
+    """Whether the statement's settings ask writes to keep the column stats index."""
+    return table.settings.flag(K.COLUMN_STATS_ENABLE)
+
+
+def usable(table: HudiTable) -> bool:
+    """Whether the table has a column stats index readers may use (its properties name it)."""
+    return table.config.version >= 8 and COLUMN_STATS_PARTITION in table.config.metadata_partitions
+
+
+def columns(table: HudiTable) -> list[str]:
+    """The columns the index ranges: ``hoodie.metadata.index.column.stats.column.list``, else
+    Hudi's default (the meta columns it always ranges, then the first 32 data columns)."""
+    listed = [c.strip() for c in (table.settings.get(K.COLUMN_STATS_COLUMNS) or "").split(",") if c.strip()]
+    return indexed_columns(with_meta_columns(table.schema), table.config.populate_meta_fields, listed)
+
+
+def kinds(table: HudiTable) -> dict[str, ValueKind]:
+    """How each column of the table (meta columns included) keeps its values in the index."""
+    schema = with_meta_columns(table.schema)
+    return {c: k for c, k in value_kinds(schema, schema.fieldNames()).items() if k is not None}
+
+
+def _group_of(key: str, count: int) -> str:
+    return file_group_id(file_group_index(key, count))
+
+
+def _encoded(table: HudiTable, ranges: Iterable[ColumnRange], partition: str, count: int,
+             file_names: dict[str, str] | None = None) -> dict[str, Entries]:
+    """``ranges`` of files of data partition ``partition`` as HFile entries by file group."""
+    known, version = kinds(table), table.config.version
+    out: dict[str, Entries] = {}
+    for r in ranges:
+        key = stats_key(r.column, partition, r.name)
+        group = _group_of(key, count)
+        value = encode_range(r, known.get(r.column), version, (file_names or {}).get(group))
+        out.setdefault(group, []).append((key.encode(), value))
+    return out
+
+
+def change_entries(table: HudiTable, mdt: MetadataTable, ranges: dict[tuple[str, str], str],
+                   deleted: dict[str, set[str]]) -> dict[str, Entries]:
+    """The records a change adds, by file group: the ranges its tasks computed of the files it
+    wrote (``ranges``: (partition, file name) -> ``encode_ranges`` text), and a stub per indexed
+    column of each file it deleted (a clean, a rollback)."""
+    count = len(mdt.latest_slices(COLUMN_STATS_PARTITION)) or FILE_GROUP_COUNT
+    known, indexed = kinds(table), columns(table)
+    out: dict[str, Entries] = {}
+
+    def add(partition: str, found: Iterable[ColumnRange]) -> None:
+        for group, entries in _encoded(table, found, partition, count).items():
+            out.setdefault(group, []).extend(entries)
+
+    for (partition, name), text in ranges.items():
+        add(partition, decode_ranges(name, text, known))
+    for partition, names in deleted.items():
+        add(partition, (ColumnRange.deleted(name, c) for name in names for c in indexed))
+    return out
+
+
+def build(spark: SparkSession, table: HudiTable, mdt: MetadataTable) -> TableConfig:
+    """Build the column stats index of ``table`` from its latest base files (their ranges read in
+    Spark tasks) as a new partition of its metadata table ``mdt``, and define it in the table's
+    index definitions; returns the table's config as it now is. The caller holds the table lock."""
+    mdt.storage.delete_dir(COLUMN_STATS_PARTITION)  # what a build that crashed left
+    indexed = columns(table)
+    files = [(s.partition_path, s.base_file) for s in table.file_system_view().latest_slices() if s.base_file]
+    ranged = _FileRanges(table.storage.base_uri, tuple(indexed))
+    rows = spark.createDataFrame(files, "partition string, name string") if files else None
+    found = [] if rows is None else rows.repartition(max(1, min(len(files), spark.sparkContext.defaultParallelism * 4))) \
+        .mapInArrow(ranged.udf(), "partition string, name string, ranges string").collect()
+    instant_time = mdt.timeline.new_instant_time()
+    names = {file_group_id(i): base_file_name(file_group_id(i), _TOKEN, instant_time, HFILE_EXTENSION)
+             for i in range(FILE_GROUP_COUNT)}
+    entries: dict[str, Entries] = {group: [] for group in names}
+    known = kinds(table)
+    for row in found:
+        for group, part in _encoded(table, decode_ranges(row.name, row.ranges, known), row.partition,
+                                    FILE_GROUP_COUNT, names).items():
+            entries[group].extend(part)
+    stats = [_write_base(mdt.storage, group, names[group], entries[group]) for group in sorted(names)]
+    defs = IndexDefinitions.load(table.storage, table.config).with_index(
+        COLUMN_STATS_PARTITION, COLUMN_STATS_PARTITION, COLUMN_STATS_PARTITION, indexed,
+        LAYOUT_VERSION[table.config.version])
+    return mdt.add_partition(COLUMN_STATS_PARTITION, instant_time, stats, defs.save(table.storage, table.config))
+
+
+def _write_base(storage: Storage, file_id: str, name: str, entries: Entries) -> WriteStat:
+    entries = sorted(entries)
+    info = {"schema": SCHEMA_JSON.encode()}
+    if entries:
+        info.update(minRecordKey=entries[0][0], maxRecordKey=entries[-1][0])
+    content = hfile.write_hfile(entries, file_info=info)
+    path = join_partition(COLUMN_STATS_PARTITION, name)
+    storage.write(path, content)
+    return WriteStat(file_id, COLUMN_STATS_PARTITION, path, num_writes=len(entries), num_inserts=len(entries),
+                     total_write_bytes=len(content), file_size_in_bytes=len(content), base_file=name)
+
+
+class _FileRanges:
+    """A Spark task's work in a build: the ranges of each base file it is given."""
+
+    def __init__(self, base_uri: str, indexed: tuple[str, ...]) -> None:
+        self.base_uri, self.indexed = base_uri, indexed
+
+    def udf(self) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+        def ranges(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            storage = Storage(self.base_uri)
+            for batch in batches:
+                out = []
+                for partition, name in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                    with storage.open_input_file(join_partition(partition, name)) as f:
+                        stored = pq.ParquetFile(f)
+                        present = [c for c in self.indexed if c in stored.schema_arrow.names]
+                        rows = stored.read(columns=present)
+                    out.append({"partition": partition, "name": name,
+                                "ranges": encode_ranges(ranges_of(name, rows, present))})
+                yield pa.RecordBatch.from_pylist(out, schema=pa.schema(
+                    [("partition", pa.string()), ("name", pa.string()), ("ranges", pa.string())]))
+
+        return ranges
+
+
+def compact(table: HudiTable, mdt: MetadataTable, slices: list[MetadataSlice], compaction_time: str) -> list[WriteStat]:
+    """Compact the index's file groups ``slices`` into new base HFiles, on the driver (a file's
+    records per indexed column: metadata), dropping the ranges of deleted files."""
+    known, stats = kinds(table), []
+    for s in slices:
+        name = base_file_name(s.file_id, _TOKEN, compaction_time, HFILE_EXTENSION)
+        ranges = _slice_ranges(mdt.storage, s, known, None)
+        entries = [(key.encode(), encode_range(r, known.get(r.column), table.config.version, name))
+                   for key, r in ranges.items() if not r.is_deleted]
+        stat = _write_base(mdt.storage, s.file_id, name, entries)
+        stat.prev_commit, stat.total_log_files = s.base_instant, len(s.log_files)
+        stats.append(stat)
+    return stats
+
+
+def _slice_ranges(storage: Storage, s: MetadataSlice, known: dict[str, ValueKind],
+                  prefixes: list[str] | None) -> dict[str, ColumnRange]:
+    """The merged records of slice ``s`` (those whose key starts with one of ``prefixes``, when
+    given): its base HFile by ranges, then its logs' HFile blocks in order."""
+    merged_ranges: dict[str, ColumnRange] = {}
+
+    def merge(data: hfile.HFile, schema: str) -> None:
+        found = data.entries() if prefixes is None else (e for p in prefixes for e in data.with_prefix(p.encode()))
+        for key, value in found:
+            r = decode_range(value, schema, known)
+            older = merged_ranges.get(key.decode())
+            merged_ranges[key.decode()] = merged(older, r) if older else r
+
+    with storage.open_input_file(s.path(s.base_file)) as f:
+        base = hfile.HFile(hfile.RangedFile(f, f.size()), storage.uri(s.path(s.base_file)))
+        merge(base, (base.file_info.get("schema") or SCHEMA_JSON.encode()).decode())
+    for name in s.log_files:
+        uri = storage.uri(s.path(name))
+        for block in L.read_blocks(storage.read(s.path(name)), uri, (L.HFILE_DATA,)):
+            if block.block_type == L.HFILE_DATA:
+                merge(hfile.HFile(block.content, uri), block.header.get(L.SCHEMA) or SCHEMA_JSON)
+    return merged_ranges
+
+
+def file_ranges(table: HudiTable, wanted_columns: Iterable[str], partitions: Iterable[str]) -> dict[str, dict[str, ColumnRange]]:
+    """The ranges the index holds of ``wanted_columns`` in data ``partitions``: file name ->
+    column -> range (files it has no range of are absent). Reads only the HFile blocks whose keys
+    begin with a column and partition asked for."""
+    mdt = MetadataTable.load(table.storage)
+    valid = valid_instants(table.timeline)
+    known = kinds(table)
+    prefixes = sorted(column_id(c) + partition_id(p) for c in wanted_columns for p in partitions)
+    out: dict[str, dict[str, ColumnRange]] = {}
+    for s in mdt.latest_slices(COLUMN_STATS_PARTITION).values():
+        for r in _slice_ranges(mdt.storage, s.readable(valid), known, prefixes).values():
+            if not r.is_deleted:
+                out.setdefault(r.name, {})[r.column] = r
+    return out

@@ -1,0 +1,103 @@
+"""The column stats index (``index.column_stats``, the metadata table's ``column_stats``
+partition): read as Hudi 1.1 writes it, kept by every write of a table that asks for it, equal to
+the files' own ranges, and used by queries to skip files without changing their answers."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import HUDI_TABLES, VERSIONED_COLUMNS, VERSIONED_QUERY, hudiql_rows, official_rows, unzip, versioned_table
+from hudiql.config.table_config import TableConfig
+from hudiql.errors import OptionError
+from hudiql.formats import hfile
+from hudiql.index import column_stats
+from hudiql.io.storage import Storage
+from hudiql.metadata.column_stats import decode_range, ranges_of, stats_key
+from hudiql.metadata.index_definitions import IndexDefinitions
+from hudiql.metadata.records import file_group_index
+from hudiql.sql.statements import TableName
+
+COLUMN_STATS = "'hoodie.metadata.index.column.stats.enable'='true'"
+SAMPLE = HUDI_TABLES / "sample_table" / "cow" / "v9_txns_simple_meta.zip"
+
+
+def live_files(table_path) -> dict[str, str]:
+    """Each data file of the table's latest slices (by a listing, as a scan would read them): name -> partition."""
+    from hudiql.table.table import HudiTable
+
+    table = HudiTable.load(str(table_path))
+    return {name: s.partition_path for s in table.file_system_view().latest_slices()
+            for name in ([s.base_file] if s.base_file else []) + list(s.log_files)}
+
+
+def indexed_ranges(session, name: str = "t"):
+    table = session.table(TableName(None, name))
+    return table, column_stats.file_ranges(table, column_stats.columns(table), table.file_system_view().partitions())
+
+
+def test_hudis_column_stats_are_the_ranges_of_its_files(tmp_path):
+    """Every column_stats record Hudi 1.1 wrote of a file still on storage: its key is the hashed
+    column, partition and file name, it sits in the file group Hudi's hash names, and its range
+    and counts are the ones hudiql computes from the file's rows."""
+    table = unzip(SAMPLE, tmp_path)
+    from hudiql.table.table import HudiTable
+
+    kinds = column_stats.kinds(HudiTable.load(str(table)))
+    recorded = {}
+    for path in sorted((table / ".hoodie" / "metadata" / "column_stats").glob("*.hfile")):
+        data = hfile.HFile(path.read_bytes(), str(path))
+        for key, value in data.entries():
+            assert file_group_index(key.decode(), 2) == int(path.name[10:14])
+            r = decode_range(value, data.file_info["schema"].decode(), kinds)
+            recorded[(r.name, r.column)] = (key.decode(), r)
+    checked = 0
+    for file in table.glob("region=*/*.parquet"):
+        for r in ranges_of(file.name, pq.read_table(file), list(kinds)):
+            if (file.name, r.column) in recorded:
+                key, hudis = recorded[(file.name, r.column)]
+                assert key == stats_key(r.column, file.parent.name, file.name)
+                assert (hudis.min, hudis.max, hudis.value_count, hudis.null_count) == (r.min, r.max, r.value_count, r.null_count)
+                checked += 1
+    assert checked >= 16 * 4  # the indexed columns of the files still on storage
+
+
+@pytest.mark.parametrize("version, kind", [(9, "mor"), (8, "cow")])
+def test_every_write_keeps_each_files_ranges(session, version, kind):
+    """After inserts, upserts, deletes, a compaction and a clean, the index ranges every file of
+    the latest slices as its rows do, and has no range of a deleted file."""
+    table = versioned_table(session, version, kind, COLUMN_STATS, "'hoodie.metadata.compact.max.delta.commits'='3'",
+                            "'hoodie.cleaner.commits.retained'='1'")
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 5, 'd1'), (3, 'c', 1, 'd2')")
+    config = TableConfig.load(Storage(str(table)))
+    assert config.metadata_partitions == ["column_stats", "files"]
+    defs = IndexDefinitions.load(Storage(str(table)), config)
+    assert defs.source_fields("column_stats") == ["_hoodie_commit_time", "_hoodie_partition_path",
+                                                  "_hoodie_record_key", "id", "name", "ts", "dt"]
+    session.sql("SET hoodie.spark.sql.insert.into.operation=upsert")
+    session.sql("INSERT INTO t VALUES (1, 'a2', 7, 'd1'), (4, 'd', 2, 'd2')")
+    session.sql("UPDATE t SET name = 'zz', ts = 9 WHERE id = 2")
+    session.sql("DELETE FROM t WHERE id = 3")
+    if kind == "mor":
+        session.sql("CALL run_compaction(op => 'run', table => 't')")
+    _, before_clean = indexed_ranges(session)
+    session.sql("CALL run_clean(table => 't')")
+    table_obj, ranges = indexed_ranges(session)
+    assert set(ranges) < set(before_clean)  # the clean removed the ranges of the files it deleted
+    files = live_files(table)
+    for name, partition in files.items():
+        if name.endswith(".parquet"):
+            rows = pq.read_table(table / partition / name)
+            expected = {r.column: (r.min, r.max, r.value_count, r.null_count) for r in ranges_of(name, rows, list(ranges[name]))}
+            assert {c: (r.min, r.max, r.value_count, r.null_count) for c, r in ranges[name].items()} == expected
+    on_storage = {p.name for p in table.glob("dt=*/*") if not p.name.startswith(".hoodie")}
+    assert set(ranges) <= on_storage  # cleaned files' ranges are gone
+    assert hudiql_rows(session, VERSIONED_QUERY) == official_rows(table, VERSIONED_COLUMNS) == [
+        (1, "a2", 7, "d1"), (2, "zz", 9, "d1"), (4, "d", 2, "d2")]
+
+
+def test_column_stats_need_a_metadata_table(session):
+    with pytest.raises(OptionError, match="column stats live in the metadata table"):
+        versioned_table(session, 9, "cow", COLUMN_STATS, "'hoodie.metadata.enable'='false'")
+    with pytest.raises(OptionError, match="table versions 8 and 9"):
+        versioned_table(session, 6, "cow", COLUMN_STATS)
