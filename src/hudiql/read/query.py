@@ -29,6 +29,8 @@ from hudiql.catalog import Catalog, View
 from hudiql.config import registry
 from hudiql.errors import HudiqlError, SqlError, TableNotFoundError, spark_message
 from hudiql.index import record_index
+from hudiql.config.settings import Settings
+from hudiql.read import data_skipping
 from hudiql.read.incremental import LATEST_STATE, ChangeRange, change_range, changes
 from hudiql.read.snapshot import snapshot
 from hudiql.read.time_travel import table_as_of
@@ -162,8 +164,14 @@ class QueryPlanner:
         files = table.file_system_view()
         keep = _partition_filter(self.session.spark, table, files, node)
         columns = needed_columns(query, table.columns.fieldNames())
-        # The record index knows where keys are now, not as of an instant.
-        groups = None if as_of else _key_file_groups(table, node)
+        # The indexes know where keys and values are now, not as of an instant.
+        groups = None
+        if not as_of:
+            groups = _key_file_groups(table, node)
+            ranged = None
+            if Settings(table.config.props, conf).flag(registry.DATA_SKIPPING):
+                ranged = _ranged_file_groups(self.session.spark, table, files, keep, node)
+            groups = ranged if groups is None else groups if ranged is None else groups & ranged
         return snapshot(self.session.spark, table, files, keep, read_optimized, columns, groups)
 
     def _changes_dataframe(self, query: exp.Expression, node: exp.Table) -> tuple[DataFrame, str]:
@@ -293,24 +301,34 @@ def conjuncts(where: exp.Expression) -> list[exp.Expression]:
     return [where]
 
 
-def _partition_filter(spark: SparkSession, table: HudiTable, files: FileSystemView, node: exp.Table):
-    """Pruning for one table of a SELECT, from its WHERE clause."""
+def _table_filter(node: exp.Table) -> tuple[exp.Expression, set[str], bool] | None:
+    """The WHERE clause of the SELECT that reads ``node``, the names it may qualify the table's
+    columns with, and whether bare column names are the table's (it reads no other table)."""
     select = node.find_ancestor(exp.Select)
     where = select.args.get("where") if select is not None else None
     if where is None:
         return None
     single_table = len(list(select.find_all(exp.Table))) == 1
-    return partition_filter(spark, table, files, where.this, {node.name.lower(), (node.alias or "").lower()}, single_table)
+    return where.this, {node.name.lower(), (node.alias or "").lower()}, single_table
+
+
+def _partition_filter(spark: SparkSession, table: HudiTable, files: FileSystemView, node: exp.Table):
+    """Pruning for one table of a SELECT, from its WHERE clause."""
+    found = _table_filter(node)
+    return partition_filter(spark, table, files, *found) if found else None
 
 
 def _key_file_groups(table: HudiTable, node: exp.Table) -> set[tuple[str, str]] | None:
     """Pruning for one table of a SELECT by its record index, from its WHERE clause."""
-    select = node.find_ancestor(exp.Select)
-    where = select.args.get("where") if select is not None else None
-    if where is None:
-        return None
-    single_table = len(list(select.find_all(exp.Table))) == 1
-    return key_file_groups(table, where.this, {node.name.lower(), (node.alias or "").lower()}, single_table)
+    found = _table_filter(node)
+    return key_file_groups(table, *found) if found else None
+
+
+def _ranged_file_groups(spark: SparkSession, table: HudiTable, files: FileSystemView, keep,
+                        node: exp.Table) -> set[tuple[str, str]] | None:
+    """Pruning for one table of a SELECT by its column stats, from its WHERE clause."""
+    found = _table_filter(node)
+    return data_skipping.kept_file_groups(spark, table, files, keep, *found) if found else None
 
 
 def key_file_groups(table: HudiTable, condition: exp.Expression, qualifiers: set[str],
