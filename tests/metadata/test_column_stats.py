@@ -17,6 +17,7 @@ from hudiql.metadata.column_stats import decode_range, ranges_of, stats_key
 from hudiql.metadata.index_definitions import IndexDefinitions
 from hudiql.metadata.records import file_group_index
 from hudiql.sql.statements import TableName
+from hudiql.table.metadata_table import MetadataTable
 
 COLUMN_STATS = "'hoodie.metadata.index.column.stats.enable'='true'"
 SAMPLE = HUDI_TABLES / "sample_table" / "cow" / "v9_txns_simple_meta.zip"
@@ -84,6 +85,9 @@ def test_every_write_keeps_each_files_ranges(session, version, kind):
     session.sql("CALL run_clean(table => 't')")
     table_obj, ranges = indexed_ranges(session)
     assert set(ranges) < set(before_clean)  # the clean removed the ranges of the files it deleted
+    mdt = MetadataTable.load(table_obj.storage)
+    assert mdt.timeline.completed(("compaction",))  # column_stats' file groups were compacted too
+    assert set(mdt.latest_slices("column_stats")) == {"col-stats-0000-0", "col-stats-0001-0"}
     files = live_files(table)
     for name, partition in files.items():
         if name.endswith(".parquet"):
@@ -170,3 +174,24 @@ def test_skipping_never_changes_an_answer(session):
         assert skipped == hudiql_rows(session, query), where
 
     check()
+
+
+def test_a_hudi_table_with_indexes_gets_column_stats_hudiql_keeps(session, tmp_path):
+    """A Hudi 1.1 table (files, column_stats, partition_stats, record index, secondary indexes)
+    written with column stats: its metadata table is rebuilt with what hudiql keeps, the column
+    stats ranged from its base files, and queries skip by them; Hudi's reader reads the rows."""
+    table_path = unzip(SAMPLE, tmp_path)
+    session.sql(f"CREATE TABLE t USING hudi LOCATION '{table_path}'")
+    session.sql("SET hoodie.metadata.index.column.stats.enable=true")
+    session.sql("INSERT INTO t SELECT 'TXN-100', 'ACC-Z', 1700900000100L, TIMESTAMP '2024-02-01 10:00:00', "
+                "DATE '2024-02-01', 10.00, 'USD', 'debit', 'Corner Shop', false, 0.00, '{}', 'us'")
+    config = TableConfig.load(Storage(str(table_path)))
+    assert config.metadata_partitions == ["column_stats", "files"]
+    assert official_rows(table_path, ["txn_id"]) == hudiql_rows(session, "SELECT txn_id FROM t")
+    assert ("TXN-100",) in official_rows(table_path, ["txn_id"])
+    table, ranges = indexed_ranges(session)
+    on_storage = {p.name for p in table_path.glob("region=*/*.parquet")}
+    assert {n for n in live_files(table_path) if n.endswith(".parquet")} <= set(ranges) <= on_storage
+    damage(next(p for p in (table_path / "region=apac").glob("*.parquet")))
+    query = "SELECT txn_id FROM t WHERE txn_date >= DATE '2024-02-01' AND amount < 11"
+    assert hudiql_rows(session, query) == [("TXN-100",)]
