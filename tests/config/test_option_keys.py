@@ -47,10 +47,11 @@ REFUSED = [
      "hudiql does not write change data capture (CDC) logs; remove the option or set it to false"),
     ("hoodie.table.cdc.supplemental.logging.mode", "DATA_BEFORE_AFTER",
      "hudiql does not write change data capture (CDC) logs; remove the option or set it to false"),
-    ("hoodie.metadata.index.column.stats.enable", "true",
-     "hudiql keeps the metadata table's files partition and record index (hoodie.metadata.enable, "
+    ("hoodie.metadata.index.bloom.filter.enable", "true",
+     "hudiql keeps the metadata table's files partition, record index and column stats (hoodie.metadata.enable, "
      "hoodie.metadata.compact.max.delta.commits, hoodie.metadata.record.index.enable, "
-     "hoodie.metadata.record.index.min.filegroup.count, hoodie.metadata.record.index.max.filegroup.count), "
+     "hoodie.metadata.record.index.min.filegroup.count, hoodie.metadata.record.index.max.filegroup.count, "
+     "hoodie.metadata.index.column.stats.enable, hoodie.metadata.index.column.stats.column.list), "
      "not its other indexes; remove the option"),
     ("hoodie.clean.async", "true", NO_ASYNC),
     ("hoodie.archive.async", "true", NO_ASYNC),

@@ -276,6 +276,7 @@ _KEY_LIST: list[Key] = [
     Key(C.TABLE_NAME, TABLE, WRITTEN, doc="the table's name, from CREATE TABLE"),
     Key(C.DATABASE_NAME, TABLE, WRITTEN, doc="the table's database, from CREATE TABLE"),
     Key(C.CREATE_SCHEMA, TABLE, WRITTEN, doc="the table's schema (Avro), from CREATE TABLE's columns"),
+    Key(C.INDEX_DEFS_PATH, TABLE, WRITTEN, doc="where the definitions of the metadata table's indexes live"),
     Key(C.CHECKSUM, TABLE, WRITTEN, doc="checksum of the table and database names"),
     _enum(C.TABLE_TYPE, TABLE, _TABLE_TYPES, C.COPY_ON_WRITE, doc="copy-on-write or merge-on-read"),
     _enum(TABLE_TYPE_OPTION, TABLE, _TABLE_TYPES, C.COPY_ON_WRITE, same_as=C.TABLE_TYPE),
