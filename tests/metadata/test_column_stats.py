@@ -9,7 +9,7 @@ import pytest
 
 from conftest import HUDI_TABLES, VERSIONED_COLUMNS, VERSIONED_QUERY, hudiql_rows, official_rows, unzip, versioned_table
 from hudiql.config.table_config import TableConfig
-from hudiql.errors import OptionError
+from hudiql.errors import ColumnError, OptionError
 from hudiql.formats import hfile
 from hudiql.index import column_stats
 from hudiql.io.storage import Storage
@@ -195,3 +195,16 @@ def test_a_hudi_table_with_indexes_gets_column_stats_hudiql_keeps(session, tmp_p
     damage(next(p for p in (table_path / "region=apac").glob("*.parquet")))
     query = "SELECT txn_id FROM t WHERE txn_date >= DATE '2024-02-01' AND amount < 11"
     assert hudiql_rows(session, query) == [("TXN-100",)]
+
+
+def test_a_column_list_names_columns_of_the_table(session, warehouse):
+    """A listed column the table lacks is refused in one line, nothing written; listed columns
+    are the ones ranged."""
+    versioned_table(session, 9, "cow", COLUMN_STATS, "'hoodie.metadata.index.column.stats.column.list'='ts,nope'")
+    with pytest.raises(ColumnError, match="names nope, a column table t does not have"):
+        session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1')")
+    assert hudiql_rows(session, "SELECT count(*) FROM t") == [(0,)]
+    session.sql("ALTER TABLE t SET TBLPROPERTIES ('hoodie.metadata.index.column.stats.column.list'='ts, name')")
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1')")
+    table, ranges = indexed_ranges(session)
+    assert {c for file in ranges.values() for c in file} == {"ts", "name"}

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from hudiql.config import registry as K
 from hudiql.config.table_config import TableConfig
+from hudiql.errors import ColumnError
 from hudiql.formats import hfile
 from hudiql.formats import log_file as L
 from hudiql.io.storage import Storage
@@ -64,11 +65,26 @@ def usable(table: HudiTable) -> bool:
     return table.config.version >= 8 and COLUMN_STATS_PARTITION in table.config.metadata_partitions
 
 
+def _listed(table: HudiTable) -> list[str]:
+    return [c.strip() for c in (table.settings.get(K.COLUMN_STATS_COLUMNS) or "").split(",") if c.strip()]
+
+
 def columns(table: HudiTable) -> list[str]:
     """The columns the index ranges: ``hoodie.metadata.index.column.stats.column.list``, else
     Hudi's default (the meta columns it always ranges, then the first 32 data columns)."""
-    listed = [c.strip() for c in (table.settings.get(K.COLUMN_STATS_COLUMNS) or "").split(",") if c.strip()]
-    return indexed_columns(with_meta_columns(table.schema), table.config.populate_meta_fields, listed)
+    return indexed_columns(with_meta_columns(table.schema), table.config.populate_meta_fields, _listed(table))
+
+
+def check_columns(table: HudiTable) -> None:
+    """Refuse a column list that names a column the table does not have, or one whose values have
+    no range (a struct, an array, a map)."""
+    fields = {f.name.lower(): f for f in with_meta_columns(table.schema).fields}
+    for name in _listed(table):
+        field = fields.get(name.lower())
+        if field is None or ValueKind.of(field.dataType) is None:
+            why = "does not have" if field is None else f"cannot range ({field.dataType.simpleString()})"
+            raise ColumnError(f"{K.COLUMN_STATS_COLUMNS} names {name}, a column table {table.config.name} {why}; "
+                              f"list columns of {', '.join(f.name for f in table.schema.fields)}")
 
 
 def kinds(table: HudiTable) -> dict[str, ValueKind]:

@@ -63,6 +63,8 @@ def open_for_write(table: HudiTable) -> None:
              "that list files through it would miss what hudiql writes")
     if keeps_record_index(table):
         record_index.check_writable(table)
+    if keeps_column_stats(table):
+        column_stats.check_columns(table)
     # An index of a metadata table with partitions hudiql does not keep is rebuilt with it
     # (``table.metadata_table.open_for_write``), before the write looks keys up or ranges files.
     kept = kept_partitions(table)
