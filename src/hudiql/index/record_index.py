@@ -17,7 +17,6 @@ the table's properties name it (``usable``).
 from __future__ import annotations
 
 import math
-import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -29,6 +28,8 @@ from hudiql.config import registry as K
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import FormatError, HudiqlError, warn
 from hudiql.formats.hfile import RangedFile, write_hfile
+from hudiql.index import groups
+from hudiql.index.groups import GROUP, base_info, by_group, group_stat
 from hudiql.io.storage import Storage
 from hudiql.layout import (
     HFILE_EXTENSION,
@@ -44,10 +45,9 @@ from hudiql.metadata.record_index import (
     RecordLocation,
     encode_location,
     file_group_id,
-    file_group_number,
     log_blocks,
 )
-from hudiql.metadata.records import SCHEMA_JSON, file_group_index
+from hudiql.metadata.records import file_group_index
 from hudiql.record.keygen import java_hash_code
 from hudiql.record.schema import RECORD_KEY
 from hudiql.table.metadata_table import MetadataSlice, MetadataTable, rebuild_hint, valid_instants
@@ -55,9 +55,10 @@ from hudiql.table.table import HudiTable
 from hudiql.timeline.active import Timeline
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, WriteStat
 
-#: Columns of the frames the index's tasks read: a key, its file group in the index, and its location.
-KEY, GROUP, LOCATED_PARTITION, LOCATED_FILE_ID, INSTANT, DELETED = (
-    "__ri_key", "__ri_group", "__ri_partition", "__ri_file_id", "__ri_instant", "__ri_deleted")
+#: Columns of the frames the index's tasks read: a key, its location (and ``groups.GROUP``, its
+#: file group in the index).
+KEY, LOCATED_PARTITION, LOCATED_FILE_ID, INSTANT, DELETED = (
+    "__ri_key", "__ri_partition", "__ri_file_id", "__ri_instant", "__ri_deleted")
 #: Hudi's estimate of a record index entry's size, and the headroom it builds with.
 _ENTRY_BYTES, _GROWTH, _GROUP_BYTES = 48, 2.0, 1 << 30
 
@@ -149,7 +150,7 @@ class _GroupWriter:
         if self.base:
             name = base_file_name(file_id, token, self.instant_time, HFILE_EXTENSION)
             content = write_hfile([(k.encode(), encode_location(place, name)) for k, place in zip(keys, places)],
-                                  file_info=_base_info(keys))
+                                  file_info=base_info([k.encode() for k in keys[:1] + keys[-1:]]))
         else:
             name = log_file_name(file_id, self.instant_time, 1, token)
             upserts = [(k.encode(), encode_location(place))
@@ -157,37 +158,14 @@ class _GroupWriter:
             content = log_blocks(self.instant_time, upserts, [k for k, gone in zip(keys, deleted) if gone])
         path = join_partition(RECORD_INDEX_PARTITION, name)
         Storage(self.mdt_uri).write(path, content)
-        return _stat(file_id, path, len(content), len(keys), self.base, self.instant_time).as_row()
-
-
-def _base_info(keys: list[str]) -> dict[str, bytes]:
-    info = {"schema": SCHEMA_JSON.encode()}
-    if keys:
-        info.update(minRecordKey=keys[0].encode(), maxRecordKey=keys[-1].encode())
-    return info
-
-
-def _stat(file_id: str, path: str, size: int, entries: int, base: bool, instant_time: str) -> WriteStat:
-    name = posixpath.basename(path)
-    if base:
-        return WriteStat(file_id, RECORD_INDEX_PARTITION, path, num_writes=entries, num_inserts=entries,
-                         total_write_bytes=size, file_size_in_bytes=size, base_file=name)
-    return WriteStat(file_id, RECORD_INDEX_PARTITION, path, prev_commit=instant_time, num_writes=entries,
-                     num_update_writes=entries, total_write_bytes=size, file_size_in_bytes=size, log_files=[name],
-                     log_version=1, total_log_blocks=1)
-
-
-def _by_group(frame: DataFrame, count: int) -> DataFrame:
-    """``frame`` shuffled by index file group, one partition per group (bounded by the cores):
-    the grouping that follows then needs no shuffle of its own."""
-    parallel = max(1, min(count, frame.sparkSession.sparkContext.defaultParallelism * 4))
-    return frame.repartition(parallel, GROUP)
+        return group_stat(RECORD_INDEX_PARTITION, file_id, path, len(content), len(keys), self.base,
+                          self.instant_time).as_row()
 
 
 def _written(frame: DataFrame, writer: _GroupWriter) -> DataFrame:
     """The stats rows (``STATS_SCHEMA``) of the files ``writer``'s tasks write, one per group of
     ``frame``: lazy, so that a write can collect them in the Spark job of its data files."""
-    return _by_group(frame, writer.count).groupBy(GROUP).applyInArrow(writer.udf(), STATS_SCHEMA)
+    return by_group(frame, writer.count).groupBy(GROUP).applyInArrow(writer.udf(), STATS_SCHEMA)
 
 
 def _write(frame: DataFrame, writer: _GroupWriter) -> list[WriteStat]:
@@ -252,7 +230,7 @@ class RecordIndex:
         one task per index file group."""
         lookup = _GroupLookup(self.mdt.storage.base_uri, tuple(self.slices))
         grouped = keys.select(F.col(RECORD_KEY).alias(KEY)).withColumn(GROUP, group_column(F.col(KEY), self.count))
-        found = _by_group(grouped, self.count).groupBy(GROUP).applyInArrow(
+        found = by_group(grouped, self.count).groupBy(GROUP).applyInArrow(
             lookup.udf(), f"{KEY} string, {LOCATED_PARTITION} string, {LOCATED_FILE_ID} string")
         return found.withColumnRenamed(KEY, RECORD_KEY)
 
@@ -301,32 +279,9 @@ class _GroupLookup:
 
 def compact(spark: SparkSession, mdt_uri: str, slices: list[MetadataSlice], compaction_time: str) -> list[WriteStat]:
     """Compact the record index's file groups ``slices`` into new base HFiles at
-    ``compaction_time``: one Spark task per group; a group without logs has its base file copied."""
-    task = _GroupCompaction(mdt_uri, compaction_time)
-    return spark.sparkContext.parallelize(slices, len(slices)).map(task.compact).collect()
+    ``compaction_time``: one Spark task per group (``index.groups.compact``)."""
+    return groups.compact(spark, mdt_uri, slices, compaction_time, _merged_entries)
 
 
-@dataclass(frozen=True)
-class _GroupCompaction:
-    mdt_uri: str
-    compaction_time: str
-
-    def compact(self, s: MetadataSlice) -> WriteStat:
-        storage = Storage(self.mdt_uri)
-        index = file_group_number(s.file_id)
-        name = base_file_name(s.file_id, write_token(index, 0, 0), self.compaction_time, HFILE_EXTENSION)
-        path = s.path(name)
-        if not s.log_files:
-            storage.copy(s.path(s.base_file), path)
-            size = storage.size(path)
-            return WriteStat(s.file_id, s.partition, path, prev_commit=s.base_instant, total_write_bytes=size,
-                             file_size_in_bytes=size, base_file=name)
-        logs = [(storage.uri(s.path(n)), storage.read(s.path(n))) for n in s.log_files]
-        entries = list(RecordIndexSlice(storage.read(s.path(s.base_file)), logs, storage.uri(s.path(s.base_file)))
-                       .entries(name))
-        content = write_hfile(entries, file_info=_base_info([entries[0][0].decode(), entries[-1][0].decode()]
-                                                           if entries else []))
-        storage.write(path, content)
-        return WriteStat(s.file_id, s.partition, path, prev_commit=s.base_instant, num_writes=len(entries),
-                         total_write_bytes=len(content), file_size_in_bytes=len(content), base_file=name,
-                         total_log_files=len(s.log_files))
+def _merged_entries(base: bytes, logs: list[tuple[str, bytes]], base_uri: str, name: str) -> list[tuple[bytes, bytes]]:
+    return list(RecordIndexSlice(base, logs, base_uri).entries(name))

@@ -14,8 +14,8 @@ Example:
     >>> value = encode_location(location)
     >>> decode_location(value, SCHEMA_JSON) == location
     True
-    >>> file_group_id(1), file_group_number("record-index-0001-0")
-    ('record-index-0001-0', 1)
+    >>> file_group_id(1)
+    'record-index-0001-0'
     >>> RecordIndexSlice(write_hfile([(b"k1", value)]), [], "g").lookup(["k0", "k1"])
     {'k1': RecordLocation(partition='dt=1', file_id='6b1c3e2a-5f4d-4c3b-9a2e-1f0e9d8c7b6a-0', instant_time='20240101000000000')}
 """
@@ -62,11 +62,6 @@ class RecordLocation:
 def file_group_id(index: int) -> str:
     """The file id of the record index's file group ``index``."""
     return f"{FILE_GROUP_PREFIX}{index:04d}-0"
-
-
-def file_group_number(file_id: str) -> int:
-    """The index of a record index file group from its file id (``record-index-0003-0``: 3)."""
-    return int(file_id.rsplit("-", 2)[1])
 
 
 def _instant_millis(instant_time: str) -> int:
