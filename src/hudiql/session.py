@@ -40,6 +40,7 @@ from hudiql.errors import (
 )
 from hudiql.io.storage import Storage, configure, resolve_options
 from hudiql.read.query import QueryPlanner
+from hudiql.services.indexes import create_index, drop_index, show_indexes
 from hudiql.services.post_commit import transaction
 from hudiql.sql import ddl
 from hudiql.sql import statements as S
@@ -524,6 +525,19 @@ class Session:
             partitions = self._existing_partitions(txn.table, st.partitions, "ALTER TABLE ... DROP PARTITION", st.if_exists)
             metadata = write_replacement(txn, Replacement(Operation.DELETE_PARTITION, partitions))
         return self._message(f"dropped {len(partitions) if metadata else 0} partition(s) of {st.table}")
+
+    def _run_CreateIndex(self, st: S.CreateIndex) -> Result:
+        table = self.table(st.table)
+        built = create_index(self.spark, table, st.name, st.columns, st.index_type, st.if_not_exists)
+        return self._message(f"created index {st.name} on {st.table}" if built else f"index {st.name} exists")
+
+    def _run_DropIndex(self, st: S.DropIndex) -> Result:
+        dropped = drop_index(self.table(st.table), st.name, st.if_exists)
+        return self._message(f"dropped index {st.name} of {st.table}" if dropped else f"no index {st.name}")
+
+    def _run_ShowIndexes(self, st: S.ShowIndexes) -> Result:
+        rows = show_indexes(self.table(st.table))
+        return Result(self.spark.createDataFrame(rows, "index_name string, index_type string, col_name string"), True)
 
     def _existing_partitions(self, table: HudiTable, specs: list[S.PartitionSpec], what: str, if_exists: bool) -> tuple[str, ...]:
         live = set(table.file_system_view().partitions())

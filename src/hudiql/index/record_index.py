@@ -66,11 +66,15 @@ _ENTRY_BYTES, _GROWTH, _GROUP_BYTES = 48, 2.0, 1 << 30
 @dataclass(frozen=True)
 class IndexWrites:
     """What one change recorded in the record index: the log files its tasks wrote, for an index
-    of ``count`` file groups (a key's group depends on it); ``KEYS_STAY``: a change that moves no
-    key (compaction, clean, a schema change)."""
+    of ``count`` file groups (a key's group depends on it), and in the secondary indexes beside it
+    (``secondary``: their log files; ``secondary_partitions``: the indexes it added entries to);
+    ``KEYS_STAY``: a change that moves no key and changes no value (compaction, clean, a schema
+    change)."""
 
     stats: tuple[WriteStat, ...] = ()
     count: int | None = None
+    secondary: tuple[WriteStat, ...] = ()
+    secondary_partitions: frozenset[str] = frozenset()
 
 
 KEYS_STAY = IndexWrites()
@@ -208,6 +212,9 @@ class RecordIndex:
             raise FormatError(f"the record index of {mdt.data_storage.base_uri} is not file groups "
                               f"{file_group_id(0)}, {file_group_id(1)}, ... on its timeline")
         self.slices = [s.readable(valid) for s in slices.values()]
+        #: The secondary indexes (``index.secondary_index``) a write adds the entries of its rows
+        #: to: they live beside the record index; the write sets them.
+        self.secondary: list = []
 
     @classmethod
     def of(cls, table: HudiTable) -> RecordIndex:
@@ -245,11 +252,18 @@ class RecordIndex:
 
     def recorded(self, stats_rows: list[dict]) -> tuple[list[dict], IndexWrites]:
         """Split a write's collected stats rows into its data files' and what it recorded here."""
+        secondary = {si.partition for si in self.secondary}
+
         def is_log(row: dict) -> bool:
             return row["partition_path"] == RECORD_INDEX_PARTITION and row["file_id"].startswith(FILE_GROUP_PREFIX)
 
+        def is_secondary_log(row: dict) -> bool:
+            return row["partition_path"] in secondary and row["file_id"].startswith(row["partition_path"].replace("_", "-"))
+
         logs = tuple(WriteStat.from_row(r) for r in stats_rows if is_log(r))
-        return [r for r in stats_rows if not is_log(r)], IndexWrites(logs, self.count)
+        entries = tuple(WriteStat.from_row(r) for r in stats_rows if is_secondary_log(r))
+        rows = [r for r in stats_rows if not is_log(r) and not is_secondary_log(r)]
+        return rows, IndexWrites(logs, self.count, entries, frozenset(secondary))
 
 
 def _lookup(storage: Storage, s: MetadataSlice, keys: Iterable[str]) -> dict[str, RecordLocation]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from datetime import date
 from typing import Protocol
 
 import sqlglot
@@ -28,7 +29,7 @@ from sqlglot import exp
 from hudiql.catalog import Catalog, View
 from hudiql.config import registry
 from hudiql.errors import HudiqlError, SqlError, TableNotFoundError, spark_message
-from hudiql.index import record_index
+from hudiql.index import record_index, secondary_index
 from hudiql.config.settings import Settings
 from hudiql.read import data_skipping
 from hudiql.read.incremental import LATEST_STATE, ChangeRange, change_range, changes
@@ -333,20 +334,41 @@ def _ranged_file_groups(spark: SparkSession, table: HudiTable, files: FileSystem
 
 def key_file_groups(table: HudiTable, condition: exp.Expression, qualifiers: set[str],
                     unqualified_ok: bool) -> set[tuple[str, str]] | None:
-    """The file groups (partition path, file id) that hold the rows whose record key a conjunct of
-    ``condition`` pins to literals (``id = 17``, ``id IN (1, 2)``), found in the table's record
-    index on the driver; ``None``: any file group (no record index, or no such conjunct).
+    """The file groups (partition path, file id) that hold the rows a conjunct of ``condition``
+    pins to literals: by record key (``id = 17``, ``id IN (1, 2)``), or by a column with a
+    secondary index (``merchant = 'Acme'``), whose keys it finds there; found in the table's
+    record index on the driver. ``None``: any file group (no record index, or no such conjunct).
 
-    A single-field key of a string or integer column only: its record key is the value's text.
+    A key of a single-field string or integer column: its record key is the value's text.
     """
-    fields = table.keygen.record_key_fields
-    if not record_index.usable(table) or len(fields) != 1 or table.keygen.prefixes_single_field:
-        return None
-    dtype = table.schema[fields[0]].dataType
-    is_text = isinstance(dtype, T.StringType)
-    if not is_text and not isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+    if not record_index.usable(table):
         return None
     keys: set[str] | None = None
+    fields = table.keygen.record_key_fields
+    if len(fields) == 1 and not table.keygen.prefixes_single_field:
+        dtype = table.schema[fields[0]].dataType
+        if isinstance(dtype, (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+            keys = _pinned(condition, fields[0], dtype, qualifiers, unqualified_ok)
+    try:
+        for index in secondary_index.indexes(table) if table.config.metadata_partitions else ():
+            values = _pinned(condition, index.column, table.schema[index.column].dataType, qualifiers, unqualified_ok)
+            if values is not None:
+                found = secondary_index.record_keys(table, index, sorted(values))
+                keys = found if keys is None else keys & found
+        if keys is None:
+            return None
+        located = record_index.RecordIndex.of(table).locate(sorted(keys))
+    except (HudiqlError, OSError) as exc:
+        record_index.unreadable(table, exc)
+        return None
+    return {(loc.partition, loc.file_id) for loc in located.values()}
+
+
+def _pinned(condition: exp.Expression, name: str, dtype: T.DataType, qualifiers: set[str],
+            unqualified_ok: bool) -> set[str] | None:
+    """The texts of the values the conjuncts of ``condition`` allow column ``name`` (of ``dtype``)
+    to equal (``c = v``, ``c IN (...)``); None when none pins it to literals of its own type."""
+    pinned: set[str] | None = None
     for conjunct in conjuncts(condition):
         if isinstance(conjunct, exp.EQ):
             column, values = conjunct.this, [conjunct.expression]
@@ -356,30 +378,31 @@ def key_file_groups(table: HudiTable, condition: exp.Expression, qualifiers: set
             column, values = conjunct.this, conjunct.expressions
         else:
             continue
-        if not (isinstance(column, exp.Column) and column.name.lower() == fields[0].lower()
+        if not (isinstance(column, exp.Column) and column.name.lower() == name.lower()
                 and (column.table.lower() in qualifiers if column.table else unqualified_ok)):
             continue
-        texts = {_key_text(v, is_text) for v in values}
+        texts = {_literal_text(v, dtype) for v in values}
         if None not in texts:
-            keys = texts if keys is None else keys & texts
-    if keys is None:
-        return None
-    try:
-        located = record_index.RecordIndex.of(table).locate(sorted(keys))
-    except (HudiqlError, OSError) as exc:
-        record_index.unreadable(table, exc)
-        return None
-    return {(loc.partition, loc.file_id) for loc in located.values()}
+            pinned = texts if pinned is None else pinned & texts
+    return pinned
 
 
-def _key_text(value: exp.Expression, is_text: bool) -> str | None:
-    """The record key a literal compares equal to (a string for a string column, an integer for an
-    integer column); ``None`` for anything Spark would compare by a cast."""
-    if not isinstance(value, exp.Literal) or value.is_string != is_text:
-        return None
-    if is_text:
-        return value.name
-    return value.name if value.name.isdigit() else None
+def _literal_text(value: exp.Expression, dtype: T.DataType) -> str | None:
+    """The text of the value a literal compares equal to in a column of ``dtype`` (a string for a
+    string column, an integer for an integer one, ``DATE '...'`` for a date one: as a record key
+    and a secondary index hold it); ``None`` for anything Spark would compare by a cast."""
+    if isinstance(dtype, T.StringType):
+        return value.name if isinstance(value, exp.Literal) and value.is_string else None
+    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return value.name if isinstance(value, exp.Literal) and not value.is_string and value.name.isdigit() else None
+    if isinstance(dtype, T.DateType) and isinstance(value, exp.Cast) and value.to.is_type("date"):
+        literal = value.this
+        if isinstance(literal, exp.Literal) and literal.is_string:
+            try:
+                return secondary_index.value_text(date.fromisoformat(literal.name), dtype)
+            except ValueError:
+                return None
+    return None
 
 
 def partition_filter(

@@ -53,6 +53,12 @@ _TRUNCATE_RE = re.compile(rf"^TRUNCATE\s+TABLE\s+{_NAME}(?:\s+(?P<spec>{_SPEC}))
 _DROP_PARTITION_RE = re.compile(
     rf"^ALTER\s+TABLE\s+{_NAME}\s+DROP\s+(?P<exists>IF\s+EXISTS\s+)?(?P<specs>{_SPEC})(?P<purge>\s+PURGE)?\s*$", re.I | re.S
 )
+_CREATE_INDEX_RE = re.compile(
+    rf"^CREATE\s+INDEX\s+(?P<exists>IF\s+NOT\s+EXISTS\s+)?`?(?P<name>\w+)`?\s+ON\s+(?:TABLE\s+)?{_NAME}\s*"
+    r"(?:USING\s+(?P<type>\w+)\s*)?\((?P<columns>[^)]*)\)\s*(?:OPTIONS\s*\((?P<options>.*)\))?\s*$", re.I | re.S)
+_DROP_INDEX_RE = re.compile(rf"^DROP\s+INDEX\s+(?P<exists>IF\s+EXISTS\s+)?`?(?P<name>\w+)`?\s+ON\s+(?:TABLE\s+)?{_NAME}\s*$",
+                            re.I | re.S)
+_SHOW_INDEXES_RE = re.compile(rf"^SHOW\s+INDEX(?:ES)?\s+(?:FROM|IN)\s+(?:TABLE\s+)?{_NAME}\s*$", re.I)
 _EXPLAIN_RE = re.compile(r"^EXPLAIN(?:\s+(?P<mode>EXTENDED|FORMATTED|CODEGEN|COST|SIMPLE))?\s+(?P<query>.+)$", re.I | re.S)
 _UNSET_RE = re.compile(rf"^ALTER\s+TABLE\s+{_NAME}\s+UNSET\s+TBLPROPERTIES\s*(?P<exists>IF\s+EXISTS\s*)?\((?P<keys>[^)]*)\)\s*$", re.I | re.S)
 
@@ -274,9 +280,18 @@ def _parse_command(text: str) -> S.Statement | None:
             raise SqlError("DROP PARTITION ... PURGE is not supported: a dropped partition's files stay until "
                            "the table is cleaned; drop it without PURGE")
         return S.DropPartitions(table_name_text(m["table"]), _partition_specs(m["specs"]), bool(m["exists"]))
+    if m := _CREATE_INDEX_RE.match(stripped):
+        columns = [c.strip().strip("`") for c in m["columns"].split(",") if c.strip()]
+        options = _option_pairs(m["options"]) if m["options"] else {}
+        return S.CreateIndex(m["name"], table_name_text(m["table"]), columns, m["type"], bool(m["exists"]), options)
+    if m := _DROP_INDEX_RE.match(stripped):
+        return S.DropIndex(m["name"], table_name_text(m["table"]), bool(m["exists"]))
+    if m := _SHOW_INDEXES_RE.match(stripped):
+        return S.ShowIndexes(table_name_text(m["table"]))
     if stripped.upper().startswith("SHOW"):
         raise SqlError(
-            "SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t and CREATE TABLE t"
+            "SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t, INDEXES FROM t and "
+            "CREATE TABLE t"
         )
     if m := _EXPLAIN_RE.match(stripped):
         return _explain(m["query"], (m["mode"] or "simple").lower())
@@ -413,6 +428,8 @@ def _parse_with_sqlglot(text: str) -> S.Statement:
     if isinstance(tree, exp.Drop):
         kind = (tree.args.get("kind") or "").upper()
         if kind not in ("TABLE", "VIEW"):
+            if kind == "INDEX":
+                raise SqlError("DROP INDEX names the index and its table: DROP INDEX [IF EXISTS] name ON t")
             raise SqlError(f"DROP {kind} is not supported; use DROP TABLE or DROP VIEW")
         targets = tree.args.get("tables") or [tree.this]
         if len(targets) != 1:
@@ -496,6 +513,8 @@ def _create(tree: exp.Create, text: str) -> S.Statement:
         return S.CreateDatabase(check_name("database", name or ""), bool(tree.args.get("exists")))
     if kind == "VIEW":
         return _create_view(tree, text)
+    if kind == "INDEX":
+        raise SqlError("CREATE INDEX takes a name, a table and a column: CREATE INDEX name ON t [USING secondary_index] (column)")
     if kind != "TABLE":
         raise SqlError(f"CREATE {kind} is not supported; use CREATE TABLE, CREATE VIEW or CREATE DATABASE")
     if tree.args.get("replace"):
@@ -633,6 +652,21 @@ def _property_pairs(props: list[exp.Expression]) -> dict[str, str]:
             raise SqlError(f"unsupported table clause: {prop.sql(DIALECT)}; options are given as TBLPROPERTIES ('key' = 'value')")
         out[key] = value.name if isinstance(value, (exp.Literal, exp.Var, exp.Identifier)) else value.sql(DIALECT)
     return out
+
+
+_OPTION_RE = re.compile(r"""\s*[`'"]?(?P<key>[\w.]+)[`'"]?\s*=\s*'(?P<value>[^']*)'\s*(?:,|$)""")
+
+
+def _option_pairs(text: str) -> dict[str, str]:
+    """``key = 'value', ...`` of an OPTIONS clause."""
+    pairs, pos = {}, 0
+    while pos < len(text.strip()):
+        m = _OPTION_RE.match(text, pos)
+        if m is None:
+            raise SqlError(f"OPTIONS ({text}) is not valid; give OPTIONS (key = 'value', ...)")
+        pairs[m["key"]] = m["value"]
+        pos = m.end()
+    return pairs
 
 
 def _values_query(values: exp.Values) -> exp.Query:

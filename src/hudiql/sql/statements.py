@@ -150,6 +150,31 @@ class DropPartitions(Statement):
 
 
 @dataclass
+class CreateIndex(Statement):
+    """``CREATE INDEX [IF NOT EXISTS] name ON [TABLE] t [USING type] (column, ...) [OPTIONS (...)]``,
+    Hudi's grammar."""
+
+    name: str
+    table: TableName
+    columns: list[str]
+    index_type: str | None = None  # None: a secondary index, as Hudi defaults it
+    if_not_exists: bool = False
+    options: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class DropIndex(Statement):
+    name: str
+    table: TableName
+    if_exists: bool = False
+
+
+@dataclass
+class ShowIndexes(Statement):
+    table: TableName
+
+
+@dataclass
 class Explain(Statement):
     """``EXPLAIN [EXTENDED | FORMATTED | ...] query``: the Spark plan of the query hudiql runs."""
 

@@ -14,8 +14,9 @@ from hudiql.errors import FormatError, HudiqlError, WriteConflictError, warn
 from hudiql.index.record_index import IndexWrites
 from hudiql.metadata.record_index import RECORD_INDEX_PARTITION
 from hudiql.metadata.records import FILES_PARTITION
-from hudiql.index import column_stats, record_index
+from hudiql.index import column_stats, record_index, secondary_index
 from hudiql.metadata.column_stats import COLUMN_STATS_PARTITION
+from hudiql.metadata.secondary_index import PARTITION_PREFIX
 from hudiql.table.metadata_table import (
     FileChanges,
     MetadataSlice,
@@ -52,8 +53,14 @@ def ranged_columns(table: HudiTable) -> tuple[str, ...]:
 
 
 def kept_partitions(table: HudiTable) -> set[str]:
-    return {FILES_PARTITION, *([RECORD_INDEX_PARTITION] if keeps_record_index(table) else []),
-            *([COLUMN_STATS_PARTITION] if keeps_column_stats(table) else [])}
+    """The metadata table partitions the table's writes keep: ``files``, the indexes they ask for,
+    and the secondary indexes it has, beside a record index they keep."""
+    kept = {FILES_PARTITION}
+    if keeps_record_index(table):
+        kept |= {RECORD_INDEX_PARTITION, *(p for p in table.config.metadata_partitions if p.startswith(PARTITION_PREFIX))}
+    if keeps_column_stats(table):
+        kept.add(COLUMN_STATS_PARTITION)
+    return kept
 
 
 @contextmanager
@@ -71,11 +78,17 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
         yield
         return
     mdt, config = open_for_write(table.storage, kept_partitions(table))
+    secondary = {p for p in config.metadata_partitions if p.startswith(PARTITION_PREFIX)}
     if RECORD_INDEX_PARTITION in config.metadata_partitions:
-        if index_writes is None:
+        if index_writes is None:  # the secondary indexes go with it: they find rows through it
+            for partition in sorted(secondary):
+                config = secondary_index.drop(table, partition[len(PARTITION_PREFIX):])
             config = remove_partition(table.storage, RECORD_INDEX_PARTITION)
         elif index_writes.count not in (None, len(mdt.latest_slices(RECORD_INDEX_PARTITION))):
             raise WriteConflictError(f"the record index of table {table.config.name} was rebuilt while the write "
+                                     "ran; run the statement again")
+        elif index_writes.count is not None and index_writes.secondary_partitions != secondary:
+            raise WriteConflictError(f"an index of table {table.config.name} was created or dropped while the write "
                                      "ran; run the statement again")
     table.config.props = dict(config.props)  # the statement's snapshots share this config
     try:
@@ -86,7 +99,8 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
     entries = {}
     if COLUMN_STATS_PARTITION in config.metadata_partitions:
         entries[COLUMN_STATS_PARTITION] = column_stats.change_entries(table, mdt, changes.ranges, changes.deleted)
-    mdt.commit(instant_time, changes, index_writes.stats if kept_index and index_writes else (), entries)
+    written = (*index_writes.stats, *index_writes.secondary) if kept_index and index_writes else ()
+    mdt.commit(instant_time, changes, written, entries)
     try:
         yield
     except BaseException:
@@ -103,9 +117,12 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
 
 def _compact_groups(table: HudiTable, mdt: MetadataTable, compaction_time: str,
                     slices: list[MetadataSlice]) -> list[WriteStat]:
-    """The index file groups compacted: the record index's in Spark tasks (``index.record_index``),
+    """The index file groups compacted: the record index's and secondary indexes' in Spark tasks,
     the column stats' on the driver (``index.column_stats``)."""
+    spark, uri = SparkSession.active(), mdt.storage.base_uri
     keyed = [s for s in slices if s.partition == RECORD_INDEX_PARTITION]
+    valued = [s for s in slices if s.partition.startswith(PARTITION_PREFIX)]
     ranged = [s for s in slices if s.partition == COLUMN_STATS_PARTITION]
-    stats = record_index.compact(SparkSession.active(), mdt.storage.base_uri, keyed, compaction_time) if keyed else []
+    stats = record_index.compact(spark, uri, keyed, compaction_time) if keyed else []
+    stats += secondary_index.compact(spark, uri, valued, compaction_time) if valued else []
     return stats + column_stats.compact(table, mdt, ranged, compaction_time)

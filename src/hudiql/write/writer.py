@@ -43,6 +43,7 @@ from hudiql.config.index_config import IndexConfig
 from hudiql.errors import SqlError
 from hudiql.formats.log_file import wrapper_for
 from hudiql.index import record_index as RI
+from hudiql.index import secondary_index
 from hudiql.index.record_index import KEYS_STAY, IndexWrites, RecordIndex
 from hudiql.layout import (
     PARTITION_METADATA_FILE,
@@ -326,9 +327,12 @@ def _commit(
 
 def _record_index(table: HudiTable, records_keys: bool) -> RecordIndex | None:
     """The record index a write records its keys in: the table's, when the write keeps it and
-    ``records_keys`` (a write that replaces file groups does not: the index then goes)."""
+    ``records_keys`` (a write that replaces file groups does not: the index then goes), with the
+    secondary indexes it adds its rows' entries to."""
     if records_keys and RI.usable(table) and RI.wanted(table):
-        return RecordIndex.of(table)
+        record = RecordIndex.of(table)
+        record.secondary = secondary_index.indexes(table, record.mdt)
+        return record
     return None
 
 
@@ -480,6 +484,12 @@ def _write_tagged(
         stats.append(by_file_group(to_merge).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA))
     if record is not None:  # its logs are written in the same Spark job as the data files
         stats.append(record.change_logs(_key_changes(updates, inserts, merge_rule), instant_time))
+        written = updates.where(~_deletes(updates))
+        written = written.unionByName(inserts, allowMissingColumns=True) if inserts is not None else written
+        for index in record.secondary:
+            rows = written.select(RECORD_KEY, F.col(f"`{index.column}`"))
+            stats.append(index.change_logs(rows, table.schema[index.column].dataType, record.mdt.storage.base_uri,
+                                           instant_time))
     rows = [r.asDict() for r in reduce(DataFrame.union, stats).collect()] if stats else []
     return record.recorded(rows) if record is not None else (rows, None)
 
