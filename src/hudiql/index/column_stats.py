@@ -221,9 +221,9 @@ def _slice_ranges(storage: Storage, s: MetadataSlice, known: dict[str, ValueKind
             older = merged_ranges.get(key.decode())
             merged_ranges[key.decode()] = merged(older, r) if older else r
 
-    with storage.open_input_file(s.path(s.base_file)) as f:
-        base = hfile.HFile(hfile.RangedFile(f, f.size()), storage.uri(s.path(s.base_file)))
-        merge(base, (base.file_info.get("schema") or SCHEMA_JSON.encode()).decode())
+    with s.base(storage) as base:
+        if base is not None:
+            merge(base, (base.file_info.get("schema") or SCHEMA_JSON.encode()).decode())
     for name in s.log_files:
         uri = storage.uri(s.path(name))
         for block in L.read_blocks(storage.read(s.path(name)), uri, (L.HFILE_DATA,)):

@@ -19,9 +19,10 @@ from hudiql.timeline.commit import WriteStat
 
 #: The column of an index's frames that names each row's index file group.
 GROUP = "__index_group"
-#: A slice's live entries merged, for a new base file of the given name: (base file content,
-#: [(log URI, log content)], base file URI, new base file name) -> sorted (key, value) pairs.
-SliceMerge = Callable[[bytes, list[tuple[str, bytes]], str, str], list[tuple[bytes, bytes]]]
+#: A slice's live entries merged, for a new base file of the given name: (base file content, None
+#: for a group without one; [(log URI, log content)], base file URI, new base file name) -> sorted
+#: (key, value) pairs.
+SliceMerge = Callable[[bytes | None, list[tuple[str, bytes]], str, str], list[tuple[bytes, bytes]]]
 
 
 def by_group(frame: DataFrame, count: int) -> DataFrame:
@@ -70,13 +71,14 @@ class _GroupCompaction:
         token = write_token(int(s.file_id.rsplit("-", 2)[1]), 0, 0)  # the group's number
         name = base_file_name(s.file_id, token, self.compaction_time, HFILE_EXTENSION)
         path = s.path(name)
-        if not s.log_files:
+        if not s.log_files and s.base_file:
             storage.copy(s.path(s.base_file), path)
             size = storage.size(path)
             return WriteStat(s.file_id, s.partition, path, prev_commit=s.base_instant, total_write_bytes=size,
                              file_size_in_bytes=size, base_file=name)
         logs = [(storage.uri(s.path(n)), storage.read(s.path(n))) for n in s.log_files]
-        entries = self.merge(storage.read(s.path(s.base_file)), logs, storage.uri(s.path(s.base_file)), name)
+        base = storage.read(s.path(s.base_file)) if s.base_file else None
+        entries = self.merge(base, logs, storage.uri(s.path(s.base_file)), name)
         content = write_hfile(entries, file_info=base_info([entries[0][0], entries[-1][0]] if entries else []))
         storage.write(path, content)
         return WriteStat(s.file_id, s.partition, path, prev_commit=s.base_instant, num_writes=len(entries),

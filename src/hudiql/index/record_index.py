@@ -270,6 +270,8 @@ def _lookup(storage: Storage, s: MetadataSlice, keys: Iterable[str]) -> dict[str
     """Look ``keys`` up in slice ``s``: its logs read whole (one write's changes each), its base
     HFile by ranges (the blocks that may hold the keys)."""
     logs = [(storage.uri(s.path(n)), storage.read(s.path(n))) for n in s.log_files]
+    if not s.base_file:
+        return RecordIndexSlice(None, logs, storage.uri(s.path(""))).lookup(keys)
     with storage.open_input_file(s.path(s.base_file)) as f:
         return RecordIndexSlice(RangedFile(f, f.size()), logs, storage.uri(s.path(s.base_file))).lookup(keys)
 
@@ -297,5 +299,6 @@ def compact(spark: SparkSession, mdt_uri: str, slices: list[MetadataSlice], comp
     return groups.compact(spark, mdt_uri, slices, compaction_time, _merged_entries)
 
 
-def _merged_entries(base: bytes, logs: list[tuple[str, bytes]], base_uri: str, name: str) -> list[tuple[bytes, bytes]]:
+def _merged_entries(base: bytes | None, logs: list[tuple[str, bytes]], base_uri: str,
+                    name: str) -> list[tuple[bytes, bytes]]:
     return list(RecordIndexSlice(base, logs, base_uri).entries(name))

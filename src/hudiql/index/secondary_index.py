@@ -131,8 +131,8 @@ def indexes(table: HudiTable, mdt: MetadataTable | None = None) -> list[Secondar
             raise HudiqlError(f"the secondary index {partition} of table {table.config.name} has no definition of one "
                               f"column in the table's index definitions ({INDEX_DEFS_PATH}); DROP INDEX "
                               f"{partition[len(PARTITION_PREFIX):]} ON {table.config.name} and create it again")
-        out.append(SecondaryIndex(partition[len(PARTITION_PREFIX):], fields[0], len(mdt.latest_slices(partition)),
-                                  table.config.version))
+        out.append(SecondaryIndex(partition[len(PARTITION_PREFIX):], fields[0],
+                                  len(mdt.listed_file_groups(partition)), table.config.version))
     return out
 
 
@@ -235,9 +235,10 @@ def _live(data: hfile.HFile, schema: str, prefix: bytes | None, merged: dict[byt
         merged[key] = not (info or {}).get("isDeleted", False)
 
 
-def _merge_slice(base: hfile.HFile, logs: list[tuple[str, bytes]], prefix: bytes | None) -> dict[bytes, bool]:
+def _merge_slice(base: hfile.HFile | None, logs: list[tuple[str, bytes]], prefix: bytes | None) -> dict[bytes, bool]:
     merged: dict[bytes, bool] = {}
-    _live(base, (base.file_info.get("schema") or SCHEMA_JSON.encode()).decode(), prefix, merged)
+    if base is not None:
+        _live(base, (base.file_info.get("schema") or SCHEMA_JSON.encode()).decode(), prefix, merged)
     for uri, content in logs:
         for block in L.read_blocks(content, uri, (L.HFILE_DATA,)):
             if block.block_type == L.HFILE_DATA:
@@ -245,9 +246,10 @@ def _merge_slice(base: hfile.HFile, logs: list[tuple[str, bytes]], prefix: bytes
     return merged
 
 
-def _merged_entries(base: bytes, logs: list[tuple[str, bytes]], base_uri: str, name: str) -> list[tuple[bytes, bytes]]:
+def _merged_entries(base: bytes | None, logs: list[tuple[str, bytes]], base_uri: str,
+                    name: str) -> list[tuple[bytes, bytes]]:
     """A group's live entries, for its new base file ``name`` (``index.groups.compact``)."""
-    merged = _merge_slice(hfile.HFile(base, base_uri), logs, None)
+    merged = _merge_slice(hfile.HFile(base, base_uri) if base is not None else None, logs, None)
     return [(key, encode_entry(False, name)) for key in sorted(k for k, live in merged.items() if live)]
 
 
@@ -261,15 +263,19 @@ def record_keys(table: HudiTable, index: SecondaryIndex, values: list[str | None
     driver, reading the blocks of each value's file group that may hold its entries."""
     mdt = MetadataTable.load(table.storage)
     valid = valid_instants(table.timeline)
-    slices = [s.readable(valid) for s in mdt.latest_slices(index.partition).values()]
+    slices = {s.file_id: s.readable(valid) for s in mdt.latest_slices(index.partition).values()}
     keys: set[str] = set()
     for value in values:
         prefix = value_prefix(value)
-        s = slices[group_of(prefix, len(slices), index.version)]
-        storage = mdt.storage
-        logs = [(storage.uri(s.path(n)), storage.read(s.path(n))) for n in s.log_files]
-        with storage.open_input_file(s.path(s.base_file)) as f:
-            base = hfile.HFile(hfile.RangedFile(f, f.size()), storage.uri(s.path(s.base_file)))
-            merged = _merge_slice(base, logs, prefix.encode())
-        keys.update(parse_key(k.decode())[1] for k, live in merged.items() if live)
+        # V2 keeps a value's entries in one group; V1 spreads them by record key.
+        groups_of_value = [group_of(prefix, index.count, index.version)] if index.version >= 9 else range(index.count)
+        for group in groups_of_value:
+            s = slices.get(file_group_id(index.partition, group))
+            if s is None:  # a group built empty, unchanged since
+                continue
+            storage = mdt.storage
+            logs = [(storage.uri(s.path(n)), storage.read(s.path(n))) for n in s.log_files]
+            with s.base(storage) as base:
+                merged = _merge_slice(base, logs, prefix.encode())
+            keys.update(parse_key(k.decode())[1] for k, live in merged.items() if live)
     return keys

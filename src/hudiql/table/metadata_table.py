@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from hudiql.config import registry
@@ -189,6 +190,16 @@ class MetadataSlice:
     def path(self, name: str) -> str:
         return join_partition(self.partition, name)
 
+    @contextmanager
+    def base(self, storage: Storage) -> Iterator[hfile.HFile | None]:
+        """The slice's base HFile, read by ranges while open (None for a group without one)."""
+        if not self.base_file:
+            yield None
+            return
+        path = self.path(self.base_file)
+        with storage.open_input_file(path) as f:
+            yield hfile.HFile(hfile.RangedFile(f, f.size()), storage.uri(path))
+
     def readable(self, valid: Callable[[str], bool]) -> MetadataSlice:
         """This slice without the logs of data instants that did not complete (``valid_instants``)."""
         logs = tuple(n for n in self.log_files if valid(parse_data_file_name(n).instant_time))
@@ -331,7 +342,17 @@ class MetadataTable:
                    if log_group == file_id and (instant.completion_time or instant.timestamp) >= source.timestamp]
             slices[file_id] = MetadataSlice(partition, file_id, source.timestamp, base,
                                             tuple(sorted(own, key=_log_order)), source.file_name)
-        return slices
+        # A group Hudi built empty has no base file, only logs (its first one unlisted on the timeline).
+        for file_id in sorted({g for _, _, g in logs} - set(bases)):
+            own = tuple(sorted((name for _, name, g in logs if g == file_id), key=_log_order))
+            slices[file_id] = MetadataSlice(partition, file_id, INIT_INSTANT, "", own, "")
+        return dict(sorted(slices.items()))
+
+    def listed_file_groups(self, partition: str) -> set[str]:
+        """The file ids of ``partition``'s files on storage: a listing, for the groups Hudi built
+        empty (their only file, a log, is not on the timeline)."""
+        found = (parse_data_file_name(info.name) for info in self.storage.list(partition))
+        return {parsed.file_id for parsed in found if parsed is not None}
 
     def files_slice(self) -> MetadataSlice:
         """The latest slice of the ``files`` partition."""
