@@ -164,6 +164,7 @@ RECORD_INDEX = "RECORD_INDEX"
 OPTIMISTIC = "OPTIMISTIC_CONCURRENCY_CONTROL"
 SINGLE_WRITER = "SINGLE_WRITER"
 FILE_SYSTEM_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+IN_PROCESS_LOCK = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
 KEEP_LATEST_BY_HOURS = "KEEP_LATEST_BY_HOURS"
@@ -433,9 +434,12 @@ _KEY_LIST: list[Key] = [
                             "back the instant of a writer that is still running",
                    "never": "hudiql rolls back a failed write once its heartbeat expired (LAZY); NEVER would leave "
                             "its files on storage for ever"}),
-    _enum(LOCK_PROVIDER, BOTH, (FILE_SYSTEM_LOCK, FILE_SYSTEM_LOCK.rsplit(".", 1)[1]), FILE_SYSTEM_LOCK, alterable=True,
+    _enum(LOCK_PROVIDER, BOTH, (FILE_SYSTEM_LOCK, FILE_SYSTEM_LOCK.rsplit(".", 1)[1], IN_PROCESS_LOCK,
+                                IN_PROCESS_LOCK.rsplit(".", 1)[1]), FILE_SYSTEM_LOCK, alterable=True,
           otherwise="hudiql locks a table with a file created atomically in its .hoodie folder "
-                    "(FileSystemBasedLockProvider); remove the option"),
+                    "(FileSystemBasedLockProvider); remove the option",
+          doc="InProcessLockProvider is kept by the same lock file, which serializes a process's writers "
+              "and other processes' too"),
     Key(LOCK_WAIT_MS, BOTH, INT, "60000", minimum=1, unit=" of milliseconds", alterable=True,
         doc="how long a commit waits for the table lock"),
     Key(LOCK_RETRY_WAIT_MS, BOTH, INT, "50", minimum=1, unit=" of milliseconds", alterable=True,
