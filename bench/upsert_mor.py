@@ -5,7 +5,7 @@ Usage:
     python bench/upsert_mor.py [--sizes 2000000,20000000 | --rows N] [--rounds 10] [--partitions 20]
                                [--workdir DIR] [--warmup 1] [--read-repeats 2] [--hudiql-ref HEAD]
                                [--profile] [--json FILE] [--storage local | s3]
-                               [--table-version 6|8|9] [--metadata true|false]
+                               [--table-version 6|8|9] [--metadata true|false] [--column-stats]
 
 What it measures, per table size (all on one local[2] SparkSession, same data for every system):
 
@@ -79,11 +79,13 @@ def index_props(index: str, buckets: int) -> list[str]:
     return []
 
 
-def version_props(version: str, metadata: str) -> list[str]:
-    """Table options for ``--table-version`` and ``--metadata`` (versions 8 and 9: the metadata table)."""
+def version_props(version: str, metadata: str, column_stats: bool = False) -> list[str]:
+    """Table options for ``--table-version``, ``--metadata`` and ``--column-stats`` (versions 8 and
+    9: the metadata table, and its column stats)."""
     if version == "6":
         return []
-    return [f"'hoodie.write.table.version'='{version}'", f"'hoodie.metadata.enable'='{metadata}'"]
+    stats = ["'hoodie.metadata.index.column.stats.enable'='true'"] if column_stats else []
+    return [f"'hoodie.write.table.version'='{version}'", f"'hoodie.metadata.enable'='{metadata}'", *stats]
 
 
 def ddl(name: str, mor: bool, extra: list[str]) -> str:
@@ -331,6 +333,8 @@ def parse_args(argv=None):
     p.add_argument("--table-version", default="6", choices=["6", "8", "9"], help="the hudiql tables' version")
     p.add_argument("--metadata", default="true", choices=["true", "false"],
                    help="hoodie.metadata.enable of the hudiql tables (versions 8 and 9: the metadata table)")
+    p.add_argument("--column-stats", action="store_true",
+                   help="the hudiql tables keep the metadata table's column stats (versions 8 and 9)")
     p.add_argument("--hudiql-ref", default=None,
                    help="benchmark hudiql as of this git ref (default: a snapshot of the working tree)")
     p.add_argument("--profile", action="store_true", help="Spark event log + driver timings of the MOR writes/reads")
@@ -411,7 +415,7 @@ def run_size(spark, args, rows: int, rounds: int, w: str, profile: Profile | Non
 
     # ---- initial load -------------------------------------------------------------------------
     base_rows(spark, rows, parts).createOrReplaceTempView("base_rows")
-    extra = index_props(args.index, args.buckets) + version_props(args.table_version, args.metadata)
+    extra = index_props(args.index, args.buckets) + version_props(args.table_version, args.metadata, args.column_stats)
     t_mor, _ = timed(lambda: hudi_load(spark, wh, "bench_mor", True, "base_rows", extra))
     t_cow = None
     if not args.no_cow and args.cow_copy:

@@ -78,7 +78,8 @@ REFUSED = [
      "statement 1 (line 1, column 1): ALTER TABLE supports SET / UNSET TBLPROPERTIES (...), ADD COLUMNS (...), "
      "ALTER COLUMN c TYPE t, RENAME TO and DROP PARTITION (...); columns cannot be dropped or renamed"),
     ("SHOW FUNCTIONS", SqlError,
-     "statement 1 (line 1, column 1): SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t and CREATE TABLE t"),
+     "statement 1 (line 1, column 1): SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t, "
+     "INDEXES FROM t and CREATE TABLE t"),
     ("EXPLAIN INSERT INTO t VALUES (3, 'c', 1, 'd1')", SqlError,
      "statement 1 (line 1, column 1): EXPLAIN shows the plan of a query; write EXPLAIN SELECT ..."),
     ("UPDATE t WHERE id = 1", SqlError, "statement 1 (line 1, column 1): UPDATE needs SET: UPDATE t SET column = value [WHERE ...]"),

@@ -194,7 +194,7 @@ def test_skipping_never_changes_an_answer(session):
     filters = st.recursive(atoms, lambda inner: st.builds(lambda a, op, b: f"({a} {op} {b})", inner,
                                                          st.sampled_from(["AND", "OR"]), inner), max_leaves=3)
 
-    @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
     @given(filters)
     def check(where):
         query = f"SELECT id, name, ts, dt FROM t WHERE {where}"

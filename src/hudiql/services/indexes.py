@@ -63,8 +63,9 @@ def create_index(spark: SparkSession, table: HudiTable, name: str, columns: list
 
 
 def _exists(table: HudiTable, name: str) -> bool:
-    return (partition_of(name) in table.config.metadata_partitions
-            or partition_of(name) in IndexDefinitions.load(table.storage, table.config).definitions)
+    """Whether the table's properties name the index (a definition left by a metadata table that
+    was rebuilt without it is not one: a build writes it anew)."""
+    return partition_of(name) in table.config.metadata_partitions
 
 
 def drop_index(table: HudiTable, name: str, if_exists: bool) -> bool:
