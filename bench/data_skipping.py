@@ -3,14 +3,16 @@
 
 Usage:
     python bench/data_skipping.py [--rows 5000000] [--batches 20] [--partitions 4] [--repeats 3]
-                                  [--workdir DIR] [--hudiql-ref HEAD] [--json FILE]
+                                  [--kind cow|mor] [--workdir DIR] [--hudiql-ref HEAD] [--json FILE]
 
 What it measures, in one process with one local[2] SparkSession: the benchmark's rows (``id``
 0..N-1 over ``--partitions`` partitions), loaded in ``--batches`` inserts whose ``id`` ranges do
 not overlap (each insert writes new files: ``hoodie.parquet.small.file.limit=0``), untimed, into
-two version 9 copy-on-write tables, one keeping the metadata table's column stats
+two version 9 tables of ``--kind``, one keeping the metadata table's column stats
 (``hoodie.metadata.index.column.stats.enable=true``) and one not, and into a plain parquet table
-(Spark SQL, the same batches appended). Then one warm-up and ``--repeats`` timed runs (medians) of
+(Spark SQL, the same batches appended). On merge-on-read an untimed ``UPDATE`` of one row in a
+thousand then gives every file group a log, so that a read merges every slice it does not skip.
+Then one warm-up and ``--repeats`` timed runs (medians) of
 
 * ``SELECT count(*), sum(value) FROM t WHERE id BETWEEN a AND b`` (one batch's ids: one file per
   partition of the many),
@@ -41,6 +43,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batches", type=int, default=20)
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--kind", choices=["cow", "mor"], default="cow")
     p.add_argument("--workdir", default=None)
     p.add_argument("--hudiql-ref", default=None)
     p.add_argument("--json", default=None)
@@ -54,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     hudiql, _ = snapshot_hudiql(workdir, args.hudiql_ref)
     spark = spark_session("data-skipping", 2)
     session = hudiql.connect(warehouse=f"{workdir}/warehouse", spark=spark)
-    common = ["type='cow'", "'hoodie.write.table.version'='9'", "'hoodie.parquet.small.file.limit'='0'"]
+    common = [f"type='{args.kind}'", "'hoodie.compact.inline'='false'", "'hoodie.write.table.version'='9'", "'hoodie.parquet.small.file.limit'='0'"]
     session.sql(hudi_table_ddl("ranged", [*common, "'hoodie.metadata.index.column.stats.enable'='true'"]))
     session.sql(hudi_table_ddl("unranged", common))
     session.sql("SET hoodie.spark.sql.insert.into.operation=bulk_insert")
@@ -67,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("ranged", "unranged"):
             session.sql(f"INSERT INTO {name} SELECT id, name, value, ts, part FROM batch_rows").collect()
         part.write.mode("append").partitionBy("part").parquet(plain)
+    if args.kind == "mor":
+        session.sql("SET hoodie.spark.sql.insert.into.operation=upsert")
+        for name in ("ranged", "unranged"):
+            session.sql(f"UPDATE {name} SET ts = 2 WHERE id % 1000 = 0").collect()
+        spark.read.parquet(plain).selectExpr("id", "name", "value", "IF(id % 1000 = 0, 2L, ts) AS ts", "part") \
+            .write.mode("overwrite").partitionBy("part").parquet(plain + "_updated")
+        plain += "_updated"
     spark.read.parquet(plain).createOrReplaceTempView("plain")
     print(f"loaded {args.rows:,} rows in {args.batches} inserts", flush=True)
     low = (args.batches // 2) * step
