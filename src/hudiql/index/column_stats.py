@@ -23,6 +23,7 @@ from hudiql.config.table_config import TableConfig
 from hudiql.errors import ColumnError
 from hudiql.formats import hfile
 from hudiql.formats import log_file as L
+from hudiql.index.groups import base_info, group_stat
 from hudiql.io.storage import Storage
 from hudiql.layout import HFILE_EXTENSION, base_file_name, join_partition, write_token
 from hudiql.metadata.column_stats import (
@@ -159,14 +160,10 @@ def build(spark: SparkSession, table: HudiTable, mdt: MetadataTable) -> TableCon
 
 def _write_base(storage: Storage, file_id: str, name: str, entries: Entries) -> WriteStat:
     entries = sorted(entries)
-    info = {"schema": SCHEMA_JSON.encode()}
-    if entries:
-        info.update(minRecordKey=entries[0][0], maxRecordKey=entries[-1][0])
-    content = hfile.write_hfile(entries, file_info=info)
+    content = hfile.write_hfile(entries, file_info=base_info([k for k, _ in entries[:1] + entries[-1:]]))
     path = join_partition(COLUMN_STATS_PARTITION, name)
     storage.write(path, content)
-    return WriteStat(file_id, COLUMN_STATS_PARTITION, path, num_writes=len(entries), num_inserts=len(entries),
-                     total_write_bytes=len(content), file_size_in_bytes=len(content), base_file=name)
+    return group_stat(COLUMN_STATS_PARTITION, file_id, path, len(content), len(entries), True, "")
 
 
 class _FileRanges:

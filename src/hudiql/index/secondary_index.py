@@ -12,13 +12,9 @@ holds the value, which the query's filter then reads in vain; it never misses a 
 
 from __future__ import annotations
 
-import io
-import json
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
-import fastavro
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -36,7 +32,7 @@ from hudiql.io.storage import Storage
 from hudiql.layout import HFILE_EXTENSION, base_file_name, join_partition, log_file_name, write_token
 from hudiql.metadata.index_definitions import IndexDefinitions
 from hudiql.metadata.record_index import log_blocks
-from hudiql.metadata.records import _PARSED, SCHEMA_JSON
+from hudiql.metadata.records import SCHEMA_JSON
 from hudiql.metadata.secondary_index import (
     INDEX_FUNCTION,
     INDEX_TYPE,
@@ -45,6 +41,7 @@ from hudiql.metadata.secondary_index import (
     encode_entry,
     file_group_id,
     group_of,
+    is_live,
     parse_key,
     partition_of,
     value_prefix,
@@ -222,17 +219,11 @@ class _EntryWriter:
         return group_stat(self.partition, file_id, path, len(content), len(keys), self.base, self.instant_time).as_row()
 
 
-@lru_cache(maxsize=16)
-def _reader(writer_schema: str) -> dict:
-    return fastavro.parse_schema(json.loads(writer_schema))
-
-
 def _live(data: hfile.HFile, schema: str, prefix: bytes | None, merged: dict[bytes, bool]) -> None:
     """Merge the entries of ``data`` (those beginning with ``prefix``, when given) over ``merged``
     (key -> whether present)."""
     for key, value in data.entries() if prefix is None else data.with_prefix(prefix):
-        info = fastavro.schemaless_reader(io.BytesIO(value), _reader(schema), _PARSED)["SecondaryIndexMetadata"]
-        merged[key] = not (info or {}).get("isDeleted", False)
+        merged[key] = is_live(value, schema)
 
 
 def _merge_slice(base: hfile.HFile | None, logs: list[tuple[str, bytes]], prefix: bytes | None) -> dict[bytes, bool]:

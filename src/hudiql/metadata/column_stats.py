@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import xxhash
 from pyspark.sql import types as T
 
-from hudiql.metadata.records import _NAMESPACE, _PARSED, partition_key
+from hudiql.metadata.records import _NAMESPACE, _PARSED, partition_key, read_datum
 
 #: The metadata table's partition of the column ranges of data files.
 COLUMN_STATS_PARTITION = "column_stats"
@@ -261,16 +261,11 @@ def encode_range(stats: ColumnRange, kind: ValueKind | None, version: int, base_
     return out.getvalue()
 
 
-@lru_cache(maxsize=16)
-def _reader_schema(writer_schema: str) -> dict:
-    return fastavro.parse_schema(json.loads(writer_schema))
-
-
 def decode_range(value: bytes, writer_schema: str, kinds: Mapping[str, ValueKind | None]) -> ColumnRange:
     """A range from its HFile value, min and max as stored for a column of the kind ``kinds`` gives
     it (a V2 decimal's unscaled bytes at its ``valueType`` scale; a V1 one's decimal(30,15)); the
     values of a column of another kind (its type changed since), or of none, are left unknown."""
-    stats = fastavro.schemaless_reader(io.BytesIO(value), _reader_schema(writer_schema), _PARSED)["ColumnStatsMetadata"]
+    stats = read_datum(value, writer_schema)["ColumnStatsMetadata"]
     kind = kinds.get(stats["columnName"] or "")
     value_type = stats.get("valueType")
     known = kind is not None and (value_type is None or value_type["typeOrdinal"] in (kind.ordinal, 1))

@@ -23,7 +23,6 @@ Example:
 from __future__ import annotations
 
 import io
-import json
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ import fastavro
 from hudiql.formats import hfile
 from hudiql.formats import log_file as L
 from hudiql.formats.hfile import write_hfile
-from hudiql.metadata.records import _PARSED, SCHEMA_JSON
+from hudiql.metadata.records import _PARSED, SCHEMA_JSON, read_datum
 
 #: The metadata table's partition of the record index.
 RECORD_INDEX_PARTITION = "record_index"
@@ -112,7 +111,7 @@ def encode_location(location: RecordLocation, file_name: str | None = None) -> b
 @lru_cache(maxsize=4096)
 def decode_location(value: bytes, writer_schema: str) -> RecordLocation:
     """The location an HFile value holds (values repeat: decoded once each)."""
-    info = fastavro.schemaless_reader(io.BytesIO(value), _schema(writer_schema), _PARSED)["recordIndexMetadata"]
+    info = read_datum(value, writer_schema)["recordIndexMetadata"]
     if info["fileIdEncoding"] == UUID_ENCODING:
         bits = (info["fileIdHighBits"] % (1 << 64)) << 64 | info["fileIdLowBits"] % (1 << 64)
         file_id = str(uuid.UUID(int=bits))
@@ -121,11 +120,6 @@ def decode_location(value: bytes, writer_schema: str) -> RecordLocation:
     else:
         file_id = info["fileId"]
     return RecordLocation(info["partitionName"] or "", file_id, _millis_instant(info["instantTime"]))
-
-
-@lru_cache(maxsize=16)
-def _schema(writer_schema: str) -> dict:
-    return fastavro.parse_schema(json.loads(writer_schema))
 
 
 def log_blocks(instant_time: str, upserts: list[tuple[bytes, bytes]], deletes: list[str]) -> bytes:

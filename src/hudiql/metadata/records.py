@@ -25,6 +25,7 @@ import io
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import fastavro
 
@@ -104,7 +105,6 @@ SCHEMA = {
 }
 SCHEMA_JSON = json.dumps(SCHEMA, separators=(",", ":"))
 _PARSED = fastavro.parse_schema(SCHEMA)
-_READERS: dict[str, dict] = {}
 
 
 @dataclass
@@ -176,9 +176,17 @@ def encode_value(record: FilesRecord, file_name: str | None = None) -> bytes:
 
 def decode_value(key: str, value: bytes, writer_schema: str) -> FilesRecord:
     """A ``files`` record from its HFile key and value, written with ``writer_schema`` (JSON)."""
-    schema = _READERS.get(writer_schema)
-    if schema is None:
-        schema = _READERS.setdefault(writer_schema, fastavro.parse_schema(json.loads(writer_schema)))
-    datum = fastavro.schemaless_reader(io.BytesIO(value), schema, _PARSED)
+    datum = read_datum(value, writer_schema)
     files = {name: (info["size"], info["isDeleted"]) for name, info in (datum["filesystemMetadata"] or {}).items()}
     return FilesRecord(key, datum["type"], files)
+
+
+def read_datum(value: bytes, writer_schema: str) -> dict:
+    """A ``HoodieMetadataRecord`` HFile value written with ``writer_schema`` (JSON; each file and
+    log block names its own), read as hudiql's (Hudi 1.1's) schema."""
+    return fastavro.schemaless_reader(io.BytesIO(value), _writer(writer_schema), _PARSED)
+
+
+@lru_cache(maxsize=16)
+def _writer(writer_schema: str) -> dict:
+    return fastavro.parse_schema(json.loads(writer_schema))

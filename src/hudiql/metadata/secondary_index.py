@@ -23,7 +23,7 @@ import io
 
 import fastavro
 
-from hudiql.metadata.records import _PARSED, file_group_index
+from hudiql.metadata.records import _PARSED, file_group_index, read_datum
 
 #: What the metadata table partition of an index named ``n`` is called: ``secondary_index_n``.
 PARTITION_PREFIX = "secondary_index_"
@@ -83,6 +83,11 @@ def group_of(key: str, count: int, version: int) -> int:
         _, record_key = parse_key(key)
         key = key[:len(key) - len(_escape(record_key))] if record_key else key
     return file_group_index(key, count)
+
+
+def is_live(value: bytes, writer_schema: str) -> bool:
+    """Whether an entry's HFile value keeps it (not a tombstone)."""
+    return not (read_datum(value, writer_schema)["SecondaryIndexMetadata"] or {}).get("isDeleted", False)
 
 
 def encode_entry(deleted: bool = False, base_file_name: str | None = None) -> bytes:
