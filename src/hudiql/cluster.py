@@ -33,7 +33,7 @@ from hudiql.errors import ExecutorSetupError
 _PREPARED: weakref.WeakSet[SparkContext] = weakref.WeakSet()
 
 #: What an executor's Python needs besides hudiql (hudiql's runtime dependencies), for the error.
-WORKER_DEPENDENCIES = "pyarrow, pandas, fastavro, sqlglot, jinja2, pyyaml"
+WORKER_DEPENDENCIES = "pyarrow, pandas, fastavro, xxhash, sqlglot, jinja2, pyyaml"
 
 
 def is_cluster_master(master: str) -> bool:
