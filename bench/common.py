@@ -176,6 +176,13 @@ def fmt(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:7.2f}s"
 
 
+def save_json(path: str | None, args: Any, results: dict) -> None:
+    """The run's arguments and results as JSON at ``path`` (``--json``), when given."""
+    if path:
+        with open(path, "w") as f:
+            json.dump({"args": vars(args), "results": results}, f, indent=2)
+
+
 def ratio(a: float | None, b: float | None) -> str:
     """``a / b`` for a table column ("-" when either is missing)."""
     return "-" if a is None or b is None or b == 0 else f"{a / b:5.2f}x"

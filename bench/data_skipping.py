@@ -26,13 +26,12 @@ package taken at start (``common.py``).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
 from typing import Any
 
-from common import base_rows, fmt, hudi_table_ddl, ratio, snapshot_hudiql, spark_session, timed
+from common import base_rows, fmt, hudi_table_ddl, ratio, save_json, snapshot_hudiql, spark_session, timed
 
 hudiql: Any = None
 
@@ -100,9 +99,7 @@ def main(argv: list[str] | None = None) -> int:
               f"({ratio(medians['ranged'], medians['plain'])})  without {fmt(medians['unranged'])} "
               f"({ratio(medians['unranged'], medians['plain'])})", flush=True)
         results[label] = medians
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": results}, f, indent=2)
+    save_json(args.json, args, results)
     return 0
 
 

@@ -24,13 +24,12 @@ is found). hudiql is imported from a snapshot of its package taken at start (``c
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
 from typing import Any
 
-from common import base_rows, fmt, hudi_table_ddl, ratio, snapshot_hudiql, spark_session, timed
+from common import base_rows, fmt, hudi_table_ddl, ratio, save_json, snapshot_hudiql, spark_session, timed
 
 hudiql: Any = None
 STATEMENTS = ("update", "delete", "lookup")
@@ -111,9 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{label:24s} {statement:7s} small {fmt(small)}  large {fmt(large)}  "
                       f"large/small {ratio(large, small)}", flush=True)
                 results[f"{label} {statement}"] = {"small": small, "large": large, "ratio": large / small}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "results": results}, f, indent=2)
+    save_json(args.json, args, results)
     return 0
 
 
