@@ -59,6 +59,11 @@ def instants(table: Path, suffix: str) -> list[str]:
     return sorted(n.split(".", 1)[0] for n in timeline(table) if n.split(".", 1)[1] == suffix)
 
 
+def damage(path: Path) -> None:
+    """Make a data file unreadable, keeping its size: only a read of it finds out."""
+    path.write_bytes(b"x" * path.stat().st_size)
+
+
 def unzip(zipped: Path, dest: Path) -> Path:
     """Unzip a table ``<name>.zip`` of ``tests/data/hudi-tables`` into ``dest`` (without macOS
     resource forks); returns the table folder ``dest/<name>``."""

@@ -528,7 +528,7 @@ class Session:
 
     def _run_CreateIndex(self, st: S.CreateIndex) -> Result:
         table = self.table(st.table)
-        built = create_index(self.spark, table, st.name, st.columns, st.index_type, st.if_not_exists)
+        built = create_index(self.spark, table, st.name, st.columns, st.index_type, st.if_not_exists, st.options)
         return self._message(f"created index {st.name} on {st.table}" if built else f"index {st.name} exists")
 
     def _run_DropIndex(self, st: S.DropIndex) -> Result:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import HUDI_TABLES, hudiql_rows, official_rows, unzip, versioned_table
+from conftest import HUDI_TABLES, damage, hudiql_rows, official_rows, unzip, versioned_table
 from hudiql.config.table_config import TableConfig
-from hudiql.errors import ColumnError, OptionError, SqlError
+from hudiql.errors import ColumnError, HudiqlError, OptionError, SqlError
 from hudiql.formats import hfile
 from hudiql.index import secondary_index
 from hudiql.io.storage import Storage
@@ -20,10 +20,6 @@ from hudiql.write import dml
 
 RECORD_INDEX = "'hoodie.metadata.record.index.enable'='true'"
 SAMPLE = HUDI_TABLES / "sample_table" / "cow" / "v9_txns_simple_meta.zip"
-
-
-def damage(path) -> None:
-    path.write_bytes(b"x" * path.stat().st_size)
 
 
 def test_hudis_secondary_index_files_place_entries_as_hudi_does(tmp_path):
@@ -122,13 +118,15 @@ def test_index_refusals(session):
         session.sql("CREATE INDEX i ON t (nope)")
     with pytest.raises(SqlError, match="hoodie.metadata.index.column.stats.enable=true"):
         session.sql("CREATE INDEX i ON t USING column_stats (name)")
+    with pytest.raises(SqlError, match=r"OPTIONS \(expr\) is not supported"):
+        session.sql("CREATE INDEX i ON t USING secondary_index (ts) OPTIONS (expr='from_unixtime')")
     with pytest.raises(SqlError, match="covers one column"):
         session.sql("CREATE INDEX i ON t (name, ts)")
     session.sql("CREATE INDEX i ON t (name)")
     with pytest.raises(SqlError, match="has an index named i"):
         session.sql("CREATE INDEX i ON t (ts)")
     session.sql("CREATE INDEX IF NOT EXISTS i ON t (ts)")
-    with pytest.raises(Exception, match="has no index j"):
+    with pytest.raises(HudiqlError, match="has no index j"):
         session.sql("DROP INDEX j ON t")
     session.sql("DROP TABLE t")
     versioned_table(session, 9, "cow", "'hoodie.metadata.enable'='false'")

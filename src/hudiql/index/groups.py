@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from hudiql.formats.hfile import write_hfile
 from hudiql.io.storage import Storage
 from hudiql.layout import HFILE_EXTENSION, base_file_name, write_token
-from hudiql.metadata.records import SCHEMA_JSON
+from hudiql.metadata.records import SCHEMA_JSON, index_file_number
 from hudiql.table.metadata_table import MetadataSlice
 from hudiql.timeline.commit import WriteStat
 
@@ -68,7 +68,7 @@ class _GroupCompaction:
 
     def compact(self, s: MetadataSlice) -> WriteStat:
         storage = Storage(self.mdt_uri)
-        token = write_token(int(s.file_id.rsplit("-", 2)[1]), 0, 0)  # the group's number
+        token = write_token(index_file_number(s.file_id), 0, 0)
         name = base_file_name(s.file_id, token, self.compaction_time, HFILE_EXTENSION)
         path = s.path(name)
         if not s.log_files and s.base_file:

@@ -219,21 +219,23 @@ class _EntryWriter:
         return group_stat(self.partition, file_id, path, len(content), len(keys), self.base, self.instant_time).as_row()
 
 
-def _live(data: hfile.HFile, schema: str, prefix: bytes | None, merged: dict[bytes, bool]) -> None:
-    """Merge the entries of ``data`` (those beginning with ``prefix``, when given) over ``merged``
-    (key -> whether present)."""
-    for key, value in data.entries() if prefix is None else data.with_prefix(prefix):
+def _live(data: hfile.HFile, schema: str, prefixes: list[bytes] | None, merged: dict[bytes, bool]) -> None:
+    """Merge the entries of ``data`` (those beginning with one of ``prefixes``, when given) over
+    ``merged`` (key -> whether present)."""
+    found = data.entries() if prefixes is None else (e for p in prefixes for e in data.with_prefix(p))
+    for key, value in found:
         merged[key] = is_live(value, schema)
 
 
-def _merge_slice(base: hfile.HFile | None, logs: list[tuple[str, bytes]], prefix: bytes | None) -> dict[bytes, bool]:
+def _merge_slice(base: hfile.HFile | None, logs: list[tuple[str, bytes]],
+                 prefixes: list[bytes] | None) -> dict[bytes, bool]:
     merged: dict[bytes, bool] = {}
     if base is not None:
-        _live(base, (base.file_info.get("schema") or SCHEMA_JSON.encode()).decode(), prefix, merged)
+        _live(base, (base.file_info.get("schema") or SCHEMA_JSON.encode()).decode(), prefixes, merged)
     for uri, content in logs:
         for block in L.read_blocks(content, uri, (L.HFILE_DATA,)):
             if block.block_type == L.HFILE_DATA:
-                _live(hfile.HFile(block.content, uri), block.header.get(L.SCHEMA) or SCHEMA_JSON, prefix, merged)
+                _live(hfile.HFile(block.content, uri), block.header.get(L.SCHEMA) or SCHEMA_JSON, prefixes, merged)
     return merged
 
 
@@ -251,22 +253,24 @@ def compact(spark: SparkSession, mdt_uri: str, slices: list[MetadataSlice], comp
 
 def record_keys(table: HudiTable, index: SecondaryIndex, values: list[str | None]) -> set[str]:
     """The record keys index ``index`` holds of ``values`` (texts, ``value_text``): a lookup on the
-    driver, reading the blocks of each value's file group that may hold its entries."""
+    driver, each file group that may hold them read once, only its blocks that may hold them."""
     mdt = MetadataTable.load(table.storage)
     valid = valid_instants(table.timeline)
     slices = {s.file_id: s.readable(valid) for s in mdt.latest_slices(index.partition).values()}
-    keys: set[str] = set()
+    by_group: dict[int, list[bytes]] = {}
     for value in values:
         prefix = value_prefix(value)
         # V2 keeps a value's entries in one group; V1 spreads them by record key.
-        groups_of_value = [group_of(prefix, index.count, index.version)] if index.version >= 9 else range(index.count)
-        for group in groups_of_value:
-            s = slices.get(file_group_id(index.partition, group))
-            if s is None:  # a group built empty, unchanged since
-                continue
-            storage = mdt.storage
-            logs = [(storage.uri(s.path(n)), storage.read(s.path(n))) for n in s.log_files]
-            with s.base(storage) as base:
-                merged = _merge_slice(base, logs, prefix.encode())
-            keys.update(parse_key(k.decode())[1] for k, live in merged.items() if live)
+        for group in [group_of(prefix, index.count, index.version)] if index.version >= 9 else range(index.count):
+            by_group.setdefault(group, []).append(prefix.encode())
+    keys: set[str] = set()
+    storage = mdt.storage
+    for group, prefixes in by_group.items():
+        s = slices.get(file_group_id(index.partition, group))
+        if s is None:  # a group built empty, unchanged since
+            continue
+        logs = [(storage.uri(s.path(n)), storage.read(s.path(n))) for n in s.log_files]
+        with s.base(storage) as base:
+            merged = _merge_slice(base, logs, sorted(prefixes))
+        keys.update(parse_key(k.decode())[1] for k, live in merged.items() if live)
     return keys

@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import xxhash
 from pyspark.sql import types as T
 
-from hudiql.metadata.records import _NAMESPACE, _PARSED, partition_key, read_datum
+from hudiql.metadata.records import _NAMESPACE, _PARSED, index_file_id, partition_key, read_datum
 
 #: The metadata table's partition of the column ranges of data files.
 COLUMN_STATS_PARTITION = "column_stats"
@@ -82,7 +82,7 @@ def stats_key(column: str, partition_path: str, file_name: str) -> str:
 
 
 def file_group_id(index: int) -> str:
-    return f"{FILE_GROUP_PREFIX}{index:04d}-0"
+    return index_file_id(FILE_GROUP_PREFIX, index)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ import fastavro
 from hudiql.formats import hfile
 from hudiql.formats import log_file as L
 from hudiql.formats.hfile import write_hfile
-from hudiql.metadata.records import _PARSED, SCHEMA_JSON, read_datum
+from hudiql.metadata.records import _PARSED, SCHEMA_JSON, index_file_id, read_datum
 
 #: The metadata table's partition of the record index.
 RECORD_INDEX_PARTITION = "record_index"
@@ -60,7 +60,7 @@ class RecordLocation:
 
 def file_group_id(index: int) -> str:
     """The file id of the record index's file group ``index``."""
-    return f"{FILE_GROUP_PREFIX}{index:04d}-0"
+    return index_file_id(FILE_GROUP_PREFIX, index)
 
 
 def _instant_millis(instant_time: str) -> int:

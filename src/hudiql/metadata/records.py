@@ -144,6 +144,17 @@ class FilesRecord:
         return {name: size for name, (size, deleted) in sorted(self.files.items()) if not deleted}
 
 
+def index_file_id(prefix: str, index: int) -> str:
+    """The file id of file group ``index`` of a metadata table partition whose ids begin with
+    ``prefix`` (``record-index-``, ``col-stats-``, ...), as Hudi names them: ``<prefix>0003-0``."""
+    return f"{prefix}{index:04d}-0"
+
+
+def index_file_number(file_id: str) -> int:
+    """The number of a metadata table file group from its id (``record-index-0003-0``: 3)."""
+    return int(file_id.rsplit("-", 2)[1])
+
+
 def file_group_index(record_key: str, count: int) -> int:
     """The file group (of ``count``) of a metadata table partition that holds ``record_key``:
     Hudi's ``mapRecordKeyToFileGroupIndex``, over Java's ``String.hashCode()`` of its UTF-16 units."""

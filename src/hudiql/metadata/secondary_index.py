@@ -23,7 +23,7 @@ import io
 
 import fastavro
 
-from hudiql.metadata.records import _PARSED, file_group_index, read_datum
+from hudiql.metadata.records import _PARSED, file_group_index, index_file_id, read_datum
 
 #: What the metadata table partition of an index named ``n`` is called: ``secondary_index_n``.
 PARTITION_PREFIX = "secondary_index_"
@@ -41,7 +41,7 @@ def partition_of(index_name: str) -> str:
 
 
 def file_group_id(partition: str, index: int) -> str:
-    return f"{partition.replace('_', '-')}-{index:04d}-0"
+    return index_file_id(f"{partition.replace('_', '-')}-", index)
 
 
 def _escape(text: str) -> str:

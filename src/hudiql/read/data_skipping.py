@@ -50,6 +50,9 @@ _CONSTANT_PARTS = (exp.Literal, exp.Neg, exp.Cast, exp.TryCast, exp.DataType, ex
                    exp.Boolean, exp.Null, exp.Var, exp.Identifier)
 #: The value kinds (``ValueKind.ordinal``) whose ranges decide: not floats (NaN) or wall-clock timestamps.
 _UNUSED_KINDS = (5, 6, 19)
+#: How the frame holds each value kind's ranges (``_typed`` turns them into the column's type).
+_STORED = {2: T.BooleanType(), 3: T.LongType(), 4: T.LongType(), 7: T.StringType(), 8: T.BinaryType(),
+           10: T.StringType(), 12: T.IntegerType(), 16: T.LongType()}
 _SKIPPABLE_AT = 2  # slices: with fewer, reading them costs less than reading their ranges
 
 
@@ -171,9 +174,7 @@ def _frame_schema(names: list[str], kinds: dict[str, ValueKind]) -> T.StructType
     fields = [T.StructField("__slice", T.IntegerType())]
     for i, name in enumerate(names):
         kind = kinds[name.lower()]
-        stored = {10: T.StringType(), 12: T.IntegerType(), 16: T.LongType()}.get(kind.ordinal)
-        if stored is None:
-            stored = {2: T.BooleanType(), 3: T.LongType(), 4: T.LongType(), 7: T.StringType(), 8: T.BinaryType()}[kind.ordinal]
+        stored = _STORED[kind.ordinal]
         fields += [T.StructField(_name("min", i), stored), T.StructField(_name("max", i), stored),
                    T.StructField(_name("nulls", i), T.LongType()), T.StructField(_name("count", i), T.LongType())]
     return T.StructType(fields)

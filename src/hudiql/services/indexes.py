@@ -30,13 +30,17 @@ _OTHER_TYPES = {
 
 
 def create_index(spark: SparkSession, table: HudiTable, name: str, columns: list[str], index_type: str | None,
-                 if_not_exists: bool) -> bool:
+                 if_not_exists: bool, options: dict[str, str] | None = None) -> bool:
     """Build secondary index ``name`` of the one column in ``columns``; False when it exists and
-    ``if_not_exists``. Refuses (one line, nothing written) what it cannot build."""
+    ``if_not_exists``. Refuses (one line, nothing written) what it cannot build, and ``options``
+    (Hudi's expression indexes and index tuning), which it would not honour."""
     kind = (index_type or INDEX_TYPE).lower()
     if kind != INDEX_TYPE:
         why = _OTHER_TYPES.get(kind, "hudiql builds secondary indexes (USING secondary_index)")
         raise SqlError(f"CREATE INDEX {name} USING {index_type} is not supported: {why}")
+    if options:
+        raise SqlError(f"CREATE INDEX {name} ... OPTIONS ({', '.join(options)}) is not supported: hudiql builds "
+                       "secondary indexes of a column's values (no expression indexes); remove the OPTIONS clause")
     if len(columns) != 1:
         raise SqlError(f"CREATE INDEX {name}: a secondary index covers one column; name one")
     if table.config.version < 8 or not keeps_metadata_table(table):
