@@ -83,7 +83,7 @@ def test_every_write_keeps_each_files_ranges(session, version, kind):
                             "'hoodie.cleaner.commits.retained'='1'")
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 5, 'd1'), (3, 'c', 1, 'd2')")
     config = TableConfig.load(Storage(str(table)))
-    assert config.metadata_partitions == ["column_stats", "files"]
+    assert config.metadata_partitions == ["column_stats", "files", "partition_stats"]
     defs = IndexDefinitions.load(Storage(str(table)), config)
     assert defs.source_fields("column_stats") == ["_hoodie_commit_time", "_hoodie_partition_path",
                                                   "_hoodie_record_key", "id", "name", "ts", "dt"]
@@ -212,15 +212,15 @@ def test_skipping_never_changes_an_answer(session):
 
 def test_a_hudi_table_with_indexes_gets_column_stats_hudiql_keeps(session, tmp_path):
     """A Hudi 1.1 table (files, column_stats, partition_stats, record index, secondary indexes)
-    written with column stats: its metadata table is rebuilt with what hudiql keeps, the column
-    stats ranged from its base files, and queries skip by them; Hudi's reader reads the rows."""
+    written with column stats only: its metadata table is rebuilt with what the write keeps, the
+    column stats ranged from its files, and queries skip by them; Hudi's reader reads the rows."""
     table_path = unzip(SAMPLE, tmp_path)
     session.sql(f"CREATE TABLE t USING hudi LOCATION '{table_path}'")
     session.sql("SET hoodie.metadata.index.column.stats.enable=true")
     session.sql("INSERT INTO t SELECT 'TXN-100', 'ACC-Z', 1700900000100L, TIMESTAMP '2024-02-01 10:00:00', "
                 "DATE '2024-02-01', 10.00, 'USD', 'debit', 'Corner Shop', false, 0.00, '{}', 'us'")
     config = TableConfig.load(Storage(str(table_path)))
-    assert config.metadata_partitions == ["column_stats", "files"]
+    assert config.metadata_partitions == ["column_stats", "files", "partition_stats"]
     assert official_rows(table_path, ["txn_id"]) == hudiql_rows(session, "SELECT txn_id FROM t")
     assert ("TXN-100",) in official_rows(table_path, ["txn_id"])
     table, ranges = indexed_ranges(session)

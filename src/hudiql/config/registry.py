@@ -44,6 +44,7 @@ ENUM = "enum"
 BOOL = "bool"
 INT = "int"
 MEGABYTES = "megabytes"
+FRACTION = "fraction"  # a number between 0 and 1, both excluded
 #: Written by hudiql from the statement itself (name, schema, ...); never given.
 WRITTEN = "written"
 
@@ -67,6 +68,11 @@ HASH_FIELD = "hoodie.bucket.index.hash.field"
 MAX_FILE_SIZE = "hoodie.parquet.max.file.size"
 SMALL_FILE_LIMIT = "hoodie.parquet.small.file.limit"
 COMPRESSION = "hoodie.parquet.compression.codec"
+BLOOM_FILTER_ENABLE = "hoodie.parquet.bloom.filter.enabled"
+BLOOM_FILTER_TYPE = "hoodie.bloom.index.filter.type"
+BLOOM_NUM_ENTRIES = "hoodie.index.bloom.num_entries"
+BLOOM_FPP = "hoodie.index.bloom.fpp"
+BLOOM_MAX_ENTRIES = "hoodie.bloom.index.filter.dynamic.max.entries"
 RECORD_SIZE_ESTIMATE = "hoodie.copyonwrite.record.size.estimate"
 LOG_BLOCK_FORMAT = "hoodie.logfile.data.block.format"
 WRITE_BATCH_SIZE = "write.batch.size"
@@ -97,6 +103,7 @@ RECORD_INDEX_MIN_FILE_GROUPS = "hoodie.metadata.record.index.min.filegroup.count
 RECORD_INDEX_MAX_FILE_GROUPS = "hoodie.metadata.record.index.max.filegroup.count"
 COLUMN_STATS_ENABLE = "hoodie.metadata.index.column.stats.enable"
 COLUMN_STATS_COLUMNS = "hoodie.metadata.index.column.stats.column.list"
+PARTITION_STATS_ENABLE = "hoodie.metadata.index.partition.stats.enable"
 DATA_SKIPPING = "hoodie.enable.data.skipping"
 
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
@@ -227,13 +234,20 @@ class Key:
                 ok = False
             if not ok:
                 raise OptionError(f"{self.name}={value} is not valid; give a size in MB greater than 0 (e.g. 256)")
+        if self.kind == FRACTION:
+            try:
+                ok = 0 < float(text) < 1
+            except ValueError:
+                ok = False
+            if not ok:
+                raise OptionError(f"{self.name}={value} is not valid; give a number between 0 and 1 (default {self.default})")
         if self.kind == COLUMNS and not [c for c in text.split(",") if c.strip()]:
             raise OptionError(f"{self.name} is empty; give one or more column names, separated by commas")
 
-    def parse(self, value: str) -> str | int | bool:
+    def parse(self, value: str) -> str | int | bool | float:
         """``value`` read as this key's kind, once checked: INT a number, BOOL a flag, MEGABYTES a
-        size in bytes (decimals allowed, as Hudi's Flink options give it), ENUM the value as the
-        registry spells it; any other kind the text as given."""
+        size in bytes (decimals allowed, as Hudi's Flink options give it), FRACTION a float, ENUM
+        the value as the registry spells it; any other kind the text as given."""
         self.check(value)
         text = value.strip()
         if self.kind == INT:
@@ -242,6 +256,8 @@ class Key:
             return text.lower() == "true"
         if self.kind == MEGABYTES:
             return max(1, int(float(text) * 1024 * 1024))
+        if self.kind == FRACTION:
+            return float(text)
         if self.kind == ENUM:
             return next(v for v in self.values if v.lower() == text.lower())
         return value
@@ -353,6 +369,17 @@ _KEY_LIST: list[Key] = [
         doc="0: no small file handling"),
     _enum(COMPRESSION, BOTH, ("snappy", "gzip", "zstd", "lz4", "brotli", "none"), "snappy", alterable=True,
           refused={"uncompressed": "hudiql spells it 'none'", "lzo": "Arrow cannot write LZO; use snappy, gzip or zstd"}),
+    # -- base file footers (formats.bloom_filter): Hudi's BLOOM index looks keys up by them ----------
+    Key(BLOOM_FILTER_ENABLE, BOTH, BOOL, "true", alterable=True,
+        doc="each base file's footer holds a bloom filter of its record keys (with its smallest and largest key, "
+            "always), as Hudi's writers put it there for BLOOM index lookups; false saves the hashing"),
+    _enum(BLOOM_FILTER_TYPE, BOTH, ("DYNAMIC_V0", "SIMPLE"), "DYNAMIC_V0", alterable=True),
+    Key(BLOOM_NUM_ENTRIES, BOTH, INT, "60000", minimum=1, unit=" of keys", alterable=True,
+        doc="the keys a bloom filter (a dynamic one's each vector) is sized for"),
+    Key(BLOOM_FPP, BOTH, FRACTION, "0.000000001", alterable=True,
+        doc="the false positive rate a bloom filter is sized for at that many keys"),
+    Key(BLOOM_MAX_ENTRIES, BOTH, INT, "100000", minimum=1, unit=" of keys", alterable=True,
+        doc="the keys a dynamic bloom filter adds vectors for"),
     Key(RECORD_SIZE_ESTIMATE, BOTH, INT, "0", unit=" of bytes", alterable=True, doc="bytes per record; 0: the table's average"),
     _enum(LOG_BLOCK_FORMAT, BOTH, ("avro", "parquet"), "avro", alterable=True,
           refused={"hfile": "hudiql writes log data blocks as avro or parquet"}),
@@ -411,8 +438,12 @@ _KEY_LIST: list[Key] = [
     Key(COLUMN_STATS_COLUMNS, BOTH, COLUMNS, alterable=True,
         doc="the columns column_stats ranges (default: the record key, partition path and commit time meta "
             "columns, then the first 32 data columns)"),
+    Key(PARTITION_STATS_ENABLE, BOTH, BOOL, "true", alterable=True,
+        doc="with column_stats on a partitioned table, the metadata table also keeps each partition's value ranges "
+            "(partition_stats), and queries skip the partitions whose ranges exclude their filter; false: a write "
+            "removes it"),
     Key(DATA_SKIPPING, BOTH, BOOL, "true", alterable=True,
-        doc="queries skip the files whose column_stats ranges exclude their filter"),
+        doc="queries skip the files and partitions whose column_stats and partition_stats ranges exclude their filter"),
     # -- clustering (services.clustering) -------------------------------------------------------------
     Key(INLINE_CLUSTERING, BOTH, BOOL, "false", alterable=True, doc="cluster after every few commits"),
     Key(CLUSTERING_MAX_COMMITS, BOTH, INT, "4", minimum=1, unit=" of commits", alterable=True,
@@ -549,6 +580,11 @@ def number(settings: Mapping[str, str], name: str) -> int:
     (10, 3)
     """
     return _typed(settings, name, INT)
+
+
+def fraction(settings: Mapping[str, str], name: str) -> float:
+    """The number between 0 and 1 ``settings`` give ``name`` (a FRACTION key), else its default."""
+    return _typed(settings, name, FRACTION)
 
 
 def flag(settings: Mapping[str, str], name: str) -> bool:

@@ -49,7 +49,7 @@ class Settings(Mapping[str, str]):
         """These settings under a statement's (or a procedure's) own options."""
         return Settings(self._table_properties, self.given, statement)
 
-    def _typed(self, name: str, read) -> str | int | bool:
+    def _typed(self, name: str, read) -> str | int | bool | float:
         key = (read.__name__, name)
         if key not in self._parsed:
             self._parsed[key] = read(self._values, name)
@@ -66,6 +66,10 @@ class Settings(Mapping[str, str]):
     def flag(self, name: str) -> bool:
         """Whether ``name`` (a BOOL key) is on, else its default."""
         return self._typed(name, registry.flag)
+
+    def fraction(self, name: str) -> float:
+        """``name``'s number between 0 and 1 (a FRACTION key), else its default."""
+        return self._typed(name, registry.fraction)
 
     def size(self, name: str) -> int:
         """``name``'s size in bytes (a MEGABYTES key), else its default."""

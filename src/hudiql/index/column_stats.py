@@ -5,14 +5,14 @@ deleted), its build from the table's base files, the compaction of its file grou
 a query reads to skip files (``read.data_skipping``).
 
 The ranges are metadata: write tasks compute them beside the files they write (``ranges_of``) and
-hand them to the driver in their stats rows; a build reads them in Spark tasks, one per base file.
-A build ranges base files only: a log file written before it has no range, so readers (hudiql's
-and Hudi's) keep its slice.
+hand them to the driver in their stats rows; a build reads them in Spark tasks, one per file of the
+latest slices (base files and log files).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,11 +25,15 @@ from hudiql.formats import hfile
 from hudiql.formats import log_file as L
 from hudiql.index.groups import base_info, group_stat
 from hudiql.io.storage import Storage
-from hudiql.layout import HFILE_EXTENSION, base_file_name, join_partition, write_token
+from hudiql.file_group.log_file.scanner import LogScanner
+from hudiql.layout import HFILE_EXTENSION, base_file_name, join_partition, parse_data_file_name, write_token
 from hudiql.metadata.column_stats import (
     COLUMN_STATS_PARTITION,
+    COLUMN_STATS_TYPE,
     FILE_GROUP_COUNT,
     LAYOUT_VERSION,
+    PARTITION_STATS_PARTITION,
+    PARTITION_STATS_TYPE,
     ColumnRange,
     ValueKind,
     column_id,
@@ -131,46 +135,69 @@ def change_entries(table: HudiTable, mdt: MetadataTable, ranges: dict[tuple[str,
     return out
 
 
-def build(spark: SparkSession, table: HudiTable, mdt: MetadataTable) -> TableConfig:
-    """Build the column stats index of ``table`` from its latest base files (their ranges read in
-    Spark tasks) as a new partition of its metadata table ``mdt``, and define it in the table's
-    index definitions; returns the table's config as it now is. The caller holds the table lock."""
+def build(spark: SparkSession, table: HudiTable, mdt: MetadataTable) -> tuple[TableConfig, list[FileRanges]]:
+    """Build the column stats index of ``table`` from the files of its latest slices (their ranges
+    read in Spark tasks) as a new partition of its metadata table ``mdt``, and define it in the
+    table's index definitions; returns the table's config as it now is, and the ranges found (a
+    partition stats build starts from them). The caller holds the table lock."""
     mdt.storage.delete_dir(COLUMN_STATS_PARTITION)  # what a build that crashed left
     indexed = columns(table)
-    files = [(s.partition_path, s.base_file) for s in table.file_system_view().latest_slices() if s.base_file]
-    ranged = _FileRanges(table.storage.base_uri, tuple(indexed))
-    rows = spark.createDataFrame(files, "partition string, name string") if files else None
-    found = [] if rows is None else rows.repartition(max(1, min(len(files), spark.sparkContext.defaultParallelism * 4))) \
-        .mapInArrow(ranged.udf(), "partition string, name string, ranges string").collect()
+    found = latest_file_ranges(spark, table, indexed)
     instant_time = mdt.timeline.new_instant_time()
     names = {file_group_id(i): base_file_name(file_group_id(i), _TOKEN, instant_time, HFILE_EXTENSION)
              for i in range(FILE_GROUP_COUNT)}
     entries: dict[str, Entries] = {group: [] for group in names}
-    known = kinds(table)
-    for row in found:
-        for group, part in _encoded(table, decode_ranges(row.name, row.ranges, known), row.partition,
-                                    FILE_GROUP_COUNT, names).items():
+    for file_ranges in found:
+        for group, part in _encoded(table, file_ranges.ranges, file_ranges.partition, FILE_GROUP_COUNT, names).items():
             entries[group].extend(part)
-    stats = [_write_base(mdt.storage, group, names[group], entries[group]) for group in sorted(names)]
+    stats = [write_base(mdt.storage, COLUMN_STATS_PARTITION, group, names[group], entries[group])
+             for group in sorted(names)]
     defs = IndexDefinitions.load(table.storage, table.config).with_index(
         COLUMN_STATS_PARTITION, COLUMN_STATS_PARTITION, COLUMN_STATS_PARTITION, indexed,
         LAYOUT_VERSION[table.config.version])
-    return mdt.add_partition(COLUMN_STATS_PARTITION, instant_time, stats, defs.save(table.storage, table.config))
+    config = mdt.add_partition(COLUMN_STATS_PARTITION, instant_time, stats, defs.save(table.storage, table.config))
+    return config, found
 
 
-def _write_base(storage: Storage, file_id: str, name: str, entries: Entries) -> WriteStat:
+@dataclass(frozen=True)
+class FileRanges:
+    """The ranges of one data file, found by a build's task."""
+
+    partition: str
+    name: str
+    ranges: list[ColumnRange]
+
+
+def latest_file_ranges(spark: SparkSession, table: HudiTable, indexed: list[str]) -> list[FileRanges]:
+    """The ranges of ``indexed`` columns in every file of the table's latest slices (base files
+    and log files), read in Spark tasks, one per file."""
+    files = [(s.partition_path, name) for s in table.file_system_view().latest_slices()
+             for name in ([s.base_file] if s.base_file else []) + s.log_files]
+    if not files:
+        return []
+    ranged = _FileRanges(table.storage.base_uri, tuple(indexed), table.slice_reader(table.columns).scanner)
+    rows = spark.createDataFrame(files, "partition string, name string") \
+        .repartition(max(1, min(len(files), spark.sparkContext.defaultParallelism * 4))) \
+        .mapInArrow(ranged.udf(), "partition string, name string, ranges string").collect()
+    known = kinds(table)
+    return [FileRanges(r.partition, r.name, decode_ranges(r.name, r.ranges, known)) for r in rows]
+
+
+def write_base(storage: Storage, partition: str, file_id: str, name: str, entries: Entries) -> WriteStat:
+    """Write the base HFile ``name`` of file group ``file_id`` of metadata table ``partition``."""
     entries = sorted(entries)
     content = hfile.write_hfile(entries, file_info=base_info([k for k, _ in entries[:1] + entries[-1:]]))
-    path = join_partition(COLUMN_STATS_PARTITION, name)
+    path = join_partition(partition, name)
     storage.write(path, content)
-    return group_stat(COLUMN_STATS_PARTITION, file_id, path, len(content), len(entries), True, "")
+    return group_stat(partition, file_id, path, len(content), len(entries), True, "")
 
 
 class _FileRanges:
-    """A Spark task's work in a build: the ranges of each base file it is given."""
+    """A Spark task's work in a build: the ranges of each data file it is given (a base file's
+    columns; a log file's records, read by ``scanner``)."""
 
-    def __init__(self, base_uri: str, indexed: tuple[str, ...]) -> None:
-        self.base_uri, self.indexed = base_uri, indexed
+    def __init__(self, base_uri: str, indexed: tuple[str, ...], scanner: LogScanner) -> None:
+        self.base_uri, self.indexed, self.scanner = base_uri, indexed, scanner
 
     def udf(self) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         def ranges(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -178,34 +205,43 @@ class _FileRanges:
             for batch in batches:
                 out = []
                 for partition, name in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-                    with storage.open_input_file(join_partition(partition, name)) as f:
-                        stored = pq.ParquetFile(f)
-                        present = [c for c in self.indexed if c in stored.schema_arrow.names]
-                        rows = stored.read(columns=present)
+                    rows = self._rows(storage, partition, name)
                     out.append({"partition": partition, "name": name,
-                                "ranges": encode_ranges(ranges_of(name, rows, present))})
+                                "ranges": encode_ranges(ranges_of(name, rows, self.indexed))})
                 yield pa.RecordBatch.from_pylist(out, schema=pa.schema(
                     [("partition", pa.string()), ("name", pa.string()), ("ranges", pa.string())]))
 
         return ranges
 
+    def _rows(self, storage: Storage, partition: str, name: str) -> pa.Table:
+        parsed = parse_data_file_name(name)
+        if parsed is not None and parsed.is_log:
+            wanted = sorted({*self.indexed, *self.scanner.merge_columns()} & set(self.scanner.arrow_schema.names))
+            content = self.scanner.scan(partition, [name], wanted)
+            return pa.concat_tables(content.tables) if content.tables else content.schema.empty_table()
+        with storage.open_input_file(join_partition(partition, name)) as f:
+            stored = pq.ParquetFile(f)
+            return stored.read(columns=[c for c in self.indexed if c in stored.schema_arrow.names])
+
 
 def compact(table: HudiTable, mdt: MetadataTable, slices: list[MetadataSlice], compaction_time: str) -> list[WriteStat]:
-    """Compact the index's file groups ``slices`` into new base HFiles, on the driver (a file's
-    records per indexed column: metadata), dropping the ranges of deleted files."""
+    """Compact file groups ``slices`` of the column stats or partition stats index into new base
+    HFiles, on the driver (a file's or partition's records per indexed column: metadata), dropping
+    the ranges of deleted files and partitions."""
     known, stats = kinds(table), []
     for s in slices:
         name = base_file_name(s.file_id, _TOKEN, compaction_time, HFILE_EXTENSION)
-        ranges = _slice_ranges(mdt.storage, s, known, None)
-        entries = [(key.encode(), encode_range(r, known.get(r.column), table.config.version, name))
+        ranges = slice_ranges(mdt.storage, s, known, None)
+        record_type = PARTITION_STATS_TYPE if s.partition == PARTITION_STATS_PARTITION else COLUMN_STATS_TYPE
+        entries = [(key.encode(), encode_range(r, known.get(r.column), table.config.version, name, record_type))
                    for key, r in ranges.items() if not r.is_deleted]
-        stat = _write_base(mdt.storage, s.file_id, name, entries)
+        stat = write_base(mdt.storage, s.partition, s.file_id, name, entries)
         stat.prev_commit, stat.total_log_files = s.base_instant, len(s.log_files)
         stats.append(stat)
     return stats
 
 
-def _slice_ranges(storage: Storage, s: MetadataSlice, known: dict[str, ValueKind],
+def slice_ranges(storage: Storage, s: MetadataSlice, known: dict[str, ValueKind],
                   prefixes: list[str] | None) -> dict[str, ColumnRange]:
     """The merged records of slice ``s`` (those whose key starts with one of ``prefixes``, when
     given): its base HFile by ranges, then its logs' HFile blocks in order."""
@@ -239,7 +275,7 @@ def file_ranges(table: HudiTable, wanted_columns: Iterable[str], partitions: Ite
     prefixes = sorted(column_id(c) + partition_id(p) for c in wanted_columns for p in partitions)
     out: dict[str, dict[str, ColumnRange]] = {}
     for s in mdt.latest_slices(COLUMN_STATS_PARTITION).values():
-        for r in _slice_ranges(mdt.storage, s.readable(valid), known, prefixes).values():
+        for r in slice_ranges(mdt.storage, s.readable(valid), known, prefixes).values():
             if not r.is_deleted:
                 out.setdefault(r.name, {})[r.column] = r
     return out

@@ -1,6 +1,8 @@
 """The ``column_stats`` partition of the metadata table: each data file's value range per indexed
 column, as Hudi 1.x keeps it (``hoodie.metadata.index.column.stats.enable``), so that queries skip
-the files whose ranges exclude their filter.
+the files whose ranges exclude their filter; and the ``partition_stats`` partition, the same records
+of whole data partitions (type 6, keyed by column and partition, the partition's path as the name),
+so that queries skip partitions.
 
 A record (type 3, ``HoodieMetadataColumnStats``) is keyed by the column, the data partition and
 the file, each hashed (``column_id``, ``partition_id``: XXHash64; ``file_id``: MD5) and Base64
@@ -47,6 +49,10 @@ COLUMN_STATS_PARTITION = "column_stats"
 COLUMN_STATS_TYPE = 3
 #: What the file ids of its file groups begin with; Hudi's default number of them.
 FILE_GROUP_PREFIX, FILE_GROUP_COUNT = "col-stats-", 2
+#: The metadata table's partition of the column ranges of data partitions, its record type, and
+#: its file groups' id prefix and number (Hudi's default).
+PARTITION_STATS_PARTITION, PARTITION_STATS_TYPE = "partition_stats", 6
+PARTITION_GROUP_PREFIX, PARTITION_GROUP_COUNT = "partition-stats-", 1
 #: The meta columns Hudi always indexes (when the table keeps meta fields), then the first
 #: ``MAX_COLUMNS`` data columns of a supported type.
 META_COLUMNS_INDEXED = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key")
@@ -83,6 +89,15 @@ def stats_key(column: str, partition_path: str, file_name: str) -> str:
 
 def file_group_id(index: int) -> str:
     return index_file_id(FILE_GROUP_PREFIX, index)
+
+
+def partition_stats_key(column: str, partition_path: str) -> str:
+    """The key of a data partition's range of ``column`` in ``partition_stats``."""
+    return column_id(column) + partition_id(partition_path)
+
+
+def partition_group_id(index: int) -> str:
+    return index_file_id(PARTITION_GROUP_PREFIX, index)
 
 
 @dataclass(frozen=True)
@@ -164,11 +179,13 @@ class ColumnRange:
 
 
 def ranges_of(file_name: str, rows: pa.Table, columns: Iterable[str]) -> list[ColumnRange]:
-    """The ranges of ``columns`` over the rows written to ``file_name`` (in the write's task).
-    Sizes are the columns' in-memory sizes: Hudi's readers use the ranges and counts only."""
+    """The ranges of ``columns`` over the rows written to ``file_name`` (in the write's task); a
+    column the rows lack is all null. Sizes are the columns' in-memory sizes: Hudi's readers use the
+    ranges and counts only."""
     out = []
     for column in columns:
-        if column not in rows.column_names:
+        if column not in rows.column_names:  # written before the column was added: all null
+            out.append(ColumnRange(file_name, column, None, None, rows.num_rows, rows.num_rows))
             continue
         values = rows.column(column)
         if pa.types.is_timestamp(values.type):
@@ -239,16 +256,18 @@ def _wrapped(value: object, kind: ValueKind, version: int) -> tuple[str, dict] |
     return f"{_NAMESPACE}.{kind.v1_wrapper}", {"value": value}
 
 
-def encode_range(stats: ColumnRange, kind: ValueKind | None, version: int, base_file_name: str | None = None) -> bytes:
+def encode_range(stats: ColumnRange, kind: ValueKind | None, version: int, base_file_name: str | None = None,
+                 record_type: int = COLUMN_STATS_TYPE) -> bytes:
     """The HFile value of a range (a deleted file's stub when ``stats.is_deleted``) in the layout of
-    table ``version``; ``base_file_name`` for the records of a base HFile, which name it."""
+    table ``version``; ``base_file_name`` for the records of a base HFile, which name it;
+    ``record_type``: ``PARTITION_STATS_TYPE`` for a data partition's range."""
     value_type = None
     if version >= 9:
         value_type = {"typeOrdinal": 1, "additionalInfo": None} if stats.is_deleted or kind is None else \
             {"typeOrdinal": kind.ordinal, "additionalInfo": kind.info}
     out = io.BytesIO()
     fastavro.schemaless_writer(out, _PARSED, {
-        "_hoodie_file_name": base_file_name, "key": "", "type": COLUMN_STATS_TYPE,
+        "_hoodie_file_name": base_file_name, "key": "", "type": record_type,
         "ColumnStatsMetadata": {
             "fileName": stats.name, "columnName": stats.column,
             "minValue": None if kind is None else _wrapped(stats.min, kind, version),

@@ -1,6 +1,7 @@
 """Data skipping: the file slices a query's filter cannot match, found by the value ranges the
-table's column stats index holds of their files (``index.column_stats``), as Hudi's readers skip
-them (``hoodie.enable.data.skipping``).
+table's partition stats index holds of their partitions (``index.partition_stats``), then those its
+column stats index holds of their files (``index.column_stats``), as Hudi's readers skip them
+(``hoodie.enable.data.skipping``).
 
 Each conjunct of the filter that compares one column with constants becomes a condition on that
 column's range in a slice: ``c = v`` is ``min <= v AND max >= v``, ``c < v`` is ``min < v``,
@@ -36,7 +37,7 @@ from sqlglot import exp
 
 from hudiql.errors import HudiqlError, warn
 from hudiql.file_group import FileSlice
-from hudiql.index import column_stats
+from hudiql.index import column_stats, partition_stats
 from hudiql.metadata.column_stats import ColumnRange, ValueKind
 from hudiql.record.schema import with_meta_columns
 from hudiql.sql.parser import DIALECT
@@ -141,39 +142,61 @@ def kept_file_groups(spark: SparkSession, table: HudiTable, files: FileSystemVie
     if rewritten is None or len(slices) < _SKIPPABLE_AT:
         return None
     names = [fields[c].name for c in referenced]
+    kinds = [usable[c] for c in referenced]
     try:
+        partitions = sorted({s.partition_path for s in slices})
+        if partition_stats.usable(table) and len(partitions) > 1:
+            in_index = partition_stats.partition_ranges(table, names)
+            kept = _matching(spark, [[in_index.get(p, {}).get(n) for n in names] for p in partitions],
+                             names, kinds, fields, rewritten)
+            pruned = {p for i, p in enumerate(partitions) if i not in kept}
+            slices = [s for s in slices if s.partition_path not in pruned]
+            if not slices:
+                return set()
         ranges = column_stats.file_ranges(table, names, sorted({s.partition_path for s in slices}))
     except (HudiqlError, OSError) as exc:
         warn(f"{exc}; the query reads every file. {rebuild_hint(table.config.name)}")
         return None
-    rows = [(i, *[v for name in names for v in _slice_values(s, name, ranges, usable[name.lower()])])
-            for i, s in enumerate(slices)]
-    frame = spark.createDataFrame(rows, _frame_schema(names, usable))
-    frame = frame.select("__slice", *[c for i, name in enumerate(names) for c in _typed(i, fields[name.lower()].dataType,
-                                                                                         usable[name.lower()])])
-    kept = {r[0] for r in frame.where(rewritten.sql(dialect=DIALECT)).select("__slice").collect()}
+    kept = _matching(spark, [[_slice_range(s, n, ranges) for n in names] for s in slices], names, kinds, fields, rewritten)
     return {(s.partition_path, s.file_id) for i, s in enumerate(slices) if i in kept}
 
 
-def _slice_values(s: FileSlice, column: str, ranges: dict[str, dict[str, ColumnRange]], kind: ValueKind) -> tuple:
-    """(min, max, nulls, count) of ``column`` over the files of slice ``s``; all None unless every
-    file has a bounded range of it."""
+def _matching(spark: SparkSession, rows: list[list[ColumnRange | None]], names: list[str], kinds: list[ValueKind],
+              fields: dict[str, T.StructField], condition: exp.Expression) -> set[int]:
+    """The indexes of ``rows`` (the ranges of ``names``, of one slice or partition each) that may
+    hold rows matching ``condition`` (a ``range_condition``), as Spark evaluates it."""
+    values = [(i, *[v for r, kind in zip(row, kinds) for v in _range_values(r, kind)]) for i, row in enumerate(rows)]
+    frame = spark.createDataFrame(values, _frame_schema(kinds))
+    frame = frame.select("__slice", *[c for i, name in enumerate(names)
+                                      for c in _typed(i, fields[name.lower()].dataType, kinds[i])])
+    return {r[0] for r in frame.where(condition.sql(dialect=DIALECT)).select("__slice").collect()}
+
+
+def _slice_range(s: FileSlice, column: str, ranges: dict[str, dict[str, ColumnRange]]) -> ColumnRange | None:
+    """The range of ``column`` over the files of slice ``s``; None unless every file has a bounded
+    range of it."""
     found = [ranges.get(name, {}).get(column) for name in ([s.base_file] if s.base_file else []) + list(s.log_files)]
     if not found or any(r is None or not r.bounded for r in found):
-        return None, None, None, None
+        return None
     whole = found[0]
     for r in found[1:]:
         whole = whole.widened(r)
-    low, high = whole.min, whole.max
+    return whole
+
+
+def _range_values(r: ColumnRange | None, kind: ValueKind) -> tuple:
+    """(min, max, nulls, count) of range ``r`` as the frame holds them; all None when unknown."""
+    if r is None or not r.bounded:
+        return None, None, None, None
+    low, high = r.min, r.max
     if kind.ordinal == 10:  # decimals travel as text, cast by Spark to the column's type
         low, high = (None if v is None else format(Decimal(v), "f") for v in (low, high))
-    return low, high, whole.null_count, whole.value_count
+    return low, high, r.null_count, r.value_count
 
 
-def _frame_schema(names: list[str], kinds: dict[str, ValueKind]) -> T.StructType:
+def _frame_schema(kinds: list[ValueKind]) -> T.StructType:
     fields = [T.StructField("__slice", T.IntegerType())]
-    for i, name in enumerate(names):
-        kind = kinds[name.lower()]
+    for i, kind in enumerate(kinds):
         stored = _STORED[kind.ordinal]
         fields += [T.StructField(_name("min", i), stored), T.StructField(_name("max", i), stored),
                    T.StructField(_name("nulls", i), T.LongType()), T.StructField(_name("count", i), T.LongType())]

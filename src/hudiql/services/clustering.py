@@ -41,6 +41,8 @@ from pyspark.sql import functions as F
 from hudiql.errors import ColumnError, HudiqlError, WriteConflictError
 from hudiql.file_group import FileSlice
 from hudiql.io.storage import Storage
+from hudiql.formats.bloom_filter import FilterSpec, KeyFooter
+from hudiql.index.bloom import filter_spec
 from hudiql.metadata.column_stats import ColumnRange, encode_ranges, ranges_of, widened_ranges
 from hudiql.read.snapshot import snapshot
 from hudiql.config import registry as K
@@ -56,6 +58,7 @@ from hudiql.timeline.replace_plan import (
     encode_clustering,
     pending_clusterings,
 )
+from hudiql.record.keygen import KeyGenerator, record_keys_of
 from hudiql.record.schema import FILE_NAME, conform, to_arrow, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant, as_layout_1
@@ -186,6 +189,10 @@ class ClusteringTask:
     compression: str = "snappy"
     #: The columns whose ranges the stats rows report (``transaction.metadata_commit.ranged_columns``).
     ranged_columns: tuple[str, ...] = ()
+    #: The bloom filter of each new base file's footer (``index.bloom.filter_spec``).
+    key_filter: FilterSpec | None = None
+    #: A table without meta fields: its rows' keys are derived from their key columns by this.
+    virtual_keys: KeyGenerator | None = None
 
     def udf(self):
         def cluster(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -227,6 +234,7 @@ class _OutputFile:
         self.started = time.monotonic()
         self.rows = 0
         self.ranges: list[ColumnRange] = []
+        self.footer = KeyFooter(task.key_filter)
         self.sink = storage.open_output_stream(path)
         self.writer = pq.ParquetWriter(self.sink, task.arrow_schema, compression=task.compression)
 
@@ -246,11 +254,13 @@ class _OutputFile:
         rows = rows.set_column(rows.schema.get_field_index(FILE_NAME), FILE_NAME,
                                pa.array([self.name] * rows.num_rows, pa.string()))
         self.writer.write_table(rows)
+        self.footer.add(record_keys_of(rows, self.task.virtual_keys))
         self.rows += rows.num_rows
         if self.task.ranged_columns:
             self.ranges = widened_ranges(self.ranges, ranges_of(self.name, rows, self.task.ranged_columns))
 
     def close(self) -> dict:
+        self.writer.add_key_value_metadata(self.footer.entries())
         self.writer.close()
         self.sink.close()
         size = self.storage.size(self.path)
@@ -286,7 +296,8 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMe
         task = ClusteringTask(
             table.base_uri, instant.timestamp, to_arrow(with_meta_columns(txn.table.schema)),
             tuple(g.partition_path for g in plan.groups), table.settings.number(K.CLUSTERING_TARGET_FILE_SIZE),
-            table.settings.choice(K.COMPRESSION), ranged_columns(table),
+            table.settings.choice(K.COMPRESSION), ranged_columns(table), filter_spec(table),
+            None if table.config.populate_meta_fields else table.keygen,
         )
         stats = [WriteStat.from_row(r.asDict()) for r in rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()]
         replaced: dict[str, list[str]] = {}

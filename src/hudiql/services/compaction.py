@@ -26,11 +26,14 @@ from hudiql.errors import HudiqlError, WriteConflictError
 from hudiql.file_group.reader import SliceReader
 from hudiql.index.record_index import KEYS_STAY
 from hudiql.io.storage import Storage
+from hudiql.formats.bloom_filter import FilterSpec, with_footer
+from hudiql.index.bloom import filter_spec
 from hudiql.metadata.column_stats import ranges_text
 from hudiql.config import registry as K
 from hudiql import layout
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.timeline.compaction_plan import CompactionOperation, decode_plan, encode_plan
+from hudiql.record.keygen import record_keys_of
 from hudiql.record.schema import FILE_NAME, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import (
@@ -116,6 +119,8 @@ class CompactionTask:
     compression: str = "snappy"
     #: The columns whose ranges the stats row reports (``transaction.metadata_commit.ranged_columns``).
     ranged_columns: tuple[str, ...] = ()
+    #: The bloom filter of the new base file's footer (``index.bloom.filter_spec``).
+    key_filter: FilterSpec | None = None
 
     def udf(self):
         def compact(batches):
@@ -140,8 +145,10 @@ class CompactionTask:
         merged = merged.set_column(
             merged.schema.get_field_index(FILE_NAME), FILE_NAME, pa.array([name] * merged.num_rows, pa.string())
         )
+        merged = merged.cast(self.reader.arrow_schema)
+        merged = with_footer(merged, record_keys_of(merged, self.reader.virtual_keys), self.key_filter)
         with storage.open_output_stream(path) as sink:
-            pq.write_table(merged.cast(self.reader.arrow_schema), sink, compression=self.compression)
+            pq.write_table(merged, sink, compression=self.compression)
         size = storage.size(path)
         return WriteStat(
             op["file_id"], op["partition_path"], path, op["base_instant"], num_writes=merged.num_rows,
@@ -160,7 +167,8 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMe
             [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],
             "partition_path string, file_id string, base_instant string, base_file string, log_files array<string>",
         )
-        task = CompactionTask(reader, instant.timestamp, table.settings.choice(K.COMPRESSION), ranged_columns(table))
+        task = CompactionTask(reader, instant.timestamp, table.settings.choice(K.COMPRESSION), ranged_columns(table),
+                              filter_spec(table))
         rows = ops.repartition(max(1, min(len(operations), spark.sparkContext.defaultParallelism * 2))).mapInArrow(
             task.udf(), STATS_SCHEMA
         ).collect()

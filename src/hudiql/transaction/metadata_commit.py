@@ -14,8 +14,8 @@ from hudiql.errors import FormatError, HudiqlError, WriteConflictError, warn
 from hudiql.index.record_index import IndexWrites
 from hudiql.metadata.record_index import RECORD_INDEX_PARTITION
 from hudiql.metadata.records import FILES_PARTITION
-from hudiql.index import column_stats, record_index, secondary_index
-from hudiql.metadata.column_stats import COLUMN_STATS_PARTITION
+from hudiql.index import column_stats, partition_stats, record_index, secondary_index
+from hudiql.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
 from hudiql.metadata.secondary_index import PARTITION_PREFIX
 from hudiql.table.metadata_table import (
     FileChanges,
@@ -46,6 +46,11 @@ def keeps_column_stats(table: HudiTable) -> bool:
     return keeps_metadata_table(table) and column_stats.wanted(table)
 
 
+def keeps_partition_stats(table: HudiTable) -> bool:
+    """Whether writes of ``table`` keep its metadata table's partition stats (``index.partition_stats``)."""
+    return keeps_column_stats(table) and partition_stats.wanted(table)
+
+
 def ranged_columns(table: HudiTable) -> tuple[str, ...]:
     """The columns whose value ranges a write's tasks compute of the files they write, for the
     column stats its writes keep (none when they keep none)."""
@@ -60,6 +65,8 @@ def kept_partitions(table: HudiTable) -> set[str]:
         kept |= {RECORD_INDEX_PARTITION, *(p for p in table.config.metadata_partitions if p.startswith(PARTITION_PREFIX))}
     if keeps_column_stats(table):
         kept.add(COLUMN_STATS_PARTITION)
+    if keeps_partition_stats(table):
+        kept.add(PARTITION_STATS_PARTITION)
     return kept
 
 
@@ -99,6 +106,9 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
     entries = {}
     if COLUMN_STATS_PARTITION in config.metadata_partitions:
         entries[COLUMN_STATS_PARTITION] = column_stats.change_entries(table, mdt, changes.ranges, changes.deleted)
+    if PARTITION_STATS_PARTITION in config.metadata_partitions:
+        entries[PARTITION_STATS_PARTITION] = partition_stats.change_entries(table, changes.ranges,
+                                                                            changes.dropped_partitions)
     written = (*index_writes.stats, *index_writes.secondary) if kept_index and index_writes else ()
     mdt.commit(instant_time, changes, written, entries)
     try:
@@ -118,11 +128,11 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
 def _compact_groups(table: HudiTable, mdt: MetadataTable, compaction_time: str,
                     slices: list[MetadataSlice]) -> list[WriteStat]:
     """The index file groups compacted: the record index's and secondary indexes' in Spark tasks,
-    the column stats' on the driver (``index.column_stats``)."""
+    the column stats' and partition stats' on the driver (``index.column_stats``)."""
     spark, uri = SparkSession.active(), mdt.storage.base_uri
     keyed = [s for s in slices if s.partition == RECORD_INDEX_PARTITION]
     valued = [s for s in slices if s.partition.startswith(PARTITION_PREFIX)]
-    ranged = [s for s in slices if s.partition == COLUMN_STATS_PARTITION]
+    ranged = [s for s in slices if s.partition in (COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION)]
     stats = record_index.compact(spark, uri, keyed, compaction_time) if keyed else []
     stats += secondary_index.compact(spark, uri, valued, compaction_time) if valued else []
     return stats + column_stats.compact(table, mdt, ranged, compaction_time)

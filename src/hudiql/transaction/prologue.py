@@ -27,8 +27,8 @@ from pyspark.sql import SparkSession
 
 from hudiql.config import registry
 from hudiql.errors import warn
-from hudiql.index import column_stats, record_index
-from hudiql.metadata.column_stats import COLUMN_STATS_PARTITION
+from hudiql.index import column_stats, partition_stats, record_index
+from hudiql.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
 from hudiql.metadata.records import FILES_PARTITION
 from hudiql.read.snapshot import stored_locations
 from hudiql.table import metadata_table
@@ -40,6 +40,7 @@ from hudiql.transaction.lock import commit_lock
 from hudiql.transaction.metadata_commit import (
     kept_partitions,
     keeps_column_stats,
+    keeps_partition_stats,
     keeps_metadata_table,
     keeps_record_index,
 )
@@ -82,8 +83,11 @@ def _build_indexes(table: HudiTable) -> None:
         spark = SparkSession.active()
         if keeps_record_index(table) and record_index.RECORD_INDEX_PARTITION not in config.metadata_partitions:
             config = record_index.build(current, mdt, stored_locations(spark, current))
+        found = None
         if keeps_column_stats(table) and COLUMN_STATS_PARTITION not in config.metadata_partitions:
-            config = column_stats.build(spark, current, mdt)
+            config, found = column_stats.build(spark, current, mdt)
+        if keeps_partition_stats(table) and PARTITION_STATS_PARTITION not in config.metadata_partitions:
+            config = partition_stats.build(spark, current, mdt, found)
     table.config.props = dict(config.props)  # the statement's snapshots share this config
 
 

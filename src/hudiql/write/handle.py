@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudiql import layout
+from hudiql.formats.bloom_filter import FilterSpec, with_footer
 from hudiql.io.storage import Storage
 from hudiql.metadata.column_stats import ranges_text
 from hudiql.record.keygen import KeyGenerator, record_keys_of
@@ -62,6 +63,8 @@ class MergeTask:
     append: Callable[[pa.Table], dict] | None = None
     #: The columns whose ranges the stats row reports (``transaction.metadata_commit.ranged_columns``).
     ranged_columns: tuple[str, ...] = ()
+    #: The bloom filter of the new base file's footer (``index.bloom.filter_spec``).
+    key_filter: FilterSpec | None = None
 
     def udf(self):
         """The function ``applyInArrow`` calls once per file group (a plain one-argument function,
@@ -115,6 +118,7 @@ class MergeTask:
         written = written.cast(self.arrow_schema)
         out = written if kept is None else pa.concat_tables([kept, written])
         counts["inserts"] = inserts.num_rows
+        out = with_footer(out, record_keys_of(out, self.virtual_keys), self.key_filter)
         with storage.open_output_stream(new_path) as sink:
             pq.write_table(out, sink, compression=self.compression)
         size = storage.size(new_path)

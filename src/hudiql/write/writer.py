@@ -68,6 +68,7 @@ from hudiql.timeline.active import COMMIT  # noqa: F401 - the docstring example
 from hudiql.timeline.commit import STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.timeline.replace_plan import pending_clusterings
 from hudiql.transaction.conflict import ConflictRule
+from hudiql.index.bloom import filter_spec
 from hudiql.transaction.metadata_commit import ranged_columns
 from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.write.append_handle import AppendTask, LogTarget
@@ -462,6 +463,7 @@ def _write_tagged(
         append=append.write_group if append is not None else None,
         virtual_keys=None if table.config.populate_meta_fields else table.keygen,
         ranged_columns=ranged_columns(table),
+        key_filter=filter_spec(table),
     )
     stats: list[DataFrame] = []  # one collect for every task: one Spark job
     if mor:

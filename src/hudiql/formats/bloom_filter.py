@@ -1,0 +1,272 @@
+"""Hudi's bloom filter of record keys, as its writers put it in every base file's footer (and in
+the metadata table's ``bloom_filters`` partition), so that a key lookup (the ``BLOOM`` index)
+opens only the files that may hold a key.
+
+The filter is Hadoop's, as Hudi keeps its bytes: each key's UTF-8 bytes hashed ``num_hashes`` times
+by MurmurHash 2 (each hash seeded with the one before), each hash modulo the vector size setting one
+bit. ``DYNAMIC_V0`` (Hudi's default) is a list of such vectors: ``num_entries`` keys fill one, then a
+new one is added, until ``max_entries`` is reached; from then on keys go round the vectors.
+Serialized (Java ``DataOutput``, big-endian): version -1, hash count, hash type, vector size; for
+the dynamic filter then the keys per vector, the keys in the last one, the vector count and each
+vector (its header again, then its bits, little-endian within each byte); Base64 in the footer.
+
+Hashing is vectorized with numpy over keys of equal length: a file's keys are hashed in one pass
+per hash function, not one Python call per key.
+
+Example:
+    >>> f = BloomFilter.new(num_entries=100, error_rate=0.001)
+    >>> f.add(["id:1", "id:2", "kéy"])
+    >>> f.might_contain("id:2"), f.might_contain("kéy"), f.might_contain("id:3")
+    (True, True, False)
+    >>> back = BloomFilter.decode(f.encode(), DYNAMIC_V0)
+    >>> back.might_contain("id:1"), back.encode() == f.encode()
+    (True, True)
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: Footer keys of a base file, as Hudi names them.
+FOOTER_BLOOM_FILTER = "org.apache.hudi.bloomfilter"
+FOOTER_TYPE_CODE = "hoodie_bloom_filter_type_code"
+FOOTER_MIN_KEY = "hoodie_min_record_key"
+FOOTER_MAX_KEY = "hoodie_max_record_key"
+#: Filter types (``hoodie.bloom.index.filter.type``).
+SIMPLE, DYNAMIC_V0 = "SIMPLE", "DYNAMIC_V0"
+#: Hudi's defaults: ``hoodie.index.bloom.num_entries``, ``hoodie.index.bloom.fpp``,
+#: ``hoodie.bloom.index.filter.dynamic.max.entries``.
+NUM_ENTRIES, ERROR_RATE, MAX_ENTRIES = 60000, 0.000000001, 100000
+
+_VERSION = -1
+_MURMUR = 1  # Hadoop's ``Hash.MURMUR_HASH``, the only hash type Hudi writes
+_M = np.uint32(0x5BD1E995)
+
+
+def murmur_hashes(data: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """Hadoop's ``MurmurHash.hash(key, seed)`` of each key (a row of ``data``: keys of one length,
+    as bytes) with its seed, as signed 32-bit ints. Java reads the tail bytes sign-extended; so
+    does this."""
+    length = data.shape[1]
+    h = seeds.astype(np.uint32) ^ np.uint32(length)
+    whole = length >> 2
+    if whole:
+        words = np.ascontiguousarray(data[:, : whole * 4]).view("<u4")
+        for i in range(whole):
+            k = words[:, i] * _M
+            k ^= k >> np.uint32(24)
+            k *= _M
+            h *= _M
+            h ^= k
+    left = length & 3
+    if left:
+        signed = data[:, length - left:].view(np.int8).astype(np.int32)
+        for j, shift in zip(range(left), (16, 8, 0)[3 - left:]):
+            h ^= (signed[:, j] << shift).view(np.uint32)
+        h *= _M
+    h ^= h >> np.uint32(13)
+    h *= _M
+    h ^= h >> np.uint32(15)
+    return h.view(np.int32)
+
+
+@dataclass
+class _Vector:
+    """One bit vector (Hadoop's ``BloomFilter``)."""
+
+    size: int
+    bits: np.ndarray = field(default=None)  # bool per bit
+
+    def __post_init__(self) -> None:
+        if self.bits is None:
+            self.bits = np.zeros(self.size, dtype=bool)
+
+    def encode(self, num_hashes: int) -> bytes:
+        return _header(num_hashes, self.size) + np.packbits(self.bits, bitorder="little").tobytes()
+
+
+def _header(num_hashes: int, size: int) -> bytes:
+    return struct.pack(">iibi", _VERSION, num_hashes, _MURMUR, size)
+
+
+@dataclass
+class BloomFilter:
+    """A bloom filter of record keys: ``SIMPLE`` (one vector) or ``DYNAMIC_V0`` (vectors of
+    ``num_entries`` keys each, up to ``max_entries``)."""
+
+    type_code: str
+    size: int
+    num_hashes: int
+    num_entries: int
+    max_entries: int
+    vectors: list[_Vector]
+    #: Keys added to the last vector (``DYNAMIC_V0``: it goes on counting once keys go round).
+    in_last: int = 0
+
+    @classmethod
+    def new(cls, num_entries: int = NUM_ENTRIES, error_rate: float = ERROR_RATE, max_entries: int = MAX_ENTRIES,
+            type_code: str = DYNAMIC_V0) -> BloomFilter:
+        """An empty filter sized as Hudi sizes it for ``num_entries`` keys at ``error_rate``."""
+        size = int(math.ceil(num_entries * (-math.log(error_rate) / (math.log(2) ** 2))))
+        num_hashes = int(math.ceil(math.log(2) * size / num_entries))
+        return cls(type_code, size, num_hashes, num_entries, max_entries, [_Vector(size)])
+
+    def positions(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """The bit each hash of each key sets: (len(keys), num_hashes) ints. Keys are hashed in
+        groups of one length, straight from the array's buffers."""
+        keys = pc.cast(keys, pa.large_binary())
+        keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+        out = np.zeros((len(keys), self.num_hashes), dtype=np.int64)
+        if not len(keys):
+            return out
+        offsets = np.frombuffer(keys.buffers()[1], dtype=np.int64)[keys.offset:keys.offset + len(keys) + 1]
+        data = np.frombuffer(keys.buffers()[2] or b"", dtype=np.uint8)
+        starts, lengths = offsets[:-1], np.diff(offsets)
+        for length in np.unique(lengths):
+            if length == 0:
+                continue  # Hadoop refuses empty keys; Hudi never writes one
+            rows = np.nonzero(lengths == length)[0]
+            matrix = data[starts[rows][:, None] + np.arange(length)]
+            seeds = np.zeros(len(rows), dtype=np.int32)
+            found = np.empty((len(rows), self.num_hashes), dtype=np.int64)
+            for j in range(self.num_hashes):
+                seeds = murmur_hashes(matrix, seeds)
+                found[:, j] = np.abs(seeds.astype(np.int64)) % self.size
+            out[rows] = found
+        return out
+
+    def add(self, keys: Iterable[str] | pa.Array | pa.ChunkedArray) -> None:
+        """Add record keys, in the order the file holds them (the dynamic filter's vectors fill in order)."""
+        keys = _keys(keys)
+        if not len(keys):
+            return
+        targets = self._targets(len(keys))
+        bits = self.positions(keys)
+        for index, vector in enumerate(self.vectors):
+            vector.bits[bits[targets == index].ravel()] = True
+
+    def _targets(self, count: int) -> np.ndarray:
+        """The vector each of ``count`` new keys goes to, adding vectors as Hudi's filter does:
+        the last one fills to ``num_entries``, then a new one is added while fewer than
+        ``max_entries`` keys fit; then keys go round the vectors, from the first (twice)."""
+        if self.type_code == SIMPLE:
+            return np.zeros(count, dtype=np.int64)
+        out, remaining = [], count
+        while remaining:
+            if self.in_last >= self.num_entries and len(self.vectors) * self.num_entries < self.max_entries:
+                self.vectors.append(_Vector(self.size))
+                self.in_last = 0
+            if self.in_last < self.num_entries:
+                take = min(remaining, self.num_entries - self.in_last)
+                out.append(np.full(take, len(self.vectors) - 1, dtype=np.int64))
+            else:
+                take = remaining
+                over = self.in_last - self.num_entries + np.arange(take, dtype=np.int64)
+                out.append(np.where(over == 0, 0, (over - 1) % len(self.vectors)))
+            self.in_last += take
+            remaining -= take
+        return np.concatenate(out)
+
+    def contains(self, keys: Iterable[str] | pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Per key, whether it may have been added (never False for one that was)."""
+        bits = self.positions(_keys(keys))
+        found = np.zeros(len(bits), dtype=bool)
+        for vector in self.vectors:
+            found |= vector.bits[bits].all(axis=1)
+        return found
+
+    def might_contain(self, key: str) -> bool:
+        return bool(self.contains([key])[0])
+
+    def encode(self) -> str:
+        """The footer's text: the serialized filter, Base64."""
+        if self.type_code == SIMPLE:
+            raw = self.vectors[0].encode(self.num_hashes)
+        else:
+            raw = _header(self.num_hashes, self.size) + struct.pack(">iii", self.num_entries, self.in_last, len(self.vectors))
+            raw += b"".join(v.encode(self.num_hashes) for v in self.vectors)
+        return base64.b64encode(raw).decode()
+
+    @classmethod
+    def decode(cls, text: str | bytes, type_code: str) -> BloomFilter:
+        """A filter from a footer's (or a ``bloom_filters`` record's) text."""
+        raw = base64.b64decode(text)
+        version, num_hashes, hash_type, size = struct.unpack_from(">iibi", raw)
+        if version != _VERSION or hash_type != _MURMUR:
+            raise ValueError(f"a bloom filter of version {version}, hash type {hash_type}: hudiql reads version -1, murmur")
+        offset, count, in_last, num_entries = 13, 1, 0, NUM_ENTRIES
+        if type_code != SIMPLE:
+            num_entries, in_last, count = struct.unpack_from(">iii", raw, offset)
+            offset += 12
+        vectors = []
+        nbytes = (size + 7) // 8
+        for _ in range(count):
+            if type_code != SIMPLE:
+                offset += 13  # each vector repeats the header
+            packed = np.frombuffer(raw, dtype=np.uint8, count=nbytes, offset=offset)
+            vectors.append(_Vector(size, np.unpackbits(packed, bitorder="little")[:size].astype(bool)))
+            offset += nbytes
+        # max_entries is not serialized: a read filter only answers lookups
+        return cls(type_code, size, num_hashes, num_entries, MAX_ENTRIES, vectors, in_last)
+
+
+def _keys(keys: Iterable[str] | pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    keys = keys if isinstance(keys, (pa.Array, pa.ChunkedArray)) else pa.array(list(keys), pa.string())
+    return keys.drop_null()
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    """The bloom filter a base file's footer holds: its type and sizing (picklable, for write tasks)."""
+
+    type_code: str = DYNAMIC_V0
+    num_entries: int = NUM_ENTRIES
+    error_rate: float = ERROR_RATE
+    max_entries: int = MAX_ENTRIES
+
+    def new(self) -> BloomFilter:
+        return BloomFilter.new(self.num_entries, self.error_rate, self.max_entries, self.type_code)
+
+
+class KeyFooter:
+    """The footer entries of one base file being written, from its record keys batch by batch in
+    file order: a bloom filter (unless ``spec`` is None) and the smallest and largest key."""
+
+    def __init__(self, spec: FilterSpec | None) -> None:
+        self.spec = spec
+        self.filter = spec.new() if spec else None
+        self.low: str | None = None
+        self.high: str | None = None
+
+    def add(self, keys: pa.Array | pa.ChunkedArray) -> KeyFooter:
+        if self.filter is not None:
+            self.filter.add(keys)
+        bounds = pc.min_max(keys)
+        if bounds["min"].is_valid:
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            self.low = low if self.low is None else min(self.low, low)
+            self.high = high if self.high is None else max(self.high, high)
+        return self
+
+    def entries(self) -> dict[bytes, bytes]:
+        out = {}
+        if self.filter is not None:
+            out[FOOTER_BLOOM_FILTER.encode()] = self.filter.encode().encode()
+            out[FOOTER_TYPE_CODE.encode()] = self.spec.type_code.encode()
+        if self.low is not None:
+            out[FOOTER_MIN_KEY.encode()], out[FOOTER_MAX_KEY.encode()] = self.low.encode(), self.high.encode()
+        return out
+
+
+def with_footer(rows: pa.Table, keys: pa.Array | pa.ChunkedArray, spec: FilterSpec | None) -> pa.Table:
+    """``rows`` whose schema metadata (which Arrow writes to the parquet footer) holds the footer
+    entries of their record ``keys``."""
+    return rows.replace_schema_metadata({**(rows.schema.metadata or {}), **KeyFooter(spec).add(keys).entries()})
