@@ -4,6 +4,7 @@
 Usage:
     python bench/statement_latency.py [--rows 100000] [--partitions 10] [--repeats 3] [--warmup 1]
                                       [--table-version 6|8|9] [--metadata true|false] [--record-index]
+                                      [--table-option KEY=VALUE ...]
                                       [--workdir DIR] [--hudiql-ref HEAD] [--skip-build] [--quick]
                                       [--json FILE]
 
@@ -119,6 +120,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="hoodie.metadata.enable of the hudiql tables (versions 8 and 9: the metadata table)")
     p.add_argument("--record-index", action="store_true",
                    help="hoodie.metadata.record.index.enable=true on the hudiql tables (version 8 or 9)")
+    p.add_argument("--table-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="another table option of the hudiql tables (repeatable), e.g. hoodie.index.type=BLOOM")
     p.add_argument("--workdir", default=None, help="default: a temp dir, deleted at the end (a given dir is kept)")
     p.add_argument("--hudiql-ref", default=None,
                    help="benchmark hudiql as of this git ref (default: a snapshot of the working tree)")
@@ -315,11 +318,12 @@ def arrow_rows(rows: list[tuple]) -> pa.Table:
 # ---------------------------------------------------------------------------------------------
 class Hudiql:
     def __init__(self, spark: SparkSession, warehouse: str, kind: str, version: str = "6",
-                 metadata: str = "true", record_index: bool = False) -> None:
+                 metadata: str = "true", record_index: bool = False, options: tuple[str, ...] = ()) -> None:
         self.kind, self.table = kind, HUDI_TABLES[kind]
         self.name = f"hudiql {kind}"
         self.spark, self.warehouse = spark, warehouse
         self.version, self.metadata, self.record_index = version, metadata, record_index
+        self.options = options
         self.session = self._connect()
 
     def _connect(self):
@@ -334,6 +338,7 @@ class Hudiql:
         props = [f"type='{self.kind}'", f"'hoodie.write.table.version'='{self.version}'"]
         if self.record_index:
             props.append("'hoodie.metadata.record.index.enable'='true'")
+        props += [f"'{key}'='{value}'" for key, value in (o.split("=", 1) for o in self.options)]
         loader.sql(hudi_table_ddl(self.table, props))
         loader.sql(f"INSERT INTO {self.table} SELECT id, name, value, ts, part FROM base_rows").collect()
 
@@ -493,8 +498,9 @@ def run_statements(spark: SparkSession, args: argparse.Namespace, results: dict)
     warehouse = os.path.join(args.workdir, "warehouse")
 
     # ---- untimed loads ------------------------------------------------------------------------
-    cow = Hudiql(spark, warehouse, "cow", args.table_version, args.metadata, args.record_index)
-    mor = Hudiql(spark, warehouse, "mor", args.table_version, args.metadata, args.record_index)
+    options = tuple(args.table_option)
+    cow = Hudiql(spark, warehouse, "cow", args.table_version, args.metadata, args.record_index, options)
+    mor = Hudiql(spark, warehouse, "mor", args.table_version, args.metadata, args.record_index, options)
     pq = SparkParquet(spark, os.path.join(args.workdir, "parquet"))
     delta = Delta(os.path.join(args.workdir, "delta")) if deltalake is not None else None
     load = {"hudiql_cow": timed(cow.load)[0], "hudiql_mor": timed(mor.load)[0], "spark_parquet": timed(pq.load)[0]}

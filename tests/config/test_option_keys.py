@@ -25,7 +25,8 @@ CLEAN_FAMILY = ("hudiql cleans with hoodie.cleaner.policy, hoodie.cleaner.commit
                 "hoodie.cleaner.fileversions.retained, hoodie.cleaner.hours.retained and hoodie.clean.max.commits, "
                 "and archives with hoodie.keep.min.commits and hoodie.keep.max.commits; remove the option")
 OVERWRITE_IS_A_STATEMENT = "write INSERT OVERWRITE to replace rows; INSERT INTO takes insert, upsert or bulk_insert"
-NO_BLOOM = "hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest base files) or BUCKET"
+NO_GLOBAL = ("a global index; hudiql's global index is the record index (RECORD_INDEX, with "
+             "hoodie.metadata.record.index.enable=true); or use BLOOM, SIMPLE or BUCKET")
 
 
 def table_error(key: str, value: str) -> str:
@@ -48,19 +49,21 @@ REFUSED = [
     ("hoodie.table.cdc.supplemental.logging.mode", "DATA_BEFORE_AFTER",
      "hudiql does not write change data capture (CDC) logs; remove the option or set it to false"),
     ("hoodie.metadata.index.bloom.filter.enable", "true",
-     "hudiql keeps the metadata table's files partition, record index and column stats (hoodie.metadata.enable, "
-     "hoodie.metadata.compact.max.delta.commits, hoodie.metadata.record.index.enable, "
+     "hudiql keeps the metadata table's files partition, record index, column stats, partition stats and secondary "
+     "indexes (hoodie.metadata.enable, hoodie.metadata.compact.max.delta.commits, hoodie.metadata.record.index.enable, "
      "hoodie.metadata.record.index.min.filegroup.count, hoodie.metadata.record.index.max.filegroup.count, "
-     "hoodie.metadata.index.column.stats.enable, hoodie.metadata.index.column.stats.column.list), "
-     "not its other indexes; remove the option"),
+     "hoodie.metadata.index.column.stats.enable, hoodie.metadata.index.column.stats.column.list, "
+     "hoodie.metadata.index.partition.stats.enable; CREATE INDEX), not its other indexes; remove the option"),
     ("hoodie.clean.async", "true", NO_ASYNC),
     ("hoodie.archive.async", "true", NO_ASYNC),
     ("hoodie.archive.beyond.savepoint", "true",
      "hudiql does not bootstrap tables, and archiving stops at the first savepoint; remove the option or set it to false"),
     ("hoodie.clean.allow.multiple", "false", CLEAN_FAMILY),
-    ("hoodie.index.type", "BLOOM", NO_BLOOM),
-    ("hoodie.index.type", "bloom", NO_BLOOM),
-    ("hoodie.index.type", "GLOBAL_BLOOM", NO_BLOOM),
+    ("hoodie.index.type", "GLOBAL_BLOOM", NO_GLOBAL),
+    ("hoodie.index.type", "global_simple", NO_GLOBAL),
+    ("hoodie.bloom.index.use.metadata", "true",
+     "hudiql's BLOOM index reads the filters in the base files' footers, not the metadata table's bloom_filters "
+     "partition; remove the option or set it to false"),
     ("hoodie.cleaner.policy.failed.writes", "EAGER",
      "hudiql rolls back a failed write once its heartbeat expired (LAZY); EAGER would roll back the instant of a "
      "writer that is still running"),
@@ -116,10 +119,16 @@ def test_other_operations_say_what_to_use():
     )
 
 
-def test_bloom_index_no_longer_runs_as_simple():
-    # It used to be taken for SIMPLE: no bloom filters written, so Hudi's bloom index would miss keys.
-    with pytest.raises(OptionError, match="no bloom filters"):
-        IndexConfig.from_settings({"hoodie.index.type": "BLOOM"}, ["id"])
+def test_a_bloom_filters_sizing_is_checked():
+    assert table_error("hoodie.index.bloom.fpp", "2") == (
+        "hoodie.index.bloom.fpp=2 is not valid; give a number between 0 and 1 (default 0.000000001)")
+    assert session_error("hoodie.index.bloom.num_entries", "0") == (
+        "hoodie.index.bloom.num_entries=0 is not valid; give a whole number of keys, at least 1 (default 60000)")
+
+
+def test_a_bloom_index_lays_file_groups_out_as_simple():
+    # Only the lookup differs (index.bloom): a table may switch between them.
+    assert IndexConfig.from_settings({"hoodie.index.type": "BLOOM"}, ["id"]).kind == "SIMPLE"
     assert IndexConfig.from_settings({"hoodie.index.type": "simple"}, ["id"]).kind == "SIMPLE"
 
 
@@ -232,7 +241,7 @@ def test_non_hoodie_session_keys_are_the_callers_business():
          "NUM_AND_TIME or NUM_OR_TIME"),
         ("hoodie.parquet.compression.codec", "lzo",
          "hoodie.parquet.compression.codec=lzo is not supported: Arrow cannot write LZO; use snappy, gzip or zstd"),
-        ("hoodie.index.type", "HBASE", "hoodie.index.type=HBASE is not valid; use SIMPLE, BUCKET or RECORD_INDEX"),
+        ("hoodie.index.type", "HBASE", "hoodie.index.type=HBASE is not valid; use SIMPLE, BUCKET, RECORD_INDEX or BLOOM"),
         ("hoodie.index.bucket.engine", "CONSISTENT_HASHING",
          "hoodie.index.bucket.engine=CONSISTENT_HASHING is not supported: hudiql's bucket index has a fixed number of "
          "buckets; use SIMPLE"),
@@ -404,7 +413,7 @@ def test_every_key_the_code_names_is_registered():
 
 
 def test_create_table_with_a_refused_option_creates_nothing(session, warehouse):
-    for option in ("'hoodie.metadata.enable'='true'", "'hoodie.write.table.version'='7'", "'hoodie.index.type'='BLOOM'",
+    for option in ("'hoodie.metadata.enable'='true'", "'hoodie.write.table.version'='7'", "'hoodie.index.type'='GLOBAL_BLOOM'",
                    "'hoodie.parquet.max.file.size'='big'", "'hoodie.cleaner.commits.retained'='25'"):
         with pytest.raises(OptionError):
             session.sql(f"CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id', {option})")

@@ -155,8 +155,9 @@ def file_with(table_path, session, where: str):
 
 @pytest.mark.parametrize("kind", ["mor"])  # copy-on-write: the Hudi table below, and the random filters
 def test_a_query_reads_only_the_files_its_filter_may_match(session, kind):
-    """Files whose ranges exclude the filter are not read (a damaged one is never noticed), on a
-    non-partition column; a merge-on-read slice whose log holds matching values is read."""
+    """Files whose ranges exclude the filter are not read by a query, an UPDATE or a DELETE (a
+    damaged one is never noticed), on a non-partition column; a merge-on-read slice whose log holds
+    matching values is read."""
     table = versioned_table(session, 9, kind, COLUMN_STATS, "'hoodie.parquet.small.file.limit'='0'")
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 2, 'd1')")
     session.sql("INSERT INTO t VALUES (3, 'c', 10, 'd1'), (4, 'd', 12, 'd1')")
@@ -168,9 +169,14 @@ def test_a_query_reads_only_the_files_its_filter_may_match(session, kind):
     assert hudiql_rows(session, "SELECT id FROM t WHERE ts IN (2, 20) OR name = 'zz'") == [(2,), (5,)]
     assert hudiql_rows(session, "SELECT id FROM t WHERE ts BETWEEN 19 AND 21 AND dt = 'd2'") == [(5,)]
     assert hudiql_rows(session, "SELECT count(*) FROM t WHERE name IS NULL") == [(0,)]
+    session.sql("UPDATE t SET name = 'u' WHERE ts >= 20")  # UPDATE and DELETE skip files too
+    session.sql("DELETE FROM t WHERE ts BETWEEN 19 AND 21")
+    assert hudiql_rows(session, "SELECT id, name FROM t WHERE ts >= 20") == ([(1, "u")] if kind == "mor" else [])
     session.sql("SET hoodie.enable.data.skipping=false")
     with pytest.raises(Exception, match="(?i)parquet"):  # now the damaged file is read
         session.sql("SELECT id FROM t WHERE ts >= 20").collect()
+    with pytest.raises(Exception, match="(?i)parquet"):
+        session.sql("UPDATE t SET name = 'v' WHERE ts >= 20")
 
 
 def test_skipping_never_changes_an_answer(session):

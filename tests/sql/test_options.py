@@ -357,13 +357,14 @@ def test_implemented_hoodie_option_is_passed_through():
 
 
 @pytest.mark.parametrize("key", ["hoodie.index.type", "index.type"])
-def test_bloom_index_is_refused_at_create(key):
+def test_a_global_bloom_index_is_refused_at_create(key):
     with pytest.raises(OptionError) as info:
-        props_of(primary_key=["id"], options={key: "BLOOM"})
+        props_of(primary_key=["id"], options={key: "GLOBAL_BLOOM"})
     assert str(info.value) == (
-        f"{key}=BLOOM is not supported: hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest "
-        "base files) or BUCKET"
+        f"{key}=GLOBAL_BLOOM is not supported: a global index; hudiql's global index is the record index "
+        "(RECORD_INDEX, with hoodie.metadata.record.index.enable=true); or use BLOOM, SIMPLE or BUCKET"
     )
+    assert props_of(primary_key=["id"], options={"hoodie.index.type": "BLOOM"})["hoodie.index.type"] == "BLOOM"
 
 
 def test_unknown_hoodie_option_names_the_closest_key():

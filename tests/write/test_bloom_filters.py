@@ -5,6 +5,7 @@ so that Hudi's BLOOM index finds keys in tables hudiql wrote."""
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 import pyarrow.parquet as pq
 
 from conftest import HUDI_TABLES, VERSIONED_COLUMNS, VERSIONED_QUERY, hudiql_rows, official_rows, unzip, versioned_table
@@ -110,3 +111,49 @@ def test_every_base_file_gets_its_keys_footer(session):
     assert FOOTER_BLOOM_FILTER.encode() not in stored and stored[FOOTER_MIN_KEY.encode()] == b"5"
     assert hudiql_rows(session, VERSIONED_QUERY) == official_rows(table_path, VERSIONED_COLUMNS) == [
         (1, "a", 1, "d1"), (2, "b", 9, "d1"), (3, "c", 1, "d2"), (4, "d", 2, "d1"), (5, "e", 1, "d3")]
+
+
+def damage_pages(path) -> bytes:
+    """Corrupt a parquet file's data pages, its footer left readable; returns what it held."""
+    data = bytearray(path.read_bytes())
+    kept = bytes(data)
+    footer_end = len(data) - 8 - int.from_bytes(data[-8:-4], "little")
+    data[4:footer_end] = bytes(b ^ 0xFF for b in data[4:footer_end])
+    path.write_bytes(bytes(data))
+    return kept
+
+
+def test_a_bloom_index_reads_only_the_files_that_may_hold_a_key(session):
+    """An upsert finds each key through the footers: a file whose key range excludes it, or whose
+    bloom filter does not hold it, is never read (its pages damaged, the upsert succeeds); the
+    file that holds it is; the rows are SIMPLE's, and Hudi's reader reads them."""
+    table_path = versioned_table(session, 9, "cow", "'hoodie.index.type'='BLOOM'", "'hoodie.parquet.small.file.limit'='0'")
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (5, 'e', 1, 'd1')")
+    first = {p.name for p in table_path.glob("dt=d1/*.parquet")}
+    session.sql("INSERT INTO t VALUES (7, 'g', 1, 'd1'), (9, 'i', 1, 'd1')")
+    [second] = {p.name for p in table_path.glob("dt=d1/*.parquet")} - first
+    [first] = first
+    session.sql("SET hoodie.spark.sql.insert.into.operation=upsert")
+    kept = damage_pages(table_path / "dt=d1" / first)  # keys 1 and 5: its range holds 3, its filter not
+    session.sql("INSERT INTO t VALUES (3, 'c', 2, 'd1'), (7, 'g2', 2, 'd1')")
+    (table_path / "dt=d1" / first).write_bytes(kept)
+    expected = [(1, "a", 1, "d1"), (3, "c", 2, "d1"), (5, "e", 1, "d1"), (7, "g2", 2, "d1"), (9, "i", 1, "d1")]
+    assert hudiql_rows(session, VERSIONED_QUERY) == official_rows(table_path, VERSIONED_COLUMNS) == expected
+    damage_pages(table_path / "dt=d1" / first)
+    with pytest.raises(Exception, match="(?i)parquet|corrupt|damaged|cannot be read"):
+        session.sql("INSERT INTO t VALUES (5, 'e2', 3, 'd1')").collect()  # the file that holds 5 is read
+
+
+def test_a_bloom_index_finds_keys_in_hudis_files(session, tmp_path):
+    """On a Hudi 1.1 table, upserts through Hudi's own footers update the stored rows."""
+    table_path = unzip(SAMPLE, tmp_path)
+    session.sql(f"CREATE TABLE t USING hudi LOCATION '{table_path}'")
+    session.sql("SET hoodie.index.type=BLOOM")
+    session.sql("SET hoodie.spark.sql.insert.into.operation=upsert")
+    before = official_rows(table_path, ["txn_id"])
+    session.sql("INSERT INTO t SELECT txn_id, account_id, txn_ts + 1, txn_datetime, txn_date, amount, currency, "
+                "'reversed', merchant_name, is_international, fee_amount, txn_metadata, region FROM t "
+                "WHERE txn_id IN ('TXN-001', 'TXN-011')")
+    assert official_rows(table_path, ["txn_id"]) == before
+    assert hudiql_rows(session, "SELECT txn_id FROM t WHERE txn_type = 'reversed' ORDER BY txn_id") == [
+        ("TXN-001",), ("TXN-011",)]

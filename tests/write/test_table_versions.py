@@ -369,6 +369,8 @@ REPLAYS = {
     "v9 cow complex key": ("sample_table/cow/v9_txns_complex_nometa", 9, "America/Chicago"),
     "v9 mor simple key": ("sample_table/mor/avro/v9_txns_simple_nometa", 9, "America/Chicago"),
     "v9 cow metadata table, record and secondary indexes": ("sample_table/cow/v9_txns_simple_meta", 9, "America/Chicago"),
+    "v9 mor metadata table, complex key, indexes, services": ("sample_table/mor/avro/v9_txns_complex_meta", 9,
+                                                               "America/Chicago"),
 }
 
 

@@ -168,6 +168,7 @@ FLINK_INDEX_TYPE = "index.type"
 SIMPLE_INDEX = "SIMPLE"
 BUCKET_INDEX = "BUCKET"
 RECORD_INDEX = "RECORD_INDEX"
+BLOOM_INDEX = "BLOOM"
 OPTIMISTIC = "OPTIMISTIC_CONCURRENCY_CONTROL"
 SINGLE_WRITER = "SINGLE_WRITER"
 FILE_SYSTEM_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
@@ -185,7 +186,8 @@ PAYLOADS = (C.DEFAULT_PAYLOAD, C.OVERWRITE_WITH_LATEST_PAYLOAD, C.EVENT_TIME_PAY
 
 _OVERWRITE_IS_A_STATEMENT = "write INSERT OVERWRITE to replace rows; INSERT INTO takes insert, upsert or bulk_insert"
 _VERSIONS = ("6", "8", "9")
-_NO_BLOOM = "hudiql writes no bloom filters; use SIMPLE (a key lookup in the latest base files) or BUCKET"
+_NO_GLOBAL_BLOOM = ("a global index; hudiql's global index is the record index (RECORD_INDEX, with "
+                    "hoodie.metadata.record.index.enable=true); or use BLOOM, SIMPLE or BUCKET")
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,7 @@ def _fixed(name: str, value: str, why: str | None = None) -> Key:
 _KEYGEN_VALUES = KEY_GENERATORS + tuple(k.rsplit(".", 1)[1] for k in KEY_GENERATORS)
 _PAYLOAD_VALUES = PAYLOADS + tuple(p.rsplit(".", 1)[1] for p in PAYLOADS)
 _TABLE_TYPES = tuple(C.TABLE_TYPE_NAMES)
-_INDEX_REFUSED = {"bloom": _NO_BLOOM, "global_bloom": _NO_BLOOM}
+_INDEX_REFUSED = {"global_bloom": _NO_GLOBAL_BLOOM, "global_simple": _NO_GLOBAL_BLOOM}
 _OPERATION_REFUSED = {
     "delete_partition": "use ALTER TABLE <table> DROP PARTITION (...); INSERT takes insert, upsert or bulk_insert",
     "delete": "use DELETE FROM <table> WHERE ...; INSERT takes insert, upsert or bulk_insert",
@@ -355,7 +357,7 @@ _KEY_LIST: list[Key] = [
     _fixed(C.TIMESTAMP_OUTPUT_TZ, "UTC", "hudiql formats partition timestamps in UTC; remove the option or set it to UTC"),
     Key(TIMESTAMP_INPUT_FORMAT, TABLE, TEXT, "yyyy-MM-dd HH:mm:ss", doc="how STRING partition values are parsed"),
     # -- the index: the file groups on storage follow it, so a session may repeat it, not change it ----
-    _enum(INDEX_TYPE, BOTH, (SIMPLE_INDEX, BUCKET_INDEX, RECORD_INDEX), SIMPLE_INDEX, refused=_INDEX_REFUSED,
+    _enum(INDEX_TYPE, BOTH, (SIMPLE_INDEX, BUCKET_INDEX, RECORD_INDEX, BLOOM_INDEX), SIMPLE_INDEX, refused=_INDEX_REFUSED,
           doc=f"RECORD_INDEX: the metadata table's record index ({RECORD_INDEX_ENABLE}=true)"),
     _enum(FLINK_INDEX_TYPE, TABLE, (SIMPLE_INDEX, BUCKET_INDEX, RECORD_INDEX), SIMPLE_INDEX, refused=_INDEX_REFUSED,
           same_as=INDEX_TYPE),
@@ -703,10 +705,11 @@ _ONE_LOCK = (f"hudiql locks a table with a lock file ({LOCK_PROVIDER}, {LOCK_WAI
 #: First match wins: specific keys before the families they belong to.
 UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.metadata.*", "hoodie.table.metadata.partitions*"),
-                  f"hudiql keeps the metadata table's files partition, record index and column stats ("
-                  f"{METADATA_ENABLE}, {METADATA_COMPACT_MAX_DELTA_COMMITS}, {RECORD_INDEX_ENABLE}, "
+                  f"hudiql keeps the metadata table's files partition, record index, column stats, partition stats and "
+                  f"secondary indexes ({METADATA_ENABLE}, {METADATA_COMPACT_MAX_DELTA_COMMITS}, {RECORD_INDEX_ENABLE}, "
                   f"{RECORD_INDEX_MIN_FILE_GROUPS}, {RECORD_INDEX_MAX_FILE_GROUPS}, {COLUMN_STATS_ENABLE}, "
-                  f"{COLUMN_STATS_COLUMNS}), not its other indexes; remove the option", ("false",)),
+                  f"{COLUMN_STATS_COLUMNS}, {PARTITION_STATS_ENABLE}; CREATE INDEX), not its other indexes; remove "
+                  "the option", ("false",)),
     Unimplemented(("hoodie.table.cdc.*",), "hudiql does not write change data capture (CDC) logs; remove the option "
                                            "or set it to false", ("false",)),
     Unimplemented(("hoodie.clean.async", "hoodie.archive.async"),
@@ -727,7 +730,11 @@ UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.clustering.*", "hoodie.layout.optimize.*"),
                   f"hudiql plans clustering by {CLUSTERING_SMALL_FILE_LIMIT}, {CLUSTERING_TARGET_FILE_SIZE}, "
                   f"{CLUSTERING_SORT_COLUMNS} and {CLUSTERING_MAX_GROUPS}; remove the option"),
-    Unimplemented(("hoodie.bloom.*", "hoodie.index.bloom.*"), _NO_BLOOM + " as hoodie.index.type; remove the option"),
+    Unimplemented(("hoodie.bloom.index.use.metadata",),
+                  "hudiql's BLOOM index reads the filters in the base files' footers, not the metadata table's "
+                  "bloom_filters partition; remove the option or set it to false", ("false",)),
+    Unimplemented(("hoodie.bloom.*", "hoodie.index.bloom.*"),
+                  "it tunes how Hudi's Java BLOOM index runs its lookup, not what it finds", warn=True),
     Unimplemented(("hoodie.simple.index.parallelism", "hoodie.global.simple.index.parallelism"),
                   "Spark chooses the parallelism of hudiql's index lookup (spark.sql.shuffle.partitions)", warn=True),
     Unimplemented(("hoodie.index.class", "hoodie.bucket.index.max.num.buckets", "hoodie.bucket.index.min.num.buckets",

@@ -1,12 +1,45 @@
-"""The bloom filters of a table's base files (``formats.bloom_filter``): which filter a write puts
-in each base file's footer (``hoodie.parquet.bloom.filter.enabled`` and Hudi's sizing options), so
-that Hudi's ``BLOOM`` index, and hudiql's, open only the files that may hold a key."""
+"""The BLOOM index (``hoodie.index.type=BLOOM``) and the bloom filters it reads: which filter a write
+puts in each base file's footer (``hoodie.parquet.bloom.filter.enabled`` and Hudi's sizing
+options, ``formats.bloom_filter``), and the lookup that finds each incoming key's file group by
+them, as Hudi's ``HoodieBloomIndex`` does.
+
+A lookup is one Spark job: tasks read each latest base file's footer for its smallest and largest
+key; incoming keys are joined with the files of their partition whose key range holds them; then a
+task per candidate file tests its keys against the file's bloom filter and reads the file's keys
+only when one may be there, to confirm. A file whose footer has no range or no filter (written
+before hudiql wrote them, or with the filter off) is a candidate for every key of its partition
+and is read. Like ``SIMPLE``, the index is not global: a key is looked up in its own partition.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
 from hudiql.config import registry as K
-from hudiql.formats.bloom_filter import FilterSpec
+from hudiql.errors import damaged_file
+from hudiql.file_group import FileSlice
+from hudiql.formats.bloom_filter import (
+    FOOTER_BLOOM_FILTER,
+    FOOTER_MAX_KEY,
+    FOOTER_MIN_KEY,
+    FOOTER_TYPE_CODE,
+    BloomFilter,
+    FilterSpec,
+)
+from hudiql.io.storage import Storage
+from hudiql.record.keygen import KeyGenerator, record_keys_of
+from hudiql.record.schema import PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
+
+BLOOM_INDEX = "BLOOM"
+_RANGES = "partition string, file_id string, path string, min_key string, max_key string"
+_FOUND = f"{RECORD_KEY} string, {PARTITION_PATH} string, file_id string"
 
 
 def filter_spec(table: HudiTable) -> FilterSpec | None:
@@ -17,3 +50,77 @@ def filter_spec(table: HudiTable) -> FilterSpec | None:
         return None
     return FilterSpec(s.choice(K.BLOOM_FILTER_TYPE), s.number(K.BLOOM_NUM_ENTRIES), s.fraction(K.BLOOM_FPP),
                       s.number(K.BLOOM_MAX_ENTRIES))
+
+
+def wanted(table: HudiTable) -> bool:
+    """Whether the statement's settings ask key lookups to use the BLOOM index."""
+    return table.settings.choice(K.INDEX_TYPE) == BLOOM_INDEX
+
+
+def located(spark: SparkSession, table: HudiTable, keys: DataFrame, slices: list[FileSlice]) -> DataFrame:
+    """(record key, partition path, file id) of each of ``keys`` (record key, partition path) that
+    a base file of ``slices`` holds."""
+    files = spark.createDataFrame([(s.partition_path, s.file_id, s.base_path) for s in slices],
+                                  "partition string, file_id string, path string")
+    ranges = files.repartition(max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4))) \
+        .mapInArrow(_key_ranges(table.storage.base_uri), _RANGES)
+    within = (F.col("min_key").isNull() | F.col(RECORD_KEY).between(F.col("min_key"), F.col("max_key")))
+    candidates = keys.join(ranges, (keys[PARTITION_PATH] == ranges["partition"]) & within) \
+        .select(RECORD_KEY, PARTITION_PATH, "file_id", "path")
+    check = _CandidateCheck(table.storage.base_uri, None if table.config.populate_meta_fields else table.keygen)
+    return candidates.groupBy("path").applyInArrow(check.udf(), _FOUND)
+
+
+def _key_ranges(base_uri: str):
+    """Per base file (a row of partition, file id, path): its footer's smallest and largest key."""
+    def ranges(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        storage = Storage(base_uri)
+        for batch in batches:
+            rows = batch.to_pylist()
+            for row in rows:
+                footer = _footer(storage, row["path"])
+                low, high = footer.get(FOOTER_MIN_KEY.encode()), footer.get(FOOTER_MAX_KEY.encode())
+                row["min_key"] = low.decode() if low is not None and high is not None else None
+                row["max_key"] = high.decode() if low is not None and high is not None else None
+            yield pa.RecordBatch.from_pylist(rows, schema=pa.schema(
+                [(n, pa.string()) for n in ("partition", "file_id", "path", "min_key", "max_key")]))
+    return ranges
+
+
+def _footer(storage: Storage, path: str) -> dict[bytes, bytes]:
+    try:
+        with storage.open_input_file(path) as f:
+            return pq.ParquetFile(f).metadata.metadata or {}
+    except (pa.ArrowException, OSError) as exc:
+        raise damaged_file(storage.uri(path), f"cannot be read ({str(exc).splitlines()[0][:200]})") from None
+
+
+class _CandidateCheck:
+    """A task's work per candidate file: the keys its bloom filter may hold, confirmed by its keys."""
+
+    def __init__(self, base_uri: str, virtual_keys: KeyGenerator | None) -> None:
+        self.base_uri, self.virtual_keys = base_uri, virtual_keys
+
+    def udf(self):
+        def check(candidates: pa.Table) -> pa.Table:
+            return self.found(candidates)
+        return check
+
+    def found(self, candidates: pa.Table) -> pa.Table:
+        storage = Storage(self.base_uri)
+        path = candidates.column("path")[0].as_py()
+        keys = candidates.column(RECORD_KEY)
+        footer = _footer(storage, path)
+        stored_filter = footer.get(FOOTER_BLOOM_FILTER.encode())
+        if stored_filter is not None:
+            type_code = footer.get(FOOTER_TYPE_CODE.encode(), b"").decode() or "SIMPLE"
+            maybe = BloomFilter.decode(stored_filter, type_code).contains(keys)
+            candidates = candidates.filter(pa.array(maybe))
+        if candidates.num_rows:
+            with storage.open_input_file(path) as f:
+                parquet = pq.ParquetFile(f)
+                wanted = self.virtual_keys.record_key_fields if self.virtual_keys else [RECORD_KEY]
+                stored = record_keys_of(parquet.read(columns=list(wanted)), self.virtual_keys)
+            candidates = candidates.filter(pc.is_in(candidates.column(RECORD_KEY), value_set=stored))
+        return pa.table({RECORD_KEY: candidates.column(RECORD_KEY), PARTITION_PATH: candidates.column(PARTITION_PATH),
+                         "file_id": candidates.column("file_id")})

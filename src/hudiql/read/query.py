@@ -166,13 +166,9 @@ class QueryPlanner:
         keep = _partition_filter(self.session.spark, table, files, node)
         columns = needed_columns(query, table.columns.fieldNames())
         # The indexes know where keys and values are now, not as of an instant.
-        groups = None
-        if not as_of:
-            groups = _key_file_groups(table, node)
-            ranged = None
-            if Settings(table.config.props, conf).flag(registry.DATA_SKIPPING):
-                ranged = _ranged_file_groups(self.session.spark, table, files, keep, node)
-            groups = ranged if groups is None else groups if ranged is None else groups & ranged
+        found = None if as_of else _table_filter(node)
+        skipping = Settings(table.config.props, conf).flag(registry.DATA_SKIPPING)
+        groups = file_groups_to_read(self.session.spark, table, files, keep, *found, skipping) if found else None
         return snapshot(self.session.spark, table, files, keep, read_optimized, columns, groups)
 
     def _changes_dataframe(self, query: exp.Expression, node: exp.Table) -> tuple[DataFrame, str]:
@@ -319,17 +315,17 @@ def _partition_filter(spark: SparkSession, table: HudiTable, files: FileSystemVi
     return partition_filter(spark, table, files, *found) if found else None
 
 
-def _key_file_groups(table: HudiTable, node: exp.Table) -> set[tuple[str, str]] | None:
-    """Pruning for one table of a SELECT by its record index, from its WHERE clause."""
-    found = _table_filter(node)
-    return key_file_groups(table, *found) if found else None
-
-
-def _ranged_file_groups(spark: SparkSession, table: HudiTable, files: FileSystemView, keep,
-                        node: exp.Table) -> set[tuple[str, str]] | None:
-    """Pruning for one table of a SELECT by its column stats, from its WHERE clause."""
-    found = _table_filter(node)
-    return data_skipping.kept_file_groups(spark, table, files, keep, *found) if found else None
+def file_groups_to_read(spark: SparkSession, table: HudiTable, files: FileSystemView, keep,
+                        condition: exp.Expression, qualifiers: set[str], unqualified_ok: bool,
+                        skipping: bool) -> set[tuple[str, str]] | None:
+    """The file groups (partition path, file id) that may hold rows matching ``condition``: by
+    the record and secondary indexes (``key_file_groups``), and, when ``skipping``
+    (``hoodie.enable.data.skipping``), by partition and column stats (``read.data_skipping``).
+    ``None``: any file group. The indexes know the table as it is now, not as of an instant."""
+    groups = key_file_groups(table, condition, qualifiers, unqualified_ok)
+    ranged = data_skipping.kept_file_groups(spark, table, files, keep, condition, qualifiers,
+                                            unqualified_ok) if skipping else None
+    return ranged if groups is None else groups if ranged is None else groups & ranged
 
 
 def key_file_groups(table: HudiTable, condition: exp.Expression, qualifiers: set[str],

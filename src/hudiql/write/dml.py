@@ -38,7 +38,7 @@ from sqlglot import exp
 from hudiql.config import registry
 from hudiql.errors import ColumnError, DataError, HudiqlError, SqlError
 from hudiql.index import record_index
-from hudiql.read.query import QueryPlanner, conjuncts, key_file_groups, partition_filter
+from hudiql.read.query import QueryPlanner, conjuncts, file_groups_to_read, partition_filter
 from hudiql.read.snapshot import SOURCE_FILE, snapshot
 from hudiql.table.fsview import FileSystemView
 from hudiql.sql import statements as S
@@ -316,7 +316,8 @@ class DmlPlanner:
         target = (alias or name.name).lower()
         files = table.file_system_view(sorted(partitions) if partitions is not None else None)
         keep = partition_filter(self.spark, table, files, where, {target, name.name}, True) if where else None
-        groups = key_file_groups(table, where, {target, name.name.lower()}, True) if where else None
+        groups = file_groups_to_read(self.spark, table, files, keep, where, {target, name.name.lower()}, True,
+                                     table.settings.flag(registry.DATA_SKIPPING)) if where else None
         view = self._register(self._target(table, files, keep, groups))
         projections = projections + [
             exp.alias_(exp.Literal.string(kind), KIND),

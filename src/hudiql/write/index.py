@@ -16,7 +16,10 @@
   costs what its keys cost, not what the touched partitions hold. The index is global: a key stored
   in another partition than its incoming row's is refused (Hudi would update it where it is).
 
-``BLOOM`` and the other Hudi index types are refused (``hudiql.config.registry`` says why).
+- ``BLOOM``: as ``SIMPLE``, but only the base files whose footers' key range and bloom filter
+  may hold an incoming key are read (``index.bloom``).
+
+The other Hudi index types are refused (``hudiql.config.registry`` says why).
 
 Which index a table uses is its ``IndexConfig`` (``config.index_config``).
 """
@@ -30,7 +33,7 @@ from pyspark.sql import functions as F
 
 from hudiql.config.index_config import NUM_BUCKETS, IndexConfig
 from hudiql.errors import HudiqlError
-from hudiql.index import record_index
+from hudiql.index import bloom, record_index
 from hudiql.layout import bucket_file_id, bucket_of_file_id
 from hudiql.read.snapshot import SOURCE_FILE, stored_keys
 from hudiql.table.fsview import FileSystemView
@@ -66,6 +69,9 @@ def tag(
     slices = [s for s in view.read_slices() if s.base_file]
     if not (lookup and table.has_record_key and slices):
         return incoming.withColumn(FILE_ID, F.lit(None).cast("string")), None
+    if bloom.wanted(table):
+        found = bloom.located(spark, table, incoming.select(RECORD_KEY, PARTITION_PATH), slices)
+        return incoming.join(found.withColumnRenamed("file_id", FILE_ID), [RECORD_KEY, PARTITION_PATH], "left"), None
     existing = stored_keys(spark, table, [s.base_path for s in slices], with_file_name=True).select(
         RECORD_KEY, PARTITION_PATH, F.regexp_extract(F.col(SOURCE_FILE), r"^([^_]+)_", 1).alias(FILE_ID)
     )
