@@ -6,6 +6,7 @@ Usage:
                                [--workdir DIR] [--warmup 1] [--read-repeats 2] [--hudiql-ref HEAD]
                                [--profile] [--json FILE] [--storage local | s3]
                                [--table-version 6|8|9] [--metadata true|false] [--column-stats]
+                               [--index simple|bucket|bloom] [--no-bloom-filters]
 
 What it measures, per table size (all on one local[2] SparkSession, same data for every system):
 
@@ -72,11 +73,13 @@ hudiql: Any = None  # imported by main() from a snapshot of the package (see com
 GOALS = {"mor_vs_delta": 0.5, "mor_vs_cow": 0.5, "growth": 1.5, "read_ratio": 2.0, "incremental_ratio": 0.2}
 
 
-def index_props(index: str, buckets: int) -> list[str]:
-    """Table options for ``--index``: hudiql's default index, or the bucket index."""
+def index_props(index: str, buckets: int, bloom_filters: bool = True) -> list[str]:
+    """Table options for ``--index`` (hudiql's default index, the bucket index, or the bloom index)
+    and ``--no-bloom-filters`` (base file footers without a bloom filter)."""
+    props = [] if bloom_filters else ["'hoodie.parquet.bloom.filter.enabled'='false'"]
     if index == "bucket":
-        return ["'hoodie.index.type'='BUCKET'", f"'hoodie.bucket.index.num.buckets'='{buckets}'"]
-    return []
+        return [*props, "'hoodie.index.type'='BUCKET'", f"'hoodie.bucket.index.num.buckets'='{buckets}'"]
+    return [*props, "'hoodie.index.type'='BLOOM'"] if index == "bloom" else props
 
 
 def version_props(version: str, metadata: str, column_stats: bool = False) -> list[str]:
@@ -327,8 +330,10 @@ def parse_args(argv=None):
     p.add_argument("--cow-copy", action="store_true",
                    help="build the COW base table by copying the bulk-inserted MOR base files (saves one bulk_insert)")
     p.add_argument("--shuffle-partitions", type=int, default=8)
-    p.add_argument("--index", choices=["simple", "bucket"], default="simple",
-                   help="the MOR and COW tables' index: hudiql's default (simple) or the bucket index")
+    p.add_argument("--index", choices=["simple", "bucket", "bloom"], default="simple",
+                   help="the MOR and COW tables' index: hudiql's default (simple), the bucket index or the bloom index")
+    p.add_argument("--no-bloom-filters", action="store_true",
+                   help="hoodie.parquet.bloom.filter.enabled=false: base file footers without a bloom filter")
     p.add_argument("--buckets", type=int, default=4, help="hoodie.bucket.index.num.buckets with --index bucket")
     p.add_argument("--table-version", default="6", choices=["6", "8", "9"], help="the hudiql tables' version")
     p.add_argument("--metadata", default="true", choices=["true", "false"],
@@ -415,7 +420,8 @@ def run_size(spark, args, rows: int, rounds: int, w: str, profile: Profile | Non
 
     # ---- initial load -------------------------------------------------------------------------
     base_rows(spark, rows, parts).createOrReplaceTempView("base_rows")
-    extra = index_props(args.index, args.buckets) + version_props(args.table_version, args.metadata, args.column_stats)
+    extra = index_props(args.index, args.buckets, not args.no_bloom_filters) + version_props(
+        args.table_version, args.metadata, args.column_stats)
     t_mor, _ = timed(lambda: hudi_load(spark, wh, "bench_mor", True, "base_rows", extra))
     t_cow = None
     if not args.no_cow and args.cow_copy:
@@ -539,7 +545,8 @@ def run_on_s3(spark, args, rows: int, rounds: int, name: str, quiet: bool = Fals
     say = (lambda *a, **k: None) if quiet else print
     base_rows(spark, rows, parts).createOrReplaceTempView("base_rows")
     out: dict = {"rows": rows, "rounds": []}
-    out["load"], _ = timed(lambda: hudi_load(spark, wh, "bench_mor", True, "base_rows", index_props(args.index, args.buckets)))
+    out["load"], _ = timed(lambda: hudi_load(spark, wh, "bench_mor", True, "base_rows",
+                                                  index_props(args.index, args.buckets, not args.no_bloom_filters)))
     check("S3 MOR base", hudi_read(spark, wh, "bench_mor"), rows, None)
     say(f"\n=== on S3 (local moto server), {rows:,} rows: MOR bulk_insert {fmt(out['load'])} ===")
     say(f"  {'round':>5} {'MOR write':>10} {'MOR read':>9}")

@@ -218,11 +218,13 @@ def test_skipping_never_changes_an_answer(session):
 
 def test_a_hudi_table_with_indexes_gets_column_stats_hudiql_keeps(session, tmp_path):
     """A Hudi 1.1 table (files, column_stats, partition_stats, record index, secondary indexes)
-    written with column stats only: its metadata table is rebuilt with what the write keeps, the
-    column stats ranged from its files, and queries skip by them; Hudi's reader reads the rows."""
+    written with column stats and without the record index: its metadata table is rebuilt with what
+    the write keeps, the column stats ranged from its files, and queries skip by them; Hudi's reader
+    reads the rows."""
     table_path = unzip(SAMPLE, tmp_path)
     session.sql(f"CREATE TABLE t USING hudi LOCATION '{table_path}'")
     session.sql("SET hoodie.metadata.index.column.stats.enable=true")
+    session.sql("SET hoodie.metadata.record.index.enable=false")
     session.sql("INSERT INTO t SELECT 'TXN-100', 'ACC-Z', 1700900000100L, TIMESTAMP '2024-02-01 10:00:00', "
                 "DATE '2024-02-01', 10.00, 'USD', 'debit', 'Corner Shop', false, 0.00, '{}', 'us'")
     config = TableConfig.load(Storage(str(table_path)))

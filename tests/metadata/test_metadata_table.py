@@ -137,10 +137,11 @@ def test_the_option_on_a_version_6_table_is_refused_in_one_line(session, warehou
     assert not (warehouse / "t" / ".hoodie" / "metadata").exists()
 
 
-def test_a_hudi_table_with_indexes_gets_its_files_partition_alone(session, tmp_path):
+def test_a_hudi_table_keeps_the_indexes_it_has_unless_told_otherwise(session, tmp_path):
     """A Hudi 1.1 table with column stats, partition stats, a record index and secondary indexes:
-    written (the option on by default), its metadata table is rebuilt with the files partition (the others
-    would go stale), and the official reader reads hudiql's rows through it."""
+    written without index options, its metadata table is rebuilt in hudiql's record schema with
+    the indexes hudiql keeps (not its secondary indexes); written with them off, with the files
+    partition alone; the official reader reads hudiql's rows through it."""
     table = unzip(HUDI_TABLES / "sample_table" / "cow" / "v9_txns_simple_meta.zip", tmp_path)
     columns = ["txn_id", "txn_ts", "txn_type", "region"]
     query = f"SELECT {', '.join(columns)} FROM t"
@@ -150,6 +151,15 @@ def test_a_hudi_table_with_indexes_gets_its_files_partition_alone(session, tmp_p
     session.sql("UPDATE t SET txn_type = 'refund', txn_ts = 1800000000000 WHERE txn_id = 'TXN-007'")
     after = hudiql_rows(session, query)
     assert after != before and after == official_rows(table, columns)
+    assert TableConfig.load(Storage(str(table))).metadata_partitions == ["column_stats", "files", "partition_stats", "record_index"]
+    merchants = official_rows(table, ["txn_id", "merchant_name"])
+    merchant = merchants[-1][1]
+    assert hudiql_rows(session, f"SELECT txn_id FROM t WHERE merchant_name = '{merchant}'") == [
+        (i,) for i, m in merchants if m == merchant]
+    session.sql("SET hoodie.metadata.record.index.enable=false")
+    session.sql("SET hoodie.metadata.index.column.stats.enable=false")
+    session.sql("UPDATE t SET txn_type = 'refund' WHERE txn_id = 'TXN-008'")
+    assert hudiql_rows(session, query) == official_rows(table, columns)
     assert TableConfig.load(Storage(str(table))).metadata_partitions == ["files"]
     assert sorted(p.name for p in (table / ".hoodie" / "metadata").iterdir() if p.is_dir()) == [".hoodie", "files"]
     assert {p: f for p, f in listed(table).items() if f} == on_storage(table)

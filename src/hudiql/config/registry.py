@@ -429,14 +429,15 @@ _KEY_LIST: list[Key] = [
         doc="metadata delta commits before the metadata table is compacted"),
     Key(RECORD_INDEX_ENABLE, BOTH, BOOL, "false", alterable=True,
         doc="true: the metadata table keeps the record index (each key's file group), and writes and key lookups "
-            "use it; false: a write removes it"),
+            "use it; false: a write removes it; not given: writes keep the one the table has"),
     Key(RECORD_INDEX_MIN_FILE_GROUPS, BOTH, INT, "10", minimum=1, unit=" of file groups", alterable=True,
         doc="the fewest file groups a record index is built with (Hudi's default)"),
     Key(RECORD_INDEX_MAX_FILE_GROUPS, BOTH, INT, "10000", minimum=1, unit=" of file groups", alterable=True,
         doc="the most file groups a record index is built with"),
     Key(COLUMN_STATS_ENABLE, BOTH, BOOL, "false", alterable=True,
         doc="true: the metadata table keeps each file's value range per indexed column (column_stats), and "
-            "queries skip the files whose ranges exclude their filter; false: a write removes it"),
+            "queries skip the files whose ranges exclude their filter; false: a write removes it; not given: "
+            "writes keep the one the table has"),
     Key(COLUMN_STATS_COLUMNS, BOTH, COLUMNS, alterable=True,
         doc="the columns column_stats ranges (default: the record key, partition path and commit time meta "
             "columns, then the first 32 data columns)"),

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 #: Footer keys of a base file, as Hudi names them.
 FOOTER_BLOOM_FILTER = "org.apache.hudi.bloomfilter"
@@ -53,29 +54,39 @@ _M = np.uint32(0x5BD1E995)
 
 def murmur_hashes(data: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     """Hadoop's ``MurmurHash.hash(key, seed)`` of each key (a row of ``data``: keys of one length,
-    as bytes) with its seed, as signed 32-bit ints. Java reads the tail bytes sign-extended; so
-    does this."""
-    length = data.shape[1]
-    h = seeds.astype(np.uint32) ^ np.uint32(length)
-    whole = length >> 2
-    if whole:
-        words = np.ascontiguousarray(data[:, : whole * 4]).view("<u4")
-        for i in range(whole):
-            k = words[:, i] * _M
-            k ^= k >> np.uint32(24)
-            k *= _M
+    as bytes) with its seed, as signed 32-bit ints."""
+    return _KeyWords(data).hashes(seeds)
+
+
+class _KeyWords:
+    """Keys of one length split as MurmurHash reads them: whole little-endian 32-bit words, then
+    the tail bytes, sign-extended as Java reads them."""
+
+    def __init__(self, data: np.ndarray) -> None:
+        self.length = data.shape[1]
+        whole = self.length >> 2
+        self.words = np.ascontiguousarray(data[:, : whole * 4]).view("<u4") if whole else None
+        left = self.length & 3
+        self.tail = data[:, self.length - left:].view(np.int8).astype(np.int32) if left else None
+
+    def hashes(self, seeds: np.ndarray) -> np.ndarray:
+        h = seeds.view(np.uint32) ^ np.uint32(self.length)
+        if self.words is not None:
+            for i in range(self.words.shape[1]):
+                k = self.words[:, i] * _M
+                k ^= k >> np.uint32(24)
+                k *= _M
+                h *= _M
+                h ^= k
+        if self.tail is not None:
+            left = self.tail.shape[1]
+            for j, shift in zip(range(left), (16, 8, 0)[3 - left:]):
+                h ^= (self.tail[:, j] << shift).view(np.uint32)
             h *= _M
-            h ^= k
-    left = length & 3
-    if left:
-        signed = data[:, length - left:].view(np.int8).astype(np.int32)
-        for j, shift in zip(range(left), (16, 8, 0)[3 - left:]):
-            h ^= (signed[:, j] << shift).view(np.uint32)
+        h ^= h >> np.uint32(13)
         h *= _M
-    h ^= h >> np.uint32(13)
-    h *= _M
-    h ^= h >> np.uint32(15)
-    return h.view(np.int32)
+        h ^= h >> np.uint32(15)
+        return h.view(np.int32)
 
 
 @dataclass
@@ -124,23 +135,26 @@ class BloomFilter:
         groups of one length, straight from the array's buffers."""
         keys = pc.cast(keys, pa.large_binary())
         keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-        out = np.zeros((len(keys), self.num_hashes), dtype=np.int64)
+        out = np.zeros((len(keys), self.num_hashes), dtype=np.uint32)
         if not len(keys):
             return out
         offsets = np.frombuffer(keys.buffers()[1], dtype=np.int64)[keys.offset:keys.offset + len(keys) + 1]
         data = np.frombuffer(keys.buffers()[2] or b"", dtype=np.uint8)
         starts, lengths = offsets[:-1], np.diff(offsets)
+        size = np.uint32(self.size)
         for length in np.unique(lengths):
             if length == 0:
                 continue  # Hadoop refuses empty keys; Hudi never writes one
             rows = np.nonzero(lengths == length)[0]
-            matrix = data[starts[rows][:, None] + np.arange(length)]
+            words = _KeyWords(data[starts[rows][:, None] + np.arange(length)])
             seeds = np.zeros(len(rows), dtype=np.int32)
-            found = np.empty((len(rows), self.num_hashes), dtype=np.int64)
+            found = np.empty((self.num_hashes, len(rows)), dtype=np.uint32)
             for j in range(self.num_hashes):
-                seeds = murmur_hashes(matrix, seeds)
-                found[:, j] = np.abs(seeds.astype(np.int64)) % self.size
-            out[rows] = found
+                seeds = words.hashes(seeds)
+                # Java's Math.abs(hash % size): |hash| (2^31 included) fits an unsigned int
+                unsigned = seeds.view(np.uint32)
+                found[j] = np.where(seeds < 0, ~unsigned + np.uint32(1), unsigned) % size
+            out[rows] = found.T
         return out
 
     def add(self, keys: Iterable[str] | pa.Array | pa.ChunkedArray) -> None:
@@ -150,6 +164,9 @@ class BloomFilter:
             return
         targets = self._targets(len(keys))
         bits = self.positions(keys)
+        if len(self.vectors) == 1:
+            self.vectors[0].bits[bits.ravel()] = True
+            return
         for index, vector in enumerate(self.vectors):
             vector.bits[bits[targets == index].ravel()] = True
 
@@ -225,15 +242,23 @@ def _keys(keys: Iterable[str] | pa.Array | pa.ChunkedArray) -> pa.Array | pa.Chu
 
 @dataclass(frozen=True)
 class FilterSpec:
-    """The bloom filter a base file's footer holds: its type and sizing (picklable, for write tasks)."""
+    """The bloom filter a base file's footer holds: its type and sizing (picklable, for write tasks).
+
+    ``fitted``: a file's filter is sized for the keys it holds (at most ``num_entries``), not
+    always for ``num_entries``: a file never gains keys, so its false positive rate is the same, and
+    a file of a few keys gets a footer of bytes rather than Hudi's 430 KB. Hudi's readers take the
+    size from the filter itself; a file of ``num_entries`` keys or more gets Hudi's bytes exactly."""
 
     type_code: str = DYNAMIC_V0
     num_entries: int = NUM_ENTRIES
     error_rate: float = ERROR_RATE
     max_entries: int = MAX_ENTRIES
+    fitted: bool = True
 
-    def new(self) -> BloomFilter:
-        return BloomFilter.new(self.num_entries, self.error_rate, self.max_entries, self.type_code)
+    def new(self, keys: int | None = None) -> BloomFilter:
+        """An empty filter for a file of ``keys`` keys."""
+        entries = self.num_entries if keys is None or not self.fitted else max(1, min(keys, self.num_entries))
+        return BloomFilter.new(entries, self.error_rate, self.max_entries, self.type_code)
 
 
 class KeyFooter:
@@ -242,13 +267,13 @@ class KeyFooter:
 
     def __init__(self, spec: FilterSpec | None) -> None:
         self.spec = spec
-        self.filter = spec.new() if spec else None
+        self.keys: list[pa.Array | pa.ChunkedArray] = []
         self.low: str | None = None
         self.high: str | None = None
 
     def add(self, keys: pa.Array | pa.ChunkedArray) -> KeyFooter:
-        if self.filter is not None:
-            self.filter.add(keys)
+        if self.spec is not None:
+            self.keys.append(keys)
         bounds = pc.min_max(keys)
         if bounds["min"].is_valid:
             low, high = bounds["min"].as_py(), bounds["max"].as_py()
@@ -258,15 +283,27 @@ class KeyFooter:
 
     def entries(self) -> dict[bytes, bytes]:
         out = {}
-        if self.filter is not None:
-            out[FOOTER_BLOOM_FILTER.encode()] = self.filter.encode().encode()
+        if self.spec is not None:
+            keys = pa.chunked_array([c for k in self.keys for c in _chunks(k)], pa.string()).drop_null()
+            bloom = self.spec.new(len(keys))
+            bloom.add(keys)
+            out[FOOTER_BLOOM_FILTER.encode()] = bloom.encode().encode()
             out[FOOTER_TYPE_CODE.encode()] = self.spec.type_code.encode()
         if self.low is not None:
             out[FOOTER_MIN_KEY.encode()], out[FOOTER_MAX_KEY.encode()] = self.low.encode(), self.high.encode()
         return out
 
 
-def with_footer(rows: pa.Table, keys: pa.Array | pa.ChunkedArray, spec: FilterSpec | None) -> pa.Table:
-    """``rows`` whose schema metadata (which Arrow writes to the parquet footer) holds the footer
-    entries of their record ``keys``."""
-    return rows.replace_schema_metadata({**(rows.schema.metadata or {}), **KeyFooter(spec).add(keys).entries()})
+def _chunks(keys: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    keys = keys.cast(pa.string())
+    return keys.chunks if isinstance(keys, pa.ChunkedArray) else [keys]
+
+
+def write_with_footer(sink: pa.NativeFile, rows: pa.Table, keys: pa.Array | pa.ChunkedArray,
+                      spec: FilterSpec | None, compression: str) -> None:
+    """Write ``rows`` as a parquet file to ``sink``, its footer holding the entries of their record
+    ``keys``. (Added to the footer, not to the Arrow schema's metadata, which Arrow would store a
+    second time, Base64, in the footer's ``ARROW:schema``.)"""
+    with pq.ParquetWriter(sink, rows.schema, compression=compression) as writer:
+        writer.write_table(rows)
+        writer.add_key_value_metadata(KeyFooter(spec).add(keys).entries())

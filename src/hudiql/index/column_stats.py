@@ -61,8 +61,11 @@ Entries = list[tuple[bytes, bytes]]
 
 
 def wanted(table: HudiTable) -> bool:
-    """Whether the statement's settings ask writes to keep the column stats index."""
-    return table.settings.flag(K.COLUMN_STATS_ENABLE)
+    """Whether writes keep the column stats index: as the statement's settings ask; when they say
+    nothing, as the table has one (a table adopted from Hudi keeps its index unless told otherwise)."""
+    if K.COLUMN_STATS_ENABLE in table.settings:
+        return table.settings.flag(K.COLUMN_STATS_ENABLE)
+    return usable(table)
 
 
 def usable(table: HudiTable) -> bool:

@@ -81,8 +81,12 @@ KEYS_STAY = IndexWrites()
 
 
 def wanted(table: HudiTable) -> bool:
-    """Whether the statement's settings ask writes to keep the record index."""
-    return K.asks_record_index(table.settings)
+    """Whether writes keep the record index: as the statement's settings ask (its option, or
+    ``hoodie.index.type=RECORD_INDEX``); when they say nothing, as the table has one (a table
+    adopted from Hudi keeps its index unless told otherwise)."""
+    if K.asks_record_index(table.settings) or K.RECORD_INDEX_ENABLE in table.settings:
+        return K.asks_record_index(table.settings)
+    return usable(table)
 
 
 def usable(table: HudiTable) -> bool:
@@ -206,7 +210,7 @@ class RecordIndex:
     def __init__(self, mdt: MetadataTable, data_timeline: Timeline) -> None:
         self.mdt = mdt
         valid = valid_instants(data_timeline)
-        slices = mdt.latest_slices(RECORD_INDEX_PARTITION)
+        slices = mdt.index_slices(RECORD_INDEX_PARTITION)
         self.count = len(slices)
         if not slices or [s.file_id for s in slices.values()] != [file_group_id(i) for i in range(self.count)]:
             raise FormatError(f"the record index of {mdt.data_storage.base_uri} is not file groups "

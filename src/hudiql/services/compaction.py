@@ -19,14 +19,13 @@ import time
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from hudiql.errors import HudiqlError, WriteConflictError
 from hudiql.file_group.reader import SliceReader
 from hudiql.index.record_index import KEYS_STAY
 from hudiql.io.storage import Storage
-from hudiql.formats.bloom_filter import FilterSpec, with_footer
+from hudiql.formats.bloom_filter import FilterSpec, write_with_footer
 from hudiql.index.bloom import filter_spec
 from hudiql.metadata.column_stats import ranges_text
 from hudiql.config import registry as K
@@ -146,9 +145,9 @@ class CompactionTask:
             merged.schema.get_field_index(FILE_NAME), FILE_NAME, pa.array([name] * merged.num_rows, pa.string())
         )
         merged = merged.cast(self.reader.arrow_schema)
-        merged = with_footer(merged, record_keys_of(merged, self.reader.virtual_keys), self.key_filter)
         with storage.open_output_stream(path) as sink:
-            pq.write_table(merged, sink, compression=self.compression)
+            write_with_footer(sink, merged, record_keys_of(merged, self.reader.virtual_keys), self.key_filter,
+                              self.compression)
         size = storage.size(path)
         return WriteStat(
             op["file_id"], op["partition_path"], path, op["base_instant"], num_writes=merged.num_rows,

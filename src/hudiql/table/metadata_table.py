@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import posixpath
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -68,6 +69,7 @@ from hudiql.metadata.records import (
     FilesRecord,
     decode_value,
     encode_value,
+    index_file_number,
     partition_of_key,
 )
 from hudiql.table.fsview import completion_times, list_data_files, log_slice
@@ -346,6 +348,36 @@ class MetadataTable:
         for file_id in sorted({g for _, _, g in logs} - set(bases)):
             own = tuple(sorted((name for _, name, g in logs if g == file_id), key=_log_order))
             slices[file_id] = MetadataSlice(partition, file_id, INIT_INSTANT, "", own, "")
+        return dict(sorted(slices.items()))
+
+    def has_our_record_schema(self) -> bool:
+        """Whether the records of this metadata table are written in hudiql's record schema, to the
+        letter (Hudi 1.0's lacks fields; some Hudi 1.1 writers' carry Java string properties): the
+        schema in its ``files`` partition's base HFile. Readers such as the official one expect one
+        schema across a partition's files, so a table in another schema is rebuilt rather than
+        appended to. Read once per base file."""
+        files_slice = self.files_slice()
+        uri = self.storage.uri(files_slice.path(files_slice.base_file))
+        if uri not in _SCHEMA_MATCHES:
+            with files_slice.base(self.storage) as base:
+                stored = base.file_info.get("schema") if base is not None else None
+            _SCHEMA_MATCHES[uri] = stored is None or json.loads(stored.decode()) == json.loads(SCHEMA_JSON)
+        return _SCHEMA_MATCHES[uri]
+
+    def index_slices(self, partition: str) -> dict[str, MetadataSlice]:
+        """The latest slice of every file group of index ``partition``: the timeline's
+        (``latest_slices``), and an empty slice of each group a listing finds that no instant
+        names, when Hudi may have built such groups (it initializes an index with an empty log
+        file per group, on no instant: its initialization instants are on the timeline, or a
+        group has no base file, or the groups' numbers have a gap)."""
+        slices = self.latest_slices(partition)
+        numbers = sorted(index_file_number(f) for f in slices)
+        hudi_built = (numbers != list(range(len(numbers))) or any(not s.base_file for s in slices.values())
+                      or any(i.timestamp.startswith(_INIT_PREFIX) and i.timestamp != INIT_INSTANT
+                             for i in self.timeline.instants))
+        if hudi_built:
+            for file_id in self.listed_file_groups(partition) - set(slices):
+                slices[file_id] = MetadataSlice(partition, file_id, INIT_INSTANT, "", (), "")
         return dict(sorted(slices.items()))
 
     def listed_file_groups(self, partition: str) -> set[str]:
@@ -627,21 +659,26 @@ def rebuild_hint(table_name: str) -> str:
             f"CALL create_metadata_table(table => '{table_name}')")
 
 
+#: Base HFile of a ``files`` partition -> whether its records are in hudiql's schema.
+_SCHEMA_MATCHES: dict[str, bool] = {}
+
+
 def open_for_write(data_storage: Storage, kept: Iterable[str]) -> tuple[MetadataTable, TableConfig]:
     """The table's metadata table as it is under the lock, and the table's config as read under
     it (another writer may have built or removed the metadata table since the statement began):
     built when it has none, or has partitions other than ``kept`` (indexes the write does not keep:
-    it is rebuilt with ``files`` alone, as a Hudi writer that disables them leaves it; Hudi's
-    readers also expect one record schema across its files, which a rebuild makes hudiql's);
+    it is rebuilt with ``files`` alone, as a Hudi writer that disables them leaves it), or records
+    in another schema than hudiql's (``has_our_record_schema``);
     what a crash left pending of its own services finished."""
     config = TableConfig.load(data_storage)
     built = MetadataTable.storage_of(data_storage).exists(PROPERTIES_FILE)
     partitions = config.metadata_partitions
     if built and FILES_PARTITION in partitions and set(partitions) <= set(kept):
         mdt = MetadataTable.load(data_storage)
-        if mdt.timeline.pending((COMPACTION, CLEAN)):
-            mdt.finish_pending_services()
-        return mdt, config
+        if mdt.has_our_record_schema():
+            if mdt.timeline.pending((COMPACTION, CLEAN)):
+                mdt.finish_pending_services()
+            return mdt, config
     if config.get(METADATA_PARTITIONS):
         config = remove_metadata_table(data_storage)
     return MetadataTable.create(data_storage, config, Timeline.load(data_storage, config)), config

@@ -91,7 +91,7 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
             for partition in sorted(secondary):
                 config = secondary_index.drop(table, partition[len(PARTITION_PREFIX):])
             config = remove_partition(table.storage, RECORD_INDEX_PARTITION)
-        elif index_writes.count not in (None, len(mdt.latest_slices(RECORD_INDEX_PARTITION))):
+        elif index_writes.count not in (None, len(mdt.index_slices(RECORD_INDEX_PARTITION))):
             raise WriteConflictError(f"the record index of table {table.config.name} was rebuilt while the write "
                                      "ran; run the statement again")
         elif index_writes.count is not None and index_writes.secondary_partitions != secondary:

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pyspark.sql import SparkSession
 
 from hudiql.config import registry
-from hudiql.errors import warn
+from hudiql.errors import HudiqlError, warn
 from hudiql.index import column_stats, partition_stats, record_index
 from hudiql.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
 from hudiql.metadata.records import FILES_PARTITION
@@ -69,9 +69,23 @@ def open_for_write(table: HudiTable) -> None:
     # An index of a metadata table with partitions hudiql does not keep is rebuilt with it
     # (``table.metadata_table.open_for_write``), before the write looks keys up or ranges files.
     kept = kept_partitions(table)
-    if keeps_metadata_table(table) and kept - {FILES_PARTITION} and kept ^ set(table.config.metadata_partitions):
+    if keeps_metadata_table(table) and (kept - {FILES_PARTITION} and kept ^ set(table.config.metadata_partitions)
+                                        or _foreign_records(table)):
         _build_indexes(table)
     table.opened_for_write = True
+
+
+def _foreign_records(table: HudiTable) -> bool:
+    """Whether the table's metadata table holds records in another schema than hudiql's (a Hudi
+    writer's), which its first write rebuilds (``metadata_table.open_for_write``) with the indexes
+    its writes keep. No request once this process knows the table."""
+    if table.config.version < 8 or FILES_PARTITION not in table.config.metadata_partitions:
+        return False
+    try:
+        mdt = metadata_table.MetadataTable.known(table.storage) or metadata_table.MetadataTable.load(table.storage)
+        return not mdt.has_our_record_schema()
+    except (HudiqlError, OSError):
+        return False  # a damaged metadata table: the write refuses it in its own words
 
 
 def _build_indexes(table: HudiTable) -> None:

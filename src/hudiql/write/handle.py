@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudiql import layout
-from hudiql.formats.bloom_filter import FilterSpec, with_footer
+from hudiql.formats.bloom_filter import FilterSpec, write_with_footer
 from hudiql.io.storage import Storage
 from hudiql.metadata.column_stats import ranges_text
 from hudiql.record.keygen import KeyGenerator, record_keys_of
@@ -118,9 +118,8 @@ class MergeTask:
         written = written.cast(self.arrow_schema)
         out = written if kept is None else pa.concat_tables([kept, written])
         counts["inserts"] = inserts.num_rows
-        out = with_footer(out, record_keys_of(out, self.virtual_keys), self.key_filter)
         with storage.open_output_stream(new_path) as sink:
-            pq.write_table(out, sink, compression=self.compression)
+            write_with_footer(sink, out, record_keys_of(out, self.virtual_keys), self.key_filter, self.compression)
         size = storage.size(new_path)
         elapsed = int((time.monotonic() - started) * 1000)
         return WriteStat(
