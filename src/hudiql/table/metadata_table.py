@@ -13,9 +13,9 @@ commit of a data instant that never completed, which readers ignore and the data
 rollback removes. Every ``hoodie.metadata.compact.max.delta.commits`` delta commits, the
 partition's log blocks are compacted into a new base HFile, and the slices before the previous
 one are deleted. The table gets a metadata table, built from a listing of its storage, at its
-first write. Partitions hudiql does not keep (column stats, record index,
-secondary indexes) would go stale: a Hudi table that has them gets its metadata table rebuilt with
-``files`` alone, as a Hudi writer that disables them does.
+first write. Partitions a write does not keep would go stale: a table that has them gets its
+metadata table rebuilt without them, as a Hudi writer that disables them does; so does one whose
+records carry another schema text than hudiql's (``open_for_write``).
 
 With ``hoodie.metadata.enable=false``, or on a version 6 table, a write removes the metadata table
 as Hudi's own writer does with that option: the property first (readers then list storage), the
