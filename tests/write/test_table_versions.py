@@ -367,7 +367,6 @@ REPLAYS = {
     "v6 mor without meta fields": ("sample_table/mor/parquet/v6_simplekeygen_hivestyle_no_metafields", 6, "UTC"),
     "v8 cow simple key": ("sample_table/cow/v8_simplekeygen_nonhivestyle", 8, "UTC"),
     "v9 cow complex key": ("sample_table/cow/v9_txns_complex_nometa", 9, "America/Chicago"),
-    "v9 mor simple key": ("sample_table/mor/avro/v9_txns_simple_nometa", 9, "America/Chicago"),
     "v9 cow metadata table, record and secondary indexes": ("sample_table/cow/v9_txns_simple_meta", 9, "America/Chicago"),
     "v9 mor metadata table, complex key, indexes, services": ("sample_table/mor/avro/v9_txns_complex_meta", 9,
                                                                "America/Chicago"),
