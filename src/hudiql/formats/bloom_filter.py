@@ -59,29 +59,36 @@ def murmur_hashes(data: np.ndarray, seeds: np.ndarray) -> np.ndarray:
 
 
 class _KeyWords:
-    """Keys of one length split as MurmurHash reads them: whole little-endian 32-bit words, then
-    the tail bytes, sign-extended as Java reads them."""
+    """Keys of one length as MurmurHash reads them: whole little-endian 32-bit words, each mixed
+    as the hash mixes it (which needs no seed, so it is done once for every hash of the chain),
+    then the tail bytes, sign-extended as Java reads them."""
 
     def __init__(self, data: np.ndarray) -> None:
         self.length = data.shape[1]
         whole = self.length >> 2
-        self.words = np.ascontiguousarray(data[:, : whole * 4]).view("<u4") if whole else None
+        self.mixed = None
+        if whole:
+            k = np.ascontiguousarray(data[:, : whole * 4]).view("<u4") * _M
+            k ^= k >> np.uint32(24)
+            k *= _M
+            self.mixed = np.ascontiguousarray(k.T)  # a row per word: each hash step reads one
         left = self.length & 3
-        self.tail = data[:, self.length - left:].view(np.int8).astype(np.int32) if left else None
+        self.tail = None
+        if left:
+            signed = data[:, self.length - left:].view(np.int8).astype(np.int32)
+            tail = np.zeros(len(data), dtype=np.uint32)
+            for j, shift in zip(range(left), (16, 8, 0)[3 - left:]):
+                tail ^= (signed[:, j] << shift).view(np.uint32)
+            self.tail = tail
 
     def hashes(self, seeds: np.ndarray) -> np.ndarray:
         h = seeds.view(np.uint32) ^ np.uint32(self.length)
-        if self.words is not None:
-            for i in range(self.words.shape[1]):
-                k = self.words[:, i] * _M
-                k ^= k >> np.uint32(24)
-                k *= _M
+        if self.mixed is not None:
+            for k in self.mixed:
                 h *= _M
                 h ^= k
         if self.tail is not None:
-            left = self.tail.shape[1]
-            for j, shift in zip(range(left), (16, 8, 0)[3 - left:]):
-                h ^= (self.tail[:, j] << shift).view(np.uint32)
+            h ^= self.tail
             h *= _M
         h ^= h >> np.uint32(13)
         h *= _M
@@ -131,30 +138,31 @@ class BloomFilter:
         return cls(type_code, size, num_hashes, num_entries, max_entries, [_Vector(size)])
 
     def positions(self, keys: pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """The bit each hash of each key sets: (len(keys), num_hashes) ints. Keys are hashed in
-        groups of one length, straight from the array's buffers."""
+        """The bit each hash of each (non-empty) key sets: (num_hashes, len(keys)) ints. Keys are
+        hashed in groups of one length, straight from the array's buffers."""
         keys = pc.cast(keys, pa.large_binary())
         keys = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-        out = np.zeros((len(keys), self.num_hashes), dtype=np.uint32)
+        out = np.zeros((self.num_hashes, len(keys)), dtype=np.uint32)
         if not len(keys):
             return out
         offsets = np.frombuffer(keys.buffers()[1], dtype=np.int64)[keys.offset:keys.offset + len(keys) + 1]
         data = np.frombuffer(keys.buffers()[2] or b"", dtype=np.uint8)
         starts, lengths = offsets[:-1], np.diff(offsets)
         size = np.uint32(self.size)
-        for length in np.unique(lengths):
-            if length == 0:
-                continue  # Hadoop refuses empty keys; Hudi never writes one
-            rows = np.nonzero(lengths == length)[0]
+        distinct = np.unique(lengths)
+        for length in distinct:
+            rows = np.nonzero(lengths == length)[0] if len(distinct) > 1 else slice(None)
             words = _KeyWords(data[starts[rows][:, None] + np.arange(length)])
-            seeds = np.zeros(len(rows), dtype=np.int32)
-            found = np.empty((self.num_hashes, len(rows)), dtype=np.uint32)
+            seeds = np.zeros(len(starts[rows]), dtype=np.int32)
+            found = out if len(distinct) == 1 else np.empty((self.num_hashes, len(rows)), dtype=np.uint32)
             for j in range(self.num_hashes):
                 seeds = words.hashes(seeds)
                 # Java's Math.abs(hash % size): |hash| (2^31 included) fits an unsigned int
                 unsigned = seeds.view(np.uint32)
-                found[j] = np.where(seeds < 0, ~unsigned + np.uint32(1), unsigned) % size
-            out[rows] = found.T
+                magnitude = np.negative(unsigned, where=seeds < 0, out=unsigned.copy())
+                np.remainder(magnitude, size, out=found[j])
+            if found is not out:
+                out[:, rows] = found
         return out
 
     def add(self, keys: Iterable[str] | pa.Array | pa.ChunkedArray) -> None:
@@ -165,10 +173,10 @@ class BloomFilter:
         targets = self._targets(len(keys))
         bits = self.positions(keys)
         if len(self.vectors) == 1:
-            self.vectors[0].bits[bits.ravel()] = True
+            self.vectors[0].bits[bits] = True
             return
         for index, vector in enumerate(self.vectors):
-            vector.bits[bits[targets == index].ravel()] = True
+            vector.bits[bits[:, targets == index]] = True
 
     def _targets(self, count: int) -> np.ndarray:
         """The vector each of ``count`` new keys goes to, adding vectors as Hudi's filter does:
@@ -193,11 +201,14 @@ class BloomFilter:
         return np.concatenate(out)
 
     def contains(self, keys: Iterable[str] | pa.Array | pa.ChunkedArray) -> np.ndarray:
-        """Per key, whether it may have been added (never False for one that was)."""
-        bits = self.positions(_keys(keys))
-        found = np.zeros(len(bits), dtype=bool)
+        """Per key, whether it may have been added (never False for one that was; True for a null
+        or empty key, which no filter holds)."""
+        keys = keys if isinstance(keys, (pa.Array, pa.ChunkedArray)) else pa.array(list(keys), pa.string())
+        keys = keys.fill_null("")
+        bits = self.positions(keys)
+        found = pc.equal(pc.binary_length(keys), 0).to_numpy(zero_copy_only=False).copy()
         for vector in self.vectors:
-            found |= vector.bits[bits].all(axis=1)
+            found |= vector.bits[bits].all(axis=0)
         return found
 
     def might_contain(self, key: str) -> bool:
@@ -237,7 +248,8 @@ class BloomFilter:
 
 def _keys(keys: Iterable[str] | pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     keys = keys if isinstance(keys, (pa.Array, pa.ChunkedArray)) else pa.array(list(keys), pa.string())
-    return keys.drop_null()
+    keys = keys.drop_null()
+    return keys.filter(pc.greater(pc.binary_length(keys), 0))  # Hadoop refuses empty keys; Hudi writes none
 
 
 @dataclass(frozen=True)
