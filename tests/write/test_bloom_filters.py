@@ -88,10 +88,11 @@ def footers(table_path) -> dict[str, dict[bytes, bytes]]:
 
 
 def test_every_base_file_gets_its_keys_footer(session):
-    """Base files of inserts, updates, a compaction and a clustering each hold the bloom filter of
-    their keys and their smallest and largest key; with the filter off, the keys' bounds only;
-    Hudi's reader reads the table."""
-    table_path = versioned_table(session, 9, "mor", "'hoodie.parquet.small.file.limit'='0'")
+    """With the filter on, base files of inserts, updates, a compaction and a clustering each hold
+    the bloom filter of their keys and their smallest and largest key; with it off (the default of
+    a table that is not looked up by BLOOM), the keys' bounds only; Hudi's reader reads the table."""
+    table_path = versioned_table(session, 9, "mor", "'hoodie.parquet.small.file.limit'='0'",
+                                 "'hoodie.parquet.bloom.filter.enabled'='true'")
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 5, 'd1'), (3, 'c', 1, 'd2')")
     session.sql("INSERT INTO t VALUES (4, 'd', 2, 'd1')")
     session.sql("SET hoodie.spark.sql.insert.into.operation=upsert")
@@ -107,7 +108,7 @@ def test_every_base_file_gets_its_keys_footer(session):
         assert f.contains(keys).all()
         assert (stored[FOOTER_MIN_KEY.encode()], stored[FOOTER_MAX_KEY.encode()]) == (
             min(keys.to_pylist()).encode(), max(keys.to_pylist()).encode())
-    session.sql("SET hoodie.parquet.bloom.filter.enabled=false")
+    session.sql("ALTER TABLE t UNSET TBLPROPERTIES ('hoodie.parquet.bloom.filter.enabled')")
     session.sql("INSERT INTO t VALUES (5, 'e', 1, 'd3')")
     [name] = set(footers(table_path)) - set(written)
     stored = footers(table_path)[name]

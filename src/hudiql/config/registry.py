@@ -372,9 +372,10 @@ _KEY_LIST: list[Key] = [
     _enum(COMPRESSION, BOTH, ("snappy", "gzip", "zstd", "lz4", "brotli", "none"), "snappy", alterable=True,
           refused={"uncompressed": "hudiql spells it 'none'", "lzo": "Arrow cannot write LZO; use snappy, gzip or zstd"}),
     # -- base file footers (formats.bloom_filter): Hudi's BLOOM index looks keys up by them ----------
-    Key(BLOOM_FILTER_ENABLE, BOTH, BOOL, "true", alterable=True,
-        doc="each base file's footer holds a bloom filter of its record keys (with its smallest and largest key, "
-            "always), as Hudi's writers put it there for BLOOM index lookups; false saves the hashing"),
+    Key(BLOOM_FILTER_ENABLE, BOTH, BOOL, None, alterable=True,
+        doc="true: each base file's footer holds a bloom filter of its record keys (beside its smallest and largest "
+            "key, always there), as Hudi's writers put it there for BLOOM index lookups; not given: true when "
+            f"{INDEX_TYPE} is BLOOM"),
     _enum(BLOOM_FILTER_TYPE, BOTH, ("DYNAMIC_V0", "SIMPLE"), "DYNAMIC_V0", alterable=True),
     Key(BLOOM_NUM_ENTRIES, BOTH, INT, "60000", minimum=1, unit=" of keys", alterable=True,
         doc="the keys a bloom filter (a dynamic one's each vector) is sized for"),
