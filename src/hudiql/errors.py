@@ -58,6 +58,11 @@ def damaged_file(path: str, problem: str) -> FormatError:
     return FormatError(f"{path} {problem}; the table needs it: {RESTORE_FROM_BACKUP}")
 
 
+def unreadable_file(path: str, exc: BaseException) -> FormatError:
+    """``damaged_file`` for a file a reader failed on, with the first line of the reader's error."""
+    return damaged_file(path, f"cannot be read ({str(exc).splitlines()[0][:200]})")
+
+
 class StorageError(HudiqlError):
     """Storage cannot be reached, or refuses access (credentials, endpoint)."""
 

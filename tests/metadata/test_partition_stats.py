@@ -74,7 +74,6 @@ def test_every_write_keeps_each_partitions_range(session):
     rows hudiql does."""
     table_path = versioned_table(session, 9, "mor", COLUMN_STATS, "'hoodie.metadata.compact.max.delta.commits'='3'",
                                  "'hoodie.cleaner.commits.retained'='1'")
-    config = TableConfig.load(Storage(str(table_path)))
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 5, 'd1'), (3, 'c', 1, 'd2')")
     assert TableConfig.load(Storage(str(table_path))).metadata_partitions == ["column_stats", "files", "partition_stats"]
     assert_partitions_covered(session)
@@ -96,7 +95,6 @@ def test_every_write_keeps_each_partitions_range(session):
     assert "dt=d3" not in partition_stats.partition_ranges(table, ["id"])
     assert hudiql_rows(session, VERSIONED_QUERY) == official_rows(table_path, VERSIONED_COLUMNS) == [
         (1, "a2", 7, "d1"), (2, "zz", 90, "d1"), (6, "f", 60, "d2")]
-    assert config.version == 9
 
 
 def test_a_query_skips_partitions_by_their_ranges(session, monkeypatch):

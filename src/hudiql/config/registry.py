@@ -32,6 +32,7 @@ from typing import Mapping
 
 from hudiql.config import table_config as C
 from hudiql.errors import OptionError, closest
+from hudiql.formats import bloom_filter
 
 TABLE = "table"
 SESSION = "session"
@@ -376,12 +377,13 @@ _KEY_LIST: list[Key] = [
         doc="true: each base file's footer holds a bloom filter of its record keys (beside its smallest and largest "
             "key, always there), as Hudi's writers put it there for BLOOM index lookups; not given: true when "
             f"{INDEX_TYPE} is BLOOM"),
-    _enum(BLOOM_FILTER_TYPE, BOTH, ("DYNAMIC_V0", "SIMPLE"), "DYNAMIC_V0", alterable=True),
-    Key(BLOOM_NUM_ENTRIES, BOTH, INT, "60000", minimum=1, unit=" of keys", alterable=True,
+    _enum(BLOOM_FILTER_TYPE, BOTH, (bloom_filter.DYNAMIC_V0, bloom_filter.SIMPLE), bloom_filter.DYNAMIC_V0,
+          alterable=True),
+    Key(BLOOM_NUM_ENTRIES, BOTH, INT, str(bloom_filter.NUM_ENTRIES), minimum=1, unit=" of keys", alterable=True,
         doc="the keys a bloom filter (a dynamic one's each vector) is sized for"),
-    Key(BLOOM_FPP, BOTH, FRACTION, "0.000000001", alterable=True,
+    Key(BLOOM_FPP, BOTH, FRACTION, f"{bloom_filter.ERROR_RATE:.9f}", alterable=True,
         doc="the false positive rate a bloom filter is sized for at that many keys"),
-    Key(BLOOM_MAX_ENTRIES, BOTH, INT, "100000", minimum=1, unit=" of keys", alterable=True,
+    Key(BLOOM_MAX_ENTRIES, BOTH, INT, str(bloom_filter.MAX_ENTRIES), minimum=1, unit=" of keys", alterable=True,
         doc="the keys a dynamic bloom filter adds vectors for"),
     Key(RECORD_SIZE_ESTIMATE, BOTH, INT, "0", unit=" of bytes", alterable=True, doc="bytes per record; 0: the table's average"),
     _enum(LOG_BLOCK_FORMAT, BOTH, ("avro", "parquet"), "avro", alterable=True,

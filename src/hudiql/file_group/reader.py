@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hudiql.errors import damaged_file
+from hudiql.errors import unreadable_file
 from hudiql.file_group.log_file.scanner import LogContent, LogScanner
 from hudiql.io.storage import Storage
 from hudiql.layout import join_partition, parse_data_file_name
@@ -143,7 +143,7 @@ class SliceReader:
             with Storage(self.base_uri).open_input_file(path) as f:
                 yield pq.ParquetFile(f)
         except (pa.ArrowException, OSError) as exc:  # reading the base file: the log's errors name their file
-            raise damaged_file(path, f"cannot be read ({str(exc).splitlines()[0][:200]})") from None
+            raise unreadable_file(path, exc) from None
 
     def _read(self, parquet: pq.ParquetFile | None, columns: list[str] | None, row_group: int | None = None) -> pa.Table:
         """Columns of a base file (all row groups, or one), in the reader's types; a column the

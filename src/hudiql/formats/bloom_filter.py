@@ -16,11 +16,11 @@ per hash function, not one Python call per key.
 Example:
     >>> f = BloomFilter.new(num_entries=100, error_rate=0.001)
     >>> f.add(["id:1", "id:2", "kéy"])
-    >>> f.might_contain("id:2"), f.might_contain("kéy"), f.might_contain("id:3")
-    (True, True, False)
+    >>> f.contains(["id:2", "kéy", "id:3"]).tolist()
+    [True, True, False]
     >>> back = BloomFilter.decode(f.encode(), DYNAMIC_V0)
-    >>> back.might_contain("id:1"), back.encode() == f.encode()
-    (True, True)
+    >>> back.contains(["id:1"]).tolist(), back.encode() == f.encode()
+    ([True], True)
 """
 
 from __future__ import annotations
@@ -52,14 +52,8 @@ _MURMUR = 1  # Hadoop's ``Hash.MURMUR_HASH``, the only hash type Hudi writes
 _M = np.uint32(0x5BD1E995)
 
 
-def murmur_hashes(data: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-    """Hadoop's ``MurmurHash.hash(key, seed)`` of each key (a row of ``data``: keys of one length,
-    as bytes) with its seed, as signed 32-bit ints."""
-    return _KeyWords(data).hashes(seeds)
-
-
 class _KeyWords:
-    """Keys of one length as MurmurHash reads them: whole little-endian 32-bit words, each mixed
+    """Keys of one length (rows of bytes) as Hadoop's ``MurmurHash.hash(key, seed)`` reads them: whole little-endian 32-bit words, each mixed
     as the hash mixes it (which needs no seed, so it is done once for every hash of the chain),
     then the tail bytes, sign-extended as Java reads them."""
 
@@ -82,6 +76,7 @@ class _KeyWords:
             self.tail = tail
 
     def hashes(self, seeds: np.ndarray) -> np.ndarray:
+        """Each key's hash with its seed (the hash before it in the chain), as signed 32-bit ints."""
         h = seeds.view(np.uint32) ^ np.uint32(self.length)
         if self.mixed is not None:
             for k in self.mixed:
@@ -210,9 +205,6 @@ class BloomFilter:
         for vector in self.vectors:
             found |= vector.bits[bits].all(axis=0)
         return found
-
-    def might_contain(self, key: str) -> bool:
-        return bool(self.contains([key])[0])
 
     def encode(self) -> str:
         """The footer's text: the serialized filter, Base64."""

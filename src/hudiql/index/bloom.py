@@ -13,6 +13,7 @@ and is read. Like ``SIMPLE``, the index is not global: a key is looked up in its
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -22,13 +23,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from hudiql.config import registry as K
-from hudiql.errors import damaged_file
+from hudiql.errors import unreadable_file
 from hudiql.file_group import FileSlice
 from hudiql.formats.bloom_filter import (
     FOOTER_BLOOM_FILTER,
     FOOTER_MAX_KEY,
     FOOTER_MIN_KEY,
     FOOTER_TYPE_CODE,
+    SIMPLE,
     BloomFilter,
     FilterSpec,
 )
@@ -94,7 +96,7 @@ def _footer(storage: Storage, path: str) -> dict[bytes, bytes]:
         with storage.open_input_file(path) as f:
             return pq.ParquetFile(f).metadata.metadata or {}
     except (pa.ArrowException, OSError) as exc:
-        raise damaged_file(storage.uri(path), f"cannot be read ({str(exc).splitlines()[0][:200]})") from None
+        raise unreadable_file(storage.uri(path), exc) from None
 
 
 class _CandidateCheck:
@@ -109,20 +111,27 @@ class _CandidateCheck:
         return check
 
     def found(self, candidates: pa.Table) -> pa.Table:
+        """The candidate keys the file holds: those its filter may hold, confirmed by its keys (a
+        filter hudiql cannot read is no filter: the file's keys decide)."""
         storage = Storage(self.base_uri)
         path = candidates.column("path")[0].as_py()
-        keys = candidates.column(RECORD_KEY)
-        footer = _footer(storage, path)
-        stored_filter = footer.get(FOOTER_BLOOM_FILTER.encode())
-        if stored_filter is not None:
-            type_code = footer.get(FOOTER_TYPE_CODE.encode(), b"").decode() or "SIMPLE"
-            maybe = BloomFilter.decode(stored_filter, type_code).contains(keys)
-            candidates = candidates.filter(pa.array(maybe))
-        if candidates.num_rows:
+        try:
             with storage.open_input_file(path) as f:
                 parquet = pq.ParquetFile(f)
-                wanted = self.virtual_keys.record_key_fields if self.virtual_keys else [RECORD_KEY]
-                stored = record_keys_of(parquet.read(columns=list(wanted)), self.virtual_keys)
-            candidates = candidates.filter(pc.is_in(candidates.column(RECORD_KEY), value_set=stored))
+                footer = parquet.metadata.metadata or {}
+                stored_filter = footer.get(FOOTER_BLOOM_FILTER.encode())
+                if stored_filter is not None:
+                    type_code = footer.get(FOOTER_TYPE_CODE.encode(), b"").decode() or SIMPLE
+                    try:
+                        maybe = BloomFilter.decode(stored_filter, type_code).contains(candidates.column(RECORD_KEY))
+                        candidates = candidates.filter(pa.array(maybe))
+                    except (ValueError, struct.error):
+                        pass
+                if candidates.num_rows:
+                    wanted = self.virtual_keys.record_key_fields if self.virtual_keys else [RECORD_KEY]
+                    stored = record_keys_of(parquet.read(columns=list(wanted)), self.virtual_keys)
+                    candidates = candidates.filter(pc.is_in(candidates.column(RECORD_KEY), value_set=stored))
+        except (pa.ArrowException, OSError) as exc:
+            raise unreadable_file(storage.uri(path), exc) from None
         return pa.table({RECORD_KEY: candidates.column(RECORD_KEY), PARTITION_PATH: candidates.column(PARTITION_PATH),
                          "file_id": candidates.column("file_id")})

@@ -105,17 +105,26 @@ def _group_of(key: str, count: int) -> str:
     return file_group_id(file_group_index(key, count))
 
 
-def _encoded(table: HudiTable, ranges: Iterable[ColumnRange], partition: str, count: int,
-             file_names: dict[str, str] | None = None) -> dict[str, Entries]:
-    """``ranges`` of files of data partition ``partition`` as HFile entries by file group."""
+def encoded(table: HudiTable, ranges: Iterable[ColumnRange], key_of: Callable[[ColumnRange], str],
+            group_of: Callable[[str], str], file_names: dict[str, str] | None = None,
+            record_type: int = COLUMN_STATS_TYPE) -> dict[str, Entries]:
+    """``ranges`` as HFile entries by file group: each keyed by ``key_of``, in the group
+    ``group_of`` its key names (``file_names``: the base HFile of each group, for a build)."""
     known, version = kinds(table), table.config.version
     out: dict[str, Entries] = {}
     for r in ranges:
-        key = stats_key(r.column, partition, r.name)
-        group = _group_of(key, count)
-        value = encode_range(r, known.get(r.column), version, (file_names or {}).get(group))
+        key = key_of(r)
+        group = group_of(key)
+        value = encode_range(r, known.get(r.column), version, (file_names or {}).get(group), record_type)
         out.setdefault(group, []).append((key.encode(), value))
     return out
+
+
+def _encoded(table: HudiTable, ranges: Iterable[ColumnRange], partition: str, count: int,
+             file_names: dict[str, str] | None = None) -> dict[str, Entries]:
+    """``ranges`` of files of data partition ``partition`` as HFile entries by file group."""
+    return encoded(table, ranges, lambda r: stats_key(r.column, partition, r.name), lambda key: _group_of(key, count),
+                   file_names)
 
 
 def change_entries(table: HudiTable, mdt: MetadataTable, ranges: dict[tuple[str, str], str],

@@ -13,6 +13,7 @@ dropped partition gets deletion stubs.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
@@ -28,9 +29,9 @@ from hudiql.metadata.column_stats import (
     ColumnRange,
     column_id,
     decode_ranges,
-    encode_range,
     partition_group_id,
     partition_stats_key,
+    widened_ranges,
 )
 from hudiql.metadata.records import file_group_index
 from hudiql.table.metadata_table import MetadataTable, valid_instants
@@ -50,26 +51,16 @@ def usable(table: HudiTable) -> bool:
     return table.config.version >= 8 and PARTITION_STATS_PARTITION in table.config.metadata_partitions
 
 
-def _partition_ranges(partition: str, ranges: Iterable[ColumnRange]) -> list[ColumnRange]:
+def _partition_ranges(partition: str, ranges: list[ColumnRange]) -> list[ColumnRange]:
     """The ranges of files of data ``partition`` widened into the partition's, one per column."""
-    by_column: dict[str, ColumnRange] = {}
-    for r in ranges:
-        older = by_column.get(r.column)
-        by_column[r.column] = older.widened(r) if older else r
-    return [ColumnRange(partition, c, r.min, r.max, r.value_count, r.null_count, r.total_size,
-                        r.total_uncompressed_size) for c, r in sorted(by_column.items())]
+    return sorted((replace(r, name=partition) for r in widened_ranges([], ranges)), key=lambda r: r.column)
 
 
 def _encoded(table: HudiTable, ranges: Iterable[ColumnRange], file_names: dict[str, str] | None = None) -> dict[str, Entries]:
     """Partition ranges as HFile entries by file group (``file_names``: base HFile by group, for a build)."""
-    known, version = kinds(table), table.config.version
-    out: dict[str, Entries] = {}
-    for r in ranges:
-        key = partition_stats_key(r.column, r.name)
-        group = partition_group_id(file_group_index(key, PARTITION_GROUP_COUNT))
-        value = encode_range(r, known.get(r.column), version, (file_names or {}).get(group), PARTITION_STATS_TYPE)
-        out.setdefault(group, []).append((key.encode(), value))
-    return out
+    return column_stats.encoded(table, ranges, lambda r: partition_stats_key(r.column, r.name),
+                                lambda key: partition_group_id(file_group_index(key, PARTITION_GROUP_COUNT)),
+                                file_names, PARTITION_STATS_TYPE)
 
 
 def change_entries(table: HudiTable, ranges: dict[tuple[str, str], str], dropped: set[str]) -> dict[str, Entries]:

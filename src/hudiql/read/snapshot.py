@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudiql.errors import damaged_file
+from hudiql.errors import unreadable_file
 from hudiql.file_group import FileSlice
 from hudiql.io.storage import Storage
 from hudiql.table.fsview import FileSystemView
@@ -159,7 +159,7 @@ def _parquet_batches(storage: Storage, path: str, schema: pa.Schema, with_file_n
                     rows = rows.append_column(SOURCE_FILE, names) if rows.num_columns else pa.table({SOURCE_FILE: names})
                 yield from rows.to_batches()
     except (pa.ArrowException, OSError) as exc:  # as Spark's reader reports a file it cannot read
-        raise damaged_file(storage.uri(path), f"cannot be read ({str(exc).splitlines()[0][:200]})") from None
+        raise unreadable_file(storage.uri(path), exc) from None
 
 
 def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice], schema: T.StructType,
