@@ -159,7 +159,6 @@ REFUSED = [
     # procedures and tables that do not fit
     ("CALL run_compaction(table => 't')", SqlError,
      "CALL run_compaction: table t is copy-on-write; only merge-on-read tables are compacted"),
-    ("SHOW PARTITIONS m", SqlError, "SHOW PARTITIONS: table m is not partitioned"),
     ("DROP VIEW t", SqlError, "default.t is a table; use DROP TABLE"),
     ("DROP VIEW nope", TableNotFoundError, "view nope does not exist; use DROP VIEW IF EXISTS"),
     ("SELECT nope FROM t", SqlError,

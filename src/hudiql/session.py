@@ -25,7 +25,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from hudiql import datasource, procedures
+from hudiql import datasource, layout, procedures
 from hudiql.catalog import DEFAULT_DATABASE, Catalog, View
 from hudiql.cluster import prepare_executors
 from hudiql.config import registry
@@ -253,8 +253,11 @@ class Session:
         if rows is not None:
             try:
                 ordered = rows.select([F.col(f"`{f.name}`") for f in schema.fields])
+                # As Hudi's CTAS: bulk_insert, every row of the query kept, unless an operation is set.
+                operation, _ = Operation.for_insert(table, default=Operation.BULK_INSERT)
+                operation = Operation.BULK_INSERT if operation.replaces else operation  # the table is new
                 with transaction(self.spark, table) as txn:
-                    write_rows(txn, align_columns(ordered, schema), Operation.default_for(table))
+                    write_rows(txn, align_columns(ordered, schema), operation)
             except BaseException:
                 # CTAS is all or nothing: no table is left behind a failed query.
                 self.catalog.unregister(database, name)
@@ -276,9 +279,9 @@ class Session:
         database, name, location = placed
         if _has_files(location):
             raise TableExistsError(f"{location} is not empty; choose an empty LOCATION")
-        # The source's options, without what names or identifies the source itself; the new
-        # table's own TBLPROPERTIES win.
-        options = {k: v for k, v in source.config.props.items() if k not in _IDENTITY_KEYS}
+        # The source's options, without what names or identifies the source itself (nor the empty
+        # partition fields of a non-partitioned table); the new table's own TBLPROPERTIES win.
+        options = {k: v for k, v in source.config.props.items() if k not in _IDENTITY_KEYS and v != ""}
         _warn(registry.validate_table_options(st.options))
         options.update(st.options)
         props, _ = derive_table_properties(TableDefinition(
@@ -321,7 +324,8 @@ class Session:
     def _run_AlterTableColumns(self, st: S.AlterTableColumns) -> Result:
         table = self.table(st.table)
         with transaction(self.spark, table) as txn:
-            write_schema(txn, evolve(txn.table.schema, st.added, st.retyped, fixed_columns(table)))
+            write_schema(txn, evolve(txn.table.schema, st.added, st.retyped, fixed_columns(table),
+                                     last=table.config.partition_fields))
         return self._message(f"altered table {st.table}")
 
     def _run_CreateView(self, st: S.CreateView) -> Result:
@@ -420,8 +424,8 @@ class Session:
 
     def _run_ShowPartitions(self, st: S.ShowPartitions) -> Result:
         table = self.table(st.table)
-        if not table.keygen.is_partitioned:
-            raise SqlError(f"SHOW PARTITIONS: table {st.table} is not partitioned")
+        if not table.keygen.is_partitioned:  # as Hudi: no partitions, no rows
+            return Result(self.spark.createDataFrame([], "partition string"), True)
         rows = []
         wanted = set(matching_partitions(self.spark, table, st.partition, "SHOW PARTITIONS ... PARTITION")
                      ) if st.partition else None
@@ -429,7 +433,8 @@ class Session:
             if wanted is not None and path not in wanted:
                 continue
             values = table.keygen.partition_values(path)
-            rows.append(("/".join(f"{k}={'null' if v is None else v}" for k, v in values.items()) if values else path,))
+            rows.append(("/".join(f"{k}={layout.DEFAULT_PARTITION if v is None else v}" for k, v in values.items())
+                         if values else path,))
         return Result(self.spark.createDataFrame(sorted(rows), "partition string"), True)
 
     def _run_Explain(self, st: S.Explain) -> Result:
@@ -485,12 +490,12 @@ class Session:
         operation, key = Operation.for_insert(table)
         if st.overwrite:
             return self._overwrite(table, st, operation if operation.replaces else None,
-                                   Operation.default_for(table) if operation.replaces else operation)
+                                   Operation.sql_insert_default(table) if operation.replaces else operation)
         if operation.replaces:
             raise SqlError(f"{key}={operation.value} replaces rows: write INSERT OVERWRITE, or SET {key}=upsert, insert "
                            "or bulk_insert")
         with transaction(self.spark, table) as txn:
-            metadata = write_insert(txn, self._insert_rows(txn.table, st), operation)
+            metadata = write_insert(txn, self._insert_rows(txn.table, st), operation, combine=operation.combines(table))
         return self._dml_result(insert_counts(metadata))
 
     def _overwrite(self, table: HudiTable, st: S.Insert, overwrite: Operation | None, operation: Operation) -> Result:
@@ -502,7 +507,8 @@ class Session:
             matching = matching_partitions(self.spark, txn.table, static, "INSERT OVERWRITE ... PARTITION"
                                            ) if mode == "STATIC" else ()
             replacement = overwrite_replacement(table.keygen.partition_fields, st.partition, mode, overwrite, matching)
-            metadata = write_insert(txn, self._insert_rows(txn.table, st), operation, replacement)
+            metadata = write_insert(txn, self._insert_rows(txn.table, st), operation, replacement,
+                                    combine=operation.combines(table))
         return self._dml_result(insert_counts(metadata) if metadata else DmlCounts())
 
     def _insert_rows(self, table: HudiTable, st: S.Insert) -> InsertRows:

@@ -293,7 +293,8 @@ def test_parquet_blocks_and_is_deleted_deletes(session, warehouse):
 
 def test_commit_time_ordering_latest_write_wins(session, warehouse):
     path = warehouse / "ct"
-    session.sql(mor_ddl("ct", "'hoodie.compact.inline'='false'", precombine=False, partitioned=False))
+    session.sql(mor_ddl("ct", "'hoodie.compact.inline'='false', 'hoodie.spark.sql.insert.into.operation'='upsert'",
+                        precombine=False, partitioned=False))
     props = (path / ".hoodie" / "hoodie.properties").read_text()
     assert "OverwriteWithLatestAvroPayload" in props and "COMMIT_TIME_ORDERING" in props
     session.sql("INSERT INTO ct VALUES (1,'a',10,'x'), (2,'b',10,'x'), (3,'c',10,'x')")

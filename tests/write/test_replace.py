@@ -282,9 +282,10 @@ def test_show_partitions_with_a_partition_filter(session):
     session.sql("INSERT INTO s VALUES (1,'a',1,1,'2021','01','01'), (2,'b',1,1,'2021','02','01'), "
                 "(3,'c',1,1,'2021','02',NULL), (4,'d',1,1,'2021',NULL,'01')")
     assert hudiql_rows(session, "SHOW PARTITIONS s PARTITION (year='2021', month='02')") == [
-        ("year=2021/month=02/day=01",), ("year=2021/month=02/day=null",)]
+        ("year=2021/month=02/day=01",), ("year=2021/month=02/day=__HIVE_DEFAULT_PARTITION__",)]
     assert hudiql_rows(session, "SHOW PARTITIONS s PARTITION (day='01')") == [
-        ("year=2021/month=01/day=01",), ("year=2021/month=02/day=01",), ("year=2021/month=null/day=01",)]
+        ("year=2021/month=01/day=01",), ("year=2021/month=02/day=01",),
+        ("year=2021/month=__HIVE_DEFAULT_PARTITION__/day=01",)]
     assert hudiql_rows(session, "SHOW PARTITIONS s PARTITION (year='2020')") == []
     with pytest.raises(SqlError, match="name is not a partition column"):
         session.sql("SHOW PARTITIONS s PARTITION (name='a')")

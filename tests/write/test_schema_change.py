@@ -41,8 +41,11 @@ def test_added_and_widened_columns_read_and_write(session, warehouse, kind):
     assert hudiql_rows(session, "SELECT id, v, f, d, note, n FROM t") == old
     assert official_rows(warehouse / "t", columns) == old
 
+    # added columns go before the partition column, as Hudi and Spark keep partition columns last
+    assert [r[0] for r in session.sql("DESCRIBE t").collect()][5:12] == ["id", "v", "f", "d", "ts", "note", "n"]
+    assert [r[0] for r in session.sql("DESCRIBE t").collect()][12] == "dt"
     # values only the wider types hold, new columns, an update of an old row, and a delete
-    session.sql("INSERT INTO t VALUES (3, 30000000000, 3.5, 12345.67, 1, 'c', 'x', 7)")
+    session.sql("INSERT INTO t VALUES (3, 30000000000, 3.5, 12345.67, 1, 'x', 7, 'c')")
     session.sql("UPDATE t SET note = 'u' WHERE id = 2")
     session.sql("DELETE FROM t WHERE id = 1")
     expected = [(2, 20, 2.5, Decimal("2.50"), "u", None), (3, 30000000000, 3.5, Decimal("12345.67"), "x", 7)]
@@ -95,7 +98,7 @@ def test_a_write_that_started_before_a_schema_change_conflicts_with_it(session, 
         with pytest.raises(WriteConflictError, match="the table's schema"):
             write_rows(txn, rows, Operation.UPSERT)
     assert hudiql_rows(session, "SELECT id, note FROM t") == [(1, None)]
-    session.sql("INSERT INTO t VALUES (2, 20, 2.5, 2, 1, 'b', 'retried')")  # a retry sees the new schema
+    session.sql("INSERT INTO t VALUES (2, 20, 2.5, 2, 1, 'retried', 'b')")  # a retry sees the new schema
     assert hudiql_rows(session, "SELECT id, note FROM t") == [(1, None), (2, "retried")]
 
 

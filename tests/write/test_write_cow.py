@@ -58,7 +58,8 @@ def test_ties_go_to_the_later_input_row(session):
 
 
 def test_commit_time_ordering_without_ordering_field(session, warehouse):
-    session.sql("CREATE TABLE ct (id INT, v STRING, ts BIGINT) USING hudi TBLPROPERTIES (primaryKey='id')")
+    session.sql("CREATE TABLE ct (id INT, v STRING, ts BIGINT) USING hudi TBLPROPERTIES (primaryKey='id', "
+                "'hoodie.spark.sql.insert.into.operation'='upsert')")
     props = (warehouse / "ct" / ".hoodie" / "hoodie.properties").read_text()
     assert "OverwriteWithLatestAvroPayload" in props and "hoodie.table.precombine.field" not in props
     session.sql("INSERT INTO ct VALUES (1,'a',10), (1,'b',1)")  # latest input row wins

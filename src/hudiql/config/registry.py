@@ -120,6 +120,7 @@ INSERT_INTO_OPERATION = "hoodie.spark.sql.insert.into.operation"
 OVERWRITE_MODE = "hoodie.datasource.overwrite.mode"
 SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 WRITE_OPERATION = "hoodie.datasource.write.operation"
+COMBINE_BEFORE_INSERT = "hoodie.combine.before.insert"
 #: Hudi's data source spelling of the table's name (``hoodie.table.name``): df.write.format("hudi") takes
 #: either; CREATE TABLE names the table itself.
 WRITE_TABLE_NAME = "hoodie.datasource.write.table.name"
@@ -489,7 +490,12 @@ _KEY_LIST: list[Key] = [
     # -- what a statement does ------------------------------------------------------------------------
     _enum(INSERT_INTO_OPERATION, BOTH, WRITE_OPERATIONS, alterable=True,
           refused=_OPERATION_REFUSED | {op: _OVERWRITE_IS_A_STATEMENT for op in OVERWRITE_OPERATIONS},
-          doc="upsert with a record key, else insert"),
+          doc="not given: as Hudi's Spark SQL, upsert into a table with a record key and an ordering field up to "
+              "table version 8 (Hudi 0.14 to 1.0), insert otherwise and from version 9 (Hudi 1.1)"),
+    Key(COMBINE_BEFORE_INSERT, BOTH, BOOL, None, alterable=True,
+        doc="true: an INSERT with operation insert or bulk_insert keeps one row per key of its own rows (the greatest "
+            "ordering value); not given: true on a table with a record key and an ordering field up to table version "
+            "8, as Hudi's Spark SQL sets it, false from version 9"),
     _enum(WRITE_OPERATION, BOTH, WRITE_OPERATIONS + OVERWRITE_OPERATIONS, refused=_OPERATION_REFUSED, alterable=True,
           doc="what INSERT does, as hoodie.spark.sql.insert.into.operation; an overwrite operation decides "
               "what INSERT OVERWRITE replaces (and INSERT INTO is refused)"),
@@ -755,8 +761,6 @@ UNIMPLEMENTED: list[Unimplemented] = [
                    "hoodie.write.record.merge.*", "hoodie.record.merger.*"),
                   "hudiql merges records by the payload class (payloadClass) and merge mode (recordMergeMode); "
                   "remove the option"),
-    Unimplemented(("hoodie.combine.before.insert",), "INSERT with operation insert keeps every row; use "
-                  f"{INSERT_INTO_OPERATION}=upsert to keep one row per key, and remove the option", ("false",)),
     Unimplemented(("hoodie.combine.before.upsert", "hoodie.combine.before.delete"),
                   "hudiql always combines rows of one key before an upsert or delete; remove the option", ("true",)),
     Unimplemented(("hoodie.datasource.write.insert.drop.duplicates", "hoodie.sql.bulk.insert.enable"),

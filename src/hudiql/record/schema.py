@@ -122,7 +122,10 @@ def _avro_type(dtype: T.DataType, name: str, namespace: str) -> object:
         return {"type": "map", "values": ["null", _avro_type(dtype.valueType, name, namespace)]}
     if isinstance(dtype, T.StructType):
         return _avro_record(dtype, name, namespace)
-    raise TypeError(f"type {dtype.simpleString()} cannot be stored in a Hudi table")
+    if isinstance(dtype, T.NullType):
+        raise ColumnError(f"column {name} has no type (a bare NULL): write CAST(NULL AS <type>) AS {name}")
+    raise ColumnError(f"column {name} has type {dtype.simpleString()}, which a Hudi table cannot store; cast it to "
+                      "a type Avro has")
 
 
 def _avro_record(schema: T.StructType, name: str, namespace: str) -> dict:
@@ -256,10 +259,18 @@ def widens(old: T.DataType, new: T.DataType) -> bool:
     return False
 
 
-def evolve(schema: T.StructType, added: T.StructType, retyped: dict[str, T.DataType], fixed: Collection[str]) -> T.StructType:
-    """``schema`` with ``added`` columns at its end and ``retyped`` columns widened; ``fixed``:
-    columns whose type cannot change (record key, partition and ordering fields). Anything else is
-    a ``ColumnError`` naming the column."""
+def evolve(schema: T.StructType, added: T.StructType, retyped: dict[str, T.DataType], fixed: Collection[str],
+           last: Collection[str] = ()) -> T.StructType:
+    """``schema`` with ``added`` columns at its end, but before the columns of ``last`` that end it
+    (``ALTER TABLE ADD COLUMNS`` keeps a table's partition columns last, as Spark and Hudi do: a
+    positional INSERT lists them last), and ``retyped`` columns widened; ``fixed``: columns whose type
+    cannot change (record key, partition and ordering fields). Anything else is a ``ColumnError``
+    naming the column.
+
+    >>> schema = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("dt", T.StringType())])
+    >>> evolve(schema, T.StructType([T.StructField("v", T.LongType())]), {}, [], last=["dt"]).fieldNames()
+    ['id', 'v', 'dt']
+    """
     names = schema.fieldNames()
     for f in added.fields:
         existing = next((n for n in names if n.lower() == f.name.lower()), None)
@@ -277,7 +288,12 @@ def evolve(schema: T.StructType, added: T.StructType, retyped: dict[str, T.DataT
                 "(a larger integer, FLOAT to DOUBLE, a DECIMAL with more digits) keeps every stored value"
             )
         fields = [T.StructField(f.name, dtype, f.nullable, f.metadata) if f.name == column else f for f in fields]
-    return T.StructType(fields + [T.StructField(f.name, f.dataType, True) for f in added.fields])
+    trailing = {c.lower() for c in last}
+    at = len(fields)
+    while at and fields[at - 1].name.lower() in trailing:
+        at -= 1
+    new = [T.StructField(f.name, f.dataType, True, f.metadata) for f in added.fields]
+    return T.StructType(fields[:at] + new + fields[at:])
 
 
 def changes_on_write(schema: T.StructType, values: list[tuple[str, T.DataType]]) -> tuple[T.StructType, dict[str, T.DataType]]:

@@ -108,6 +108,11 @@ def _direct_source_column(value: exp.Expression, name: str, source: str, source_
             and name.lower() in source_columns)
 
 
+def _normalized(value: exp.Expression) -> str:
+    """``value``'s SQL with identifiers in lower case, to compare two expressions."""
+    return value.sql(dialect=DIALECT, normalize=True, identify=False).lower()
+
+
 def _col(name: str, qualifier: str | None = None) -> exp.Column:
     return exp.column(name, table=qualifier, quoted=True)
 
@@ -146,7 +151,7 @@ class DmlPlanner:
         if st.schema_evolution:
             write_with_schema(self.txn, evolved_schema(table, values))
         narrowed = {} if st.schema_evolution else narrowed_columns(table.schema, values)
-        self._check_clauses(table, st.clauses, source_df.columns, source, st.on)
+        self._check_clauses(table, st.clauses, source_df.columns, source, target, st.on)
 
         files = table.file_system_view()
         source_df = source_df.withColumn(SEQUENCE, F.monotonically_increasing_id())
@@ -443,7 +448,8 @@ class DmlPlanner:
             )
 
     def _check_clauses(
-        self, table: HudiTable, clauses: list[S.MergeClause], source_columns: list[str], source: str, on: exp.Expression
+        self, table: HudiTable, clauses: list[S.MergeClause], source_columns: list[str], source: str, target: str,
+        on: exp.Expression,
     ) -> None:
         available = {c.lower() for c in source_columns}
         columns = table.schema.fieldNames()
@@ -489,7 +495,12 @@ class DmlPlanner:
                     direct = _direct_source_column(value, name, source, available)
                     raise ColumnError(f"{e} (MERGE WITH SCHEMA EVOLUTION adds it)" if direct else str(e)) from None
             if clause.action == UPDATE:
-                self._check_keys_unassigned(table, names, label)
+                # A key assigned the value ON matched it with (SET id = s.id, as Hudi users write it)
+                # keeps the key: only another value would change it.
+                bound = {k: _normalized(v) for k, v in _bound_columns(on, target).items()}
+                same = {k for k, v in clause.assignments.items()
+                        if _normalized(v) in (bound.get(k.lower()), f"{target}.{k.lower()}")}
+                self._check_keys_unassigned(table, names - {k.lower() for k in same}, label)
             else:
                 unassigned = [k for k in table.config.record_key_fields if k.lower() not in names]
                 if unassigned:

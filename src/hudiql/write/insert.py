@@ -156,10 +156,14 @@ def _insert_targets(
         find_column(key, names, "INSERT INTO ... PARTITION")  # a dynamic column must exist too
     static = {find_column(key, names, "INSERT INTO ... PARTITION"): value
               for key, value in static_partition_values(partition).items()}
-    listed = given if by_name else columns
+    expected = [n for n in names if n not in static]
+    # As Hudi's INSERT INTO: a query whose columns are named as the columns it fills is matched by
+    # name (INSERT INTO t PARTITION (dt, ht) SELECT ..., '11' AS ht, '2021-01-05' AS dt); by
+    # position otherwise.
+    named = len(given) == len(expected) and sorted(g.lower() for g in given) == sorted(n.lower() for n in expected)
+    listed = given if by_name or (columns is None and named) else columns
     if listed is None:
-        targets = [n for n in names if n not in static]
-        targets += given[len(targets):]  # past the table's columns: new ones, named by the query
+        targets = expected + given[len(expected):]  # past the table's columns: new ones, named by the query
     else:
         lower = {n.lower(): n for n in names}
         targets = [lower.get(c.lower(), c) for c in listed]
@@ -215,12 +219,13 @@ def write_with_schema(txn: WriteTransaction, schema: T.StructType) -> None:
 
 
 def write_insert(
-    txn: WriteTransaction, insert: InsertRows, operation: Operation, replacement: Replacement | None = None
+    txn: WriteTransaction, insert: InsertRows, operation: Operation, replacement: Replacement | None = None,
+    combine: bool = False,
 ) -> CommitMetadata | None:
     """``write_rows`` of an INSERT's rows, with the schema they need."""
     write_with_schema(txn, insert.schema)
     with naming_narrowed_columns(insert.narrowed, "INSERT"):
-        return write_rows(txn, insert.rows, operation, replacement)
+        return write_rows(txn, insert.rows, operation, replacement, combine)
 
 
 _OVERFLOWS = ("CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE")

@@ -137,19 +137,30 @@ class Operation(str, Enum):
 
     @classmethod
     def default_for(cls, table: HudiTable) -> Operation:
-        """What an INSERT (or CTAS, or df.write) does unless told: upsert, keeping one row per key;
-        a table without a record key has no key to keep one row of, and inserts."""
+        """What a data source write (``df.write.format("hudi")``) does unless told, as Hudi's:
+        upsert, keeping one row per key; a table without a record key has no key to keep one row
+        of, and inserts."""
         return cls.UPSERT if table.has_record_key else cls.INSERT
 
     @classmethod
-    def for_insert(cls, table: HudiTable) -> tuple[Operation, str]:
-        """What an INSERT statement does, and the key that said so: Spark SQL's
-        ``hoodie.spark.sql.insert.into.operation`` or the data source's ``hoodie.datasource.write.operation``,
-        either set by the session (``table.settings.given``) beating either table property, else
-        ``default_for``. An upsert into a table without a record key inserts."""
+    def sql_insert_default(cls, table: HudiTable) -> Operation:
+        """What Hudi's Spark SQL INSERT INTO does unless told: up to Hudi 1.0 (table versions 6
+        and 8) it upserts into a table with a record key and an ordering field; otherwise, and
+        always from Hudi 1.1 (version 9), it inserts, keeping rows that share a key."""
+        if table.config.version < 9 and table.has_record_key and table.config.ordering_field:
+            return cls.UPSERT
+        return cls.INSERT
+
+    @classmethod
+    def for_insert(cls, table: HudiTable, default: Operation | None = None) -> tuple[Operation, str]:
+        """What an INSERT statement (or CTAS: ``default`` bulk_insert) does, and the key that said
+        so: Spark SQL's ``hoodie.spark.sql.insert.into.operation`` or the data source's
+        ``hoodie.datasource.write.operation``, either set by the session (``table.settings.given``)
+        beating either table property, else ``default`` or ``sql_insert_default``. An upsert into
+        a table without a record key inserts."""
         keys = (registry.INSERT_INTO_OPERATION, registry.WRITE_OPERATION)
         given = [(k, settings.get(k)) for settings in (table.settings.given, table.config.props) for k in keys]
-        key, raw = next(((k, v) for k, v in given if v), (keys[0], cls.default_for(table).value))
+        key, raw = next(((k, v) for k, v in given if v), (keys[0], (default or cls.sql_insert_default(table)).value))
         try:
             operation = cls(raw.lower())
         except ValueError:
@@ -157,6 +168,21 @@ class Operation(str, Enum):
         if not table.has_record_key and operation is cls.UPSERT:
             operation = cls.INSERT
         return operation, key
+
+    def combines(self, table: HudiTable) -> bool:
+        """Whether an INSERT INTO with this operation keeps one row per key of its own rows:
+        an upsert always; insert and bulk_insert when ``hoodie.combine.before.insert`` says so,
+        by default on a table with a record key and an ordering field up to table version 8 (Hudi's
+        Spark SQL sets it so up to 1.0; 1.1 keeps every row)."""
+        if not table.has_record_key:
+            return False
+        if self is Operation.UPSERT:
+            return True
+        if self not in (Operation.INSERT, Operation.BULK_INSERT):
+            return False
+        if registry.COMBINE_BEFORE_INSERT in table.settings:
+            return table.settings.flag(registry.COMBINE_BEFORE_INSERT)
+        return table.config.version < 9 and bool(table.config.ordering_field)
 
 
 @dataclass(frozen=True)
@@ -185,12 +211,14 @@ class Replacement:
 
 
 def write_rows(
-    txn: WriteTransaction, rows: DataFrame, operation: Operation, replacement: Replacement | None = None
+    txn: WriteTransaction, rows: DataFrame, operation: Operation, replacement: Replacement | None = None,
+    combine: bool = False,
 ) -> CommitMetadata | None:
     """Write ``rows`` (the table's data columns; INSERT, CTAS) as the commit of ``txn``; returns
     its metadata. With a ``replacement`` (INSERT OVERWRITE) the rows go to new file groups, as
     into an empty table, and the commit replaces what ``replacement`` says; ``None`` when that
-    changes nothing (no row, nothing replaced: the instant leaves no trace)."""
+    changes nothing (no row, nothing replaced: the instant leaves no trace). ``combine``: an
+    insert keeps one row per key of ``rows`` too (``Operation.combines``)."""
     spark, table = txn.spark, txn.table
     index = txn.table.index
     # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
@@ -198,7 +226,7 @@ def write_rows(
     # does it in the shuffle by file group that the write needs anyway.
     precombine = table.has_record_key and operation is Operation.UPSERT
     rows = _prepare(table, rows)
-    if precombine and not index.is_bucket:
+    if (precombine and not index.is_bucket) or (combine and table.has_record_key and not precombine):
         rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
     task_stats, index_writes = _write_file_groups(
         spark, table, index, rows, operation, txn.instant_time, table.merge_rule, precombine and index.is_bucket,

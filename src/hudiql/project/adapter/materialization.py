@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hudiql.config.registry import INSERT_INTO_OPERATION
 from hudiql.project.artifacts.nodes import Column
 from hudiql.project.errors import CompilationError
 
@@ -81,6 +82,10 @@ def table_clauses(config: Mapping[str, Any], record_key: str | None = None) -> s
     properties = [f"type = {sql_string(config['table_type'])}"]
     if key:
         properties.append(f"primaryKey = {sql_string(key)}")
+    if key and record_key is None and INSERT_INTO_OPERATION not in (config.get("options") or {}):
+        # A model's unique_key means one row per key: its CTAS (which Hudi writes as bulk_insert,
+        # keeping every row) and plain INSERTs into it upsert.
+        properties.append(f"{sql_string(INSERT_INTO_OPERATION)} = 'upsert'")
     if config.get("precombine_field"):
         properties.append(f"preCombineField = {sql_string(config['precombine_field'])}")
     properties += [f"{sql_string(k)} = {sql_string(v)}" for k, v in (config.get("options") or {}).items()]
