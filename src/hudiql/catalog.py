@@ -3,7 +3,8 @@
 - a managed table lives at ``<warehouse>/<table>`` (database ``default``) or
   ``<warehouse>/<db>.db/<table>``; it exists when its ``.hoodie/hoodie.properties`` does;
 - an external table (``LOCATION``) is registered by a small file
-  ``<warehouse>/.hudiql/tables/<db>/<table>`` holding its location;
+  ``<warehouse>/.hudiql/tables/<db>/<table>`` holding its location (and, on a second line,
+  ``hoodie.query.as.ro.table=true`` for a name that reads a merge-on-read table's base files only);
 - a (persistent) view is a file ``<warehouse>/.hudiql/views/<db>/<view>`` holding its query.
 All survive restarts, and a table folder copied elsewhere is still a Hudi table.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hudiql.config.registry import QUERY_AS_RO_TABLE
 from hudiql.errors import SqlError
 from hudiql.io.storage import Storage
 from hudiql.table.table import has_table
@@ -55,6 +57,14 @@ def check_name(kind: str, name: str) -> str:
             "(a name is not a path: use LOCATION '...' to place a table)"
         )
     return name.lower()
+
+
+@dataclass(frozen=True)
+class TableEntry:
+    """Where a table name leads, and whether the name reads base files only (read-optimized)."""
+
+    location: str
+    read_optimized: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,10 +105,10 @@ class Catalog:
         """Give a table another name; returns its location. An external table keeps its folder (its
         registration moves); a managed table's folder moves with its name, as Spark moves it."""
         if self.is_external(database, table):
-            location = self.storage.read(self._registry_path(database, table)).decode().strip()
-            self.register_external(new_database, new_table, location)
+            entry = self.entry(database, table)
+            self.register_external(new_database, new_table, entry.location, entry.read_optimized)
             self.unregister(database, table)
-            return location
+            return entry.location
         self.storage.fs.move(self.storage.full_path(self._managed_path(database, table)),
                              self.storage.full_path(self._managed_path(new_database, new_table)))
         return self.managed_location(new_database, new_table)
@@ -108,19 +118,26 @@ class Catalog:
 
     def location(self, database: str, table: str) -> str | None:
         """Where the table lives, or ``None`` if there is no such table."""
-        entry = self._registry_path(database, table)
-        if self.storage.exists(entry):
-            return self.storage.read(entry).decode().strip()
+        entry = self.entry(database, table)
+        return entry.location if entry is not None else None
+
+    def entry(self, database: str, table: str) -> TableEntry | None:
+        """Where the name leads and how it reads, or ``None`` if there is no such table."""
+        path = self._registry_path(database, table)
+        if self.storage.exists(path):
+            location, *options = self.storage.read(path).decode().strip().splitlines()
+            return TableEntry(location.strip(), f"{QUERY_AS_RO_TABLE}=true" in options)
         managed = self.managed_location(database, table)
         if has_table(Storage(managed)):
-            return managed
+            return TableEntry(managed)
         return None
 
     def is_external(self, database: str, table: str) -> bool:
         return self.storage.exists(self._registry_path(database, table))
 
-    def register_external(self, database: str, table: str, location: str) -> None:
-        self.storage.write_atomic(self._registry_path(database, table), location.encode())
+    def register_external(self, database: str, table: str, location: str, read_optimized: bool = False) -> None:
+        text = location + (f"\n{QUERY_AS_RO_TABLE}=true" if read_optimized else "")
+        self.storage.write_atomic(self._registry_path(database, table), text.encode())
 
     def unregister(self, database: str, table: str) -> None:
         self.storage.delete(self._registry_path(database, table))

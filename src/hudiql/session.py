@@ -44,7 +44,7 @@ from hudiql.services.indexes import create_index, drop_index, show_indexes
 from hudiql.services.post_commit import transaction
 from hudiql.sql import ddl
 from hudiql.sql import statements as S
-from hudiql.sql.options import TableDefinition, derive_table_properties
+from hudiql.sql.options import TableDefinition, adopted_options, derive_table_properties
 from hudiql.sql.parser import parse, table_name_text
 from hudiql.record.schema import evolve, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
@@ -62,6 +62,7 @@ from hudiql.write.replace import (
     overwrite_mode,
     overwrite_replacement,
     partition_paths,
+    wildcard_partitions,
 )
 from hudiql.write.writer import (
     Operation,
@@ -229,10 +230,15 @@ class Session:
         if existing is not None:
             if st.columns is not None or st.query is not None:
                 raise TableExistsError(f"a Hudi table already exists at {location}; CREATE TABLE {name} USING hudi LOCATION '...' adopts it without columns")
-            self.catalog.register_external(database, name, existing.base_uri)
-            return self._message(f"registered table {database}.{name} at {existing.base_uri}")
+            read_optimized = adopted_options(existing.config, st.options)
+            self.catalog.register_external(database, name, existing.base_uri, read_optimized)
+            return self._message(f"registered table {database}.{name} at {existing.base_uri}"
+                                 + (" (reading its base files only)" if read_optimized else ""))
         if _has_files(location):
             raise TableExistsError(f"{location} is not empty and holds no Hudi table; choose an empty LOCATION")
+        if registry.QUERY_AS_RO_TABLE in st.options:
+            raise SqlError(f"{registry.QUERY_AS_RO_TABLE} names a read-optimized view of an existing merge-on-read table: "
+                           "give the LOCATION of one (there is no Hudi table at it)")
 
         rows = None
         columns = st.columns
@@ -546,9 +552,19 @@ class Session:
         return Result(self.spark.createDataFrame(rows, "index_name string, index_type string, col_name string"), True)
 
     def _existing_partitions(self, table: HudiTable, specs: list[S.PartitionSpec], what: str, if_exists: bool) -> tuple[str, ...]:
+        """The live partitions ``specs`` name; a value with ``*`` matches every partition it fits."""
         live = set(table.file_system_view().partitions())
         out = []
-        for path in partition_paths(self.spark, table, specs, what):
+        wild = [spec for spec in specs if any("*" in (v or "") for v in spec.values())]
+        for spec in wild:
+            matched = wildcard_partitions(table, spec, what)
+            if not matched and not if_exists:
+                shown = ", ".join(f"{k}='{v}'" for k, v in spec.items())
+                raise TableNotFoundError(f"{what}: no partition of table {table.config.name} matches ({shown}); "
+                                         f"SHOW PARTITIONS lists its partitions")
+            out += [p for p in matched if p not in out]
+        specs = [spec for spec in specs if spec not in wild]
+        for path in partition_paths(self.spark, table, specs, what) if specs else ():
             if path in live:
                 out.append(path)
             elif not if_exists:

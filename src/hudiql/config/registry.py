@@ -125,6 +125,8 @@ COMBINE_BEFORE_INSERT = "hoodie.combine.before.insert"
 #: either; CREATE TABLE names the table itself.
 WRITE_TABLE_NAME = "hoodie.datasource.write.table.name"
 QUERY_TYPE = "hoodie.datasource.query.type"
+#: A name registered over an existing merge-on-read table that reads its base files only.
+QUERY_AS_RO_TABLE = "hoodie.query.as.ro.table"
 AS_OF_INSTANT = "hoodie.datasource.read.as.of.instant"
 # Hudi's data source option for time travel: spark.read.format("hudi").option("as.of.instant", ...).
 TIME_TRAVEL_OPTION = "as.of.instant"
@@ -505,6 +507,9 @@ _KEY_LIST: list[Key] = [
     Key(COMMIT_META_PREFIX, SESSION, TEXT, "_",
         doc="SET <prefix>k=v writes k's value into the extraMetadata of the session's commits (key with the prefix)"),
     # -- what a query reads (read.query, read.incremental) ---------------------------------------------
+    Key(QUERY_AS_RO_TABLE, TABLE, BOOL, "false",
+        doc="CREATE TABLE t_ro USING hudi LOCATION '<merge-on-read table>' TBLPROPERTIES (...='true'): the name reads "
+            "the table's base files only (kept by the catalog, not in hoodie.properties)"),
     _enum(QUERY_TYPE, SESSION, ("snapshot", "read_optimized", "incremental"), "snapshot",
           refused={"cdc": "hudiql writes no change data capture logs; use incremental (the latest state of the "
                           f"rows changed, with {INCLUDE_DELETES}=true for deleted ones)"},

@@ -106,8 +106,8 @@ class QueryPlanner:
         views: list[str] = []
         try:
             for node in table_references(query):
-                if is_table_changes(node):
-                    df, label = self._changes_dataframe(query, node)
+                if is_table_function(node):
+                    df, label = self._function_dataframe(query, node)
                     self._register_for(node, df, label, views)
                     continue
                 name = table_name(node)
@@ -146,14 +146,17 @@ class QueryPlanner:
         alias = node.args.get("alias") or (exp.TableAlias(this=exp.to_identifier(node.name)) if node.name else None)
         node.replace(exp.Table(this=exp.to_identifier(registered), alias=alias))
 
-    def _table_dataframe(self, query: exp.Expression, node: exp.Table, table: HudiTable, read_optimized: bool) -> DataFrame:
+    def _table_dataframe(self, query: exp.Expression, node: exp.Table, table: HudiTable, read_optimized: bool,
+                         function: bool = False) -> DataFrame:
         """What ``node`` reads of ``table``: its snapshot, as of an instant (``TIMESTAMP AS OF``,
         else the session's ``hoodie.datasource.read.as.of.instant``), or its changes when the
-        session's query type is incremental."""
+        session's query type is incremental; ``function``: ``hudi_query(...)``, which says
+        itself what it reads (the latest snapshot)."""
         conf = self.session.conf
         version = node.args.get("version")
         as_of = version.expression.name if version is not None else registry.setting(conf, registry.AS_OF_INSTANT)
-        if not as_of and registry.choice(conf, registry.QUERY_TYPE) == "incremental":
+        as_of = "" if function else as_of
+        if not as_of and not function and registry.choice(conf, registry.QUERY_TYPE) == "incremental":
             begin = registry.setting(conf, registry.BEGIN_INSTANT)
             if not begin:
                 raise SqlError(f"SET {registry.BEGIN_INSTANT}=<instant> (or 'earliest') before an incremental query "
@@ -171,27 +174,44 @@ class QueryPlanner:
         groups = file_groups_to_read(self.session.spark, table, files, keep, *found, skipping) if found else None
         return snapshot(self.session.spark, table, files, keep, read_optimized, columns, groups)
 
-    def _changes_dataframe(self, query: exp.Expression, node: exp.Table) -> tuple[DataFrame, str]:
-        """``hudi_table_changes('t' | 'path', 'latest_state', begin [, end])``, and its label."""
+    def _function_dataframe(self, query: exp.Expression, node: exp.Table) -> tuple[DataFrame, str]:
+        """What Hudi's table-valued functions read, and the label of their rows:
+
+        - ``hudi_table_changes('t' | 'path', 'latest_state', begin [, end])``: the changes in a range;
+        - ``hudi_query('t' | 'path', 'snapshot' | 'read_optimized')``: the table as of now.
+        """
+        function = node.this.name.lower()
         args = node.this.expressions
-        usage = ("hudi_table_changes takes ('<table or path>', 'latest_state', 'earliest' or '<begin instant>'"
-                 "[, '<end instant>']), each a quoted string")
-        if not 3 <= len(args) <= 4 or not all(isinstance(a, exp.Literal) and a.is_string for a in args):
-            raise SqlError(usage)
-        target, query_type, begin, *end = (a.name for a in args)
+        usage = {
+            TABLE_CHANGES: "('<table or path>', 'latest_state', 'earliest' or '<begin instant>'[, '<end instant>'])",
+            QUERY: "('<table or path>', 'snapshot' or 'read_optimized')",
+        }[function]
+        counts = (3, 4) if function == TABLE_CHANGES else (2,)
+        if len(args) not in counts or not all(isinstance(a, exp.Literal) and a.is_string for a in args):
+            raise SqlError(f"{function} takes {usage}, each a quoted string")
+        target, query_type, *rest = (a.name for a in args)
+        table = self._function_table(function, target)
+        if function == QUERY:
+            if query_type.lower() not in ("snapshot", "read_optimized"):
+                raise SqlError(f"hudi_query: query type '{query_type}' is not supported; use 'snapshot' or 'read_optimized' "
+                               "(hudi_table_changes reads changes)")
+            return self._table_dataframe(query, node, table, query_type.lower() == "read_optimized", function=True), target
         if query_type.lower() != LATEST_STATE:
             raise SqlError(f"hudi_table_changes: query type '{query_type}' is not supported; use 'latest_state' "
                            "(hudiql writes no change data capture logs, which 'cdc' reads)")
-        if "/" in target:
-            table = HudiTable.load(target)
-        else:
-            database, name = self.session.resolve(table_name_text(target))
-            resolved = self._resolve(database, name)
-            if resolved is None:
-                raise TableNotFoundError(f"hudi_table_changes: table {database}.{name} does not exist; see SHOW TABLES")
-            table = resolved[0]
+        begin, *end = rest
         span = change_range(table, begin, end[0] if end else None)
         return self._changes(query, node, table, span), target
+
+    def _function_table(self, function: str, target: str) -> HudiTable:
+        """The table a table-valued function names: a path (with a ``/``) or a table name."""
+        if "/" in target:
+            return HudiTable.load(target)
+        database, name = self.session.resolve(table_name_text(target))
+        resolved = self._resolve(database, name)
+        if resolved is None:
+            raise TableNotFoundError(f"{function}: table {database}.{name} does not exist; see SHOW TABLES")
+        return resolved[0]
 
     def _changes(self, query: exp.Expression, node: exp.Table, table: HudiTable, span: ChangeRange) -> DataFrame:
         keep = _partition_filter(self.session.spark, table, table.file_system_view(), node)
@@ -220,9 +240,9 @@ class QueryPlanner:
         merge-on-read table ``t`` (``t_rt`` its snapshot), as Hudi's Hive sync names them;
         ``SET hoodie.datasource.query.type=read_optimized`` makes every query read-optimized."""
         mode = registry.choice(self.session.conf, registry.QUERY_TYPE)  # SET validated it
-        location = self.session.catalog.location(database, name)
-        if location is not None:
-            return HudiTable.load(location), mode == "read_optimized"
+        entry = self.session.catalog.entry(database, name)
+        if entry is not None:  # a name registered with 'hoodie.query.as.ro.table'='true' reads base files
+            return HudiTable.load(entry.location), entry.read_optimized or mode == "read_optimized"
         for suffix, read_optimized in (("_ro", True), ("_rt", False)):
             if name.endswith(suffix):
                 location = self.session.catalog.location(database, name[: -len(suffix)])
@@ -244,18 +264,21 @@ class QueryPlanner:
         return view
 
 
-def is_table_changes(node: exp.Table) -> bool:
-    """Is ``node`` the table-valued function ``hudi_table_changes(...)``?"""
-    return isinstance(node.this, exp.Anonymous) and node.this.name.lower() == "hudi_table_changes"
+TABLE_CHANGES, QUERY = "hudi_table_changes", "hudi_query"
+
+
+def is_table_function(node: exp.Table) -> bool:
+    """Is ``node`` one of Hudi's table-valued functions, ``hudi_table_changes(...)`` or ``hudi_query(...)``?"""
+    return isinstance(node.this, exp.Anonymous) and node.this.name.lower() in (TABLE_CHANGES, QUERY)
 
 
 def table_references(query: exp.Expression) -> list[exp.Table]:
-    """The tables and views ``query`` reads by name, and its ``hudi_table_changes(...)``: not its
+    """The tables and views ``query`` reads by name, and its table-valued functions: not its
     CTEs, not files read directly (``parquet.`/path```), not an INSERT or CREATE target."""
     ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     out = []
     for node in query.find_all(exp.Table):
-        if is_table_changes(node):
+        if is_table_function(node):
             out.append(node)
             continue
         if not node.name or node.catalog or (not node.db and node.name.lower() in ctes):

@@ -293,3 +293,42 @@ def _derive_keygen(record_key: list[str], partition_fields: list[str], schema: T
     if len(partition_fields) > 1 or len(record_key) > 1:
         return C.COMPLEX_KEYGEN
     return C.SIMPLE_KEYGEN
+
+
+def adopted_options(config: C.TableConfig, options: dict[str, str]) -> bool:
+    """Check the options of ``CREATE TABLE t USING hudi LOCATION '...' [TBLPROPERTIES (...)]`` over
+    the existing table ``config``; returns whether the name reads the base files only
+    (``'hoodie.query.as.ro.table'='true'``, on a merge-on-read table, as Hudi's). The table keeps its
+    own properties: a key, partition, ordering or type option must say what the table has (as Hudi
+    validates them), and any other is refused rather than dropped.
+
+    >>> config = C.TableConfig({C.TABLE_NAME: "t", C.RECORD_KEY_FIELDS: "id", C.TABLE_TYPE: C.MERGE_ON_READ})
+    >>> adopted_options(config, {"primaryKey": "ID", "type": "mor", K.QUERY_AS_RO_TABLE: "true"})
+    True
+    >>> adopted_options(config, {"primaryKey": "name"})
+    Traceback (most recent call last):
+    hudiql.errors.OptionError: primaryKey=name does not match the table at this LOCATION (id); leave it out or give the table's
+    """
+    read_optimized = False
+    has = {
+        **{name: ",".join(config.record_key_fields) for name in RECORD_KEY_OPTIONS},
+        **{name: ",".join(config.partition_fields) for name in PARTITION_OPTIONS},
+        **{name: config.ordering_field or "" for name in ORDERING_OPTIONS},
+    }
+    for key, value in options.items():
+        if key == K.QUERY_AS_RO_TABLE:
+            read_optimized = K.flag(options, key)
+            if read_optimized and not config.is_mor:
+                raise OptionError(f"{key}=true applies to a merge-on-read table; {config.name} is copy-on-write")
+        elif key in TABLE_TYPE_OPTIONS:
+            if C.table_type(value) != config.table_type:
+                raise OptionError(f"{key}={value} does not match the table at this LOCATION ({config.table_type}); "
+                                  "leave it out or give the table's")
+        elif key in has:
+            if [v.lower() for v in _split(value)] != [v.lower() for v in _split(has[key])]:
+                raise OptionError(f"{key}={value} does not match the table at this LOCATION ({has[key] or 'none'}); "
+                                  "leave it out or give the table's")
+        else:
+            raise OptionError(f"option {key} cannot be set when CREATE TABLE ... LOCATION adopts a table (it keeps its "
+                              "own properties); remove it, then ALTER TABLE ... SET TBLPROPERTIES if it may change")
+    return read_optimized

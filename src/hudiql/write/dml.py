@@ -453,17 +453,6 @@ class DmlPlanner:
     ) -> None:
         available = {c.lower() for c in source_columns}
         columns = table.schema.fieldNames()
-        # Source columns a star clause would drop unseen: not stored, and named nowhere in the
-        # statement (a column the ON or a clause uses, such as a CDC ``op``, was not lost). The meta
-        # columns (a hudiql table as the source) and _hoodie_is_deleted (see _source_delete_flag)
-        # are not data to store either.
-        expressions = [on, *(c.condition for c in clauses), *(v for c in clauses for v in (c.assignments or {}).values())]
-        used = {
-            column.name.lower() for e in expressions if e is not None for column in e.find_all(exp.Column)
-            if column.table.lower() in (source, "")
-        }
-        skipped = {c.lower() for c in columns} | {c.lower() for c in META_COLUMNS} | {IS_DELETED} | used
-        extra = [c for c in source_columns if c.lower() not in skipped]
         for clause in clauses:
             label = f"WHEN {'MATCHED' if clause.matched else 'NOT MATCHED'} THEN {clause.action.upper()}"
             if clause.action == DELETE_KIND:
@@ -476,17 +465,7 @@ class DmlPlanner:
                         f"{star} needs source columns {', '.join(missing)}; the source has {', '.join(source_columns)} "
                         "(assign the columns explicitly instead)"
                     )
-                if extra:
-                    keys = {k.lower() for k in table.config.record_key_fields}  # an UPDATE never assigns them
-                    listed = (
-                        f"UPDATE SET {', '.join(f'{c} = {source}.{c}' for c in columns if c.lower() not in keys)}"
-                        if clause.action == UPDATE else f"INSERT ({', '.join(columns)}) VALUES ({', '.join(f'{source}.{c}' for c in columns)})"
-                    )
-                    raise ColumnError(
-                        f"{star} would drop source column {', '.join(extra)}: table {table.config.name} has no such "
-                        f"column; write MERGE WITH SCHEMA EVOLUTION to add it, or list the columns to write, e.g. {listed}"
-                    )
-                continue
+                continue  # source columns the table lacks are not written, as in Hudi (WITH SCHEMA EVOLUTION adds them)
             names = set()
             for name, value in clause.assignments.items():
                 try:

@@ -21,6 +21,8 @@ Example:
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
@@ -80,6 +82,27 @@ def matching_partitions(spark: SparkSession, table: HudiTable, spec: PartitionSp
     for path in live:
         values = table.keygen.partition_values(path)
         if values is not None and all(values.get(name) == value for name, value in wanted.items()):
+            out.append(path)
+    return tuple(out)
+
+
+def wildcard_partitions(table: HudiTable, spec: PartitionSpec, what: str) -> tuple[str, ...]:
+    """The live partitions a spec with ``*`` in its values matches, as Hudi's drop of partitions
+    matches them (``PARTITION (dt='2023-08-*')``: ``*`` stands for any text, every partition column
+    given)."""
+    if table.keygen.is_timestamp_based:
+        raise SqlError(f"{what}: a '*' in a partition value needs partition paths that are the values; table "
+                       f"{table.config.name}'s are formatted timestamps: name each partition")
+    given = {_partition_column(table, name, what): value for name, value in spec.items()}
+    missing = [f for f in table.keygen.partition_fields if f not in given]
+    if missing:
+        raise SqlError(f"{what}: give every partition column a value; missing {', '.join(missing)}")
+    patterns = {name: re.compile(".*".join(re.escape(part) for part in (value or "").split("*")), re.DOTALL)
+                for name, value in given.items()}
+    out = []
+    for path in table.file_system_view().partitions():
+        values = table.keygen.partition_values(path)
+        if values is not None and all(p.fullmatch(values.get(n) or "") for n, p in patterns.items()):
             out.append(path)
     return tuple(out)
 
