@@ -61,7 +61,7 @@ from hudiql.write.insert import (
     narrowed_columns,
     write_with_schema,
 )
-from hudiql.write.writer import DmlCounts, write_decided
+from hudiql.write.writer import DmlCounts, Operation, write_decided
 
 KIND = "__hudiql_kind"
 OLD_PATH = "__hudiql_old_path"
@@ -231,8 +231,12 @@ class DmlPlanner:
         # its key: ON tests nothing but the record key, over the whole target.
         on_keys_only = all(isinstance(c, exp.EQ) for c in conjuncts(st.on)) and len(
             list(conjuncts(st.on))) == len(table.config.record_key_fields)
+        # A MERGE that only inserts into a table without an ordering field keeps source rows that
+        # share a key, as Hudi's (it writes them with the insert operation).
+        keep_shared = all(not c.matched for c in st.clauses) and not table.config.ordering_field
         with naming_narrowed_columns(narrowed, "MERGE"):
-            return self._finish(table, actions, from_source=True, inserts_checked=keep is None and on_keys_only)
+            return self._finish(table, actions, from_source=True, inserts_checked=keep is None and on_keys_only,
+                                keep_shared=keep_shared)
 
     def update(self, st: S.Update) -> DmlCounts:
         table = self.table
@@ -341,18 +345,21 @@ class DmlPlanner:
         return self._finish(table, self._run(selected(*projections), [view], checks), from_source=False,
                             inserts_checked=False)
 
-    def _finish(self, table: HudiTable, actions: DataFrame, from_source: bool, inserts_checked: bool) -> DmlCounts:
+    def _finish(self, table: HudiTable, actions: DataFrame, from_source: bool, inserts_checked: bool,
+                keep_shared: bool = False) -> DmlCounts:
+        """Decide and write the statement's rows; ``keep_shared``: source rows that share a key are
+        all inserted (no precombine)."""
         rule = table.merge_rule
         keyed = actions.withColumn(RECORD_KEY, table.keygen.record_key()).withColumn(
             PARTITION_PATH, table.keygen.partition_path(table.schema)
         )
         # Without an ordering field, source rows that share a key are an error, found by the
         # counting job below (no job of its own); with one, the greatest wins.
-        refuse_shared = from_source and not rule.ordering_field
+        refuse_shared = from_source and not rule.ordering_field and not keep_shared
         if refuse_shared:
             sharing = F.count(F.lit(1)).over(Window.partitionBy(RECORD_KEY))
             keyed = keyed.withColumn(SHARED_KEY, F.when(sharing > 1, F.col(RECORD_KEY)))
-        elif from_source:
+        elif from_source and not keep_shared:
             keyed = rule.precombine(keyed, [RECORD_KEY], SEQUENCE, SOURCE_ORDERING)
         combined = keyed.drop(SOURCE_ORDERING)
         enforce = registry.flag(self.conf, registry.ENFORCE_ORDERING)
@@ -400,7 +407,8 @@ class DmlPlanner:
                 return counts  # nothing changes: no commit
             inserts = {r[PARTITION_PATH]: int(r[5] or 0) for r in per_partition}
             written = rows.where(live).drop(KIND, OLD_PATH, OLD_ORDERING, OLD_FILE, SKIP, SHARED_KEY)
-            write_decided(self.txn, written, counts, inserts, inserts_checked)
+            write_decided(self.txn, written, counts, inserts, inserts_checked,
+                          Operation.INSERT if keep_shared else Operation.UPSERT)
             return counts
         finally:
             rows.unpersist()

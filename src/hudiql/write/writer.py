@@ -255,8 +255,11 @@ def write_decided(
     counts: DmlCounts,
     inserts: dict[str, int],
     inserts_checked: bool,
+    operation: Operation = Operation.UPSERT,
 ) -> CommitMetadata:
-    """Write the rows of a MERGE / UPDATE / DELETE as the commit of ``txn``.
+    """Write the rows of a MERGE / UPDATE / DELETE as the commit of ``txn``; ``operation``: insert
+    for a MERGE that only inserts into a table without an ordering field (its rows that share a
+    key are all kept, as Hudi keeps them), else upsert.
 
     The statement decided each row against the stored row it read (the merge rule, partition
     moves, deletes: ``write.dml``), and the rows carry their key columns, input sequence, delete
@@ -273,7 +276,7 @@ def write_decided(
     record = _record_index(table, True)
     if index.is_bucket:  # the bucket index reads nothing: it places every row again, cheaply
         task_stats, index_writes = _write_file_groups(
-            spark, table, index, rows.drop(FILE_ID), Operation.UPSERT, instant_time, replace, False
+            spark, table, index, rows.drop(FILE_ID), operation, instant_time, replace, False
         )
     else:
         view = table.file_system_view(sorted(inserts))
@@ -287,12 +290,12 @@ def write_decided(
             tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
         try:
             task_stats, index_writes = _write_tagged(
-                spark, table, tagged, None, view, Operation.UPSERT, instant_time, replace, False,
+                spark, table, tagged, None, view, operation, instant_time, replace, False,
                 {p: n for p, n in inserts.items() if n}, record=record,
             )
         finally:
             tagged.unpersist()
-    return _commit(txn, index, Operation.UPSERT, task_stats, counts.metadata(), None, index_writes)
+    return _commit(txn, index, operation, task_stats, counts.metadata(), None, index_writes)
 
 
 @contextmanager

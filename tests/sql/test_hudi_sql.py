@@ -1,0 +1,217 @@
+"""Hudi's own SQL, as Hudi runs it (issue 33): the statements Hudi users write get the rows Hudi
+gives, each rule written from Hudi's documented behaviour, on copy-on-write and merge-on-read where
+both apply, and the official reader agreeing on what was written.
+
+Where Hudi's rule changed between releases, the table's version decides (6: Hudi 0.14 / 0.15,
+8: 1.0, 9: 1.1), as the README's table of such rules lists them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import hudiql_rows, official_rows
+from hudiql.errors import ColumnError, SqlError, TableNotFoundError
+
+KINDS = ["cow", "mor"]
+
+
+def _keyed(session, name: str, kind: str, version: int, ordering: bool = True, partitioned: bool = False) -> None:
+    options = ["primaryKey='id'", f"type='{kind}'", f"'hoodie.write.table.version'='{version}'",
+               "'hoodie.compact.inline'='false'"] + (["preCombineField='ts'"] if ordering else [])
+    session.sql(f"CREATE TABLE {name} (id INT, name STRING, ts INT{', dt STRING' if partitioned else ''}) USING hudi "
+                f"{'PARTITIONED BY (dt) ' if partitioned else ''}TBLPROPERTIES ({', '.join(options)})")
+
+
+# ---- INSERT INTO: the operation Hudi's Spark SQL deduces ----------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_insert_into_a_keyed_table_upserts_up_to_hudi_1_0_and_inserts_from_1_1(session, warehouse, kind):
+    """Up to Hudi 1.0 (table versions 6 and 8) INSERT INTO upserts into a table with a record key
+    and an ordering field, and inserts into one without; Hudi 1.1 (version 9) always inserts."""
+    cases = [("v6", 6, True, [(1, "b", 2)]), ("v6_no_ordering", 6, False, [(1, "a", 1), (1, "b", 2)]),
+             ("v9", 9, True, [(1, "a", 1), (1, "b", 2)])]
+    for name, version, ordering, expected in cases:
+        _keyed(session, name, kind, version, ordering)
+        session.sql(f"INSERT INTO {name} VALUES (1, 'a', 1)")
+        session.sql(f"INSERT INTO {name} VALUES (1, 'b', 2)")
+        assert hudiql_rows(session, f"SELECT id, name, ts FROM {name}") == expected, name
+        assert official_rows(warehouse / name, ["id", "name", "ts"]) == expected, name
+    # the operation set for the session (or the table) wins over the version's default
+    session.sql("SET hoodie.spark.sql.insert.into.operation=upsert")
+    session.sql("INSERT INTO v9 VALUES (2, 'c', 1)")
+    session.sql("INSERT INTO v9 VALUES (2, 'd', 2)")
+    assert hudiql_rows(session, "SELECT id, name FROM v9 WHERE id = 2") == [(2, "d")]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_insert_combines_its_own_rows_by_ordering_field_up_to_hudi_1_0(session, warehouse, kind):
+    """With the insert operation, Hudi's Spark SQL combines one statement's rows of one key (the
+    greatest ordering value) up to 1.0, and keeps them all from 1.1;
+    ``hoodie.combine.before.insert`` decides when given."""
+    for name, version, expected in (("v6", 6, [(1, "mid", 7)]), ("v9", 9, [(1, "low", 3), (1, "mid", 7), (1, "old", 2)])):
+        _keyed(session, name, kind, version)
+        session.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('hoodie.spark.sql.insert.into.operation'='insert')")
+        session.sql(f"INSERT INTO {name} VALUES (1, 'old', 2), (1, 'mid', 7), (1, 'low', 3)")
+        assert hudiql_rows(session, f"SELECT id, name, ts FROM {name}") == expected, name
+        assert official_rows(warehouse / name, ["id", "name", "ts"]) == expected, name
+    session.sql("SET hoodie.combine.before.insert=true")
+    session.sql("INSERT INTO v9 VALUES (2, 'x', 1), (2, 'y', 5)")
+    assert hudiql_rows(session, "SELECT id, name FROM v9 WHERE id = 2") == [(2, "y")]
+
+
+def test_ctas_keeps_every_row_of_its_query_as_hudi_bulk_inserts_it(session, warehouse):
+    query = "SELECT 1 AS id, 'a' AS name, 1 AS ts UNION ALL SELECT 1, 'b', 2"
+    session.sql(f"CREATE TABLE c USING hudi TBLPROPERTIES (primaryKey='id', preCombineField='ts') AS {query}")
+    assert hudiql_rows(session, "SELECT id, name FROM c") == [(1, "a"), (1, "b")]
+    assert official_rows(warehouse / "c", ["id", "name"]) == [(1, "a"), (1, "b")]
+    commit = next((warehouse / "c" / ".hoodie").glob("*.commit")).read_text()
+    assert '"operationType" : "BULK_INSERT"' in commit or '"operationType":"BULK_INSERT"' in commit.replace(" ", "")
+    # an operation the table asks for is the CTAS's too
+    session.sql("CREATE TABLE u USING hudi TBLPROPERTIES (primaryKey='id', preCombineField='ts', "
+                f"'hoodie.spark.sql.insert.into.operation'='upsert') AS {query}")
+    assert hudiql_rows(session, "SELECT id, name FROM u") == [(1, "b")]
+
+
+# ---- INSERT INTO: which column a value fills ---------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_insert_matches_a_query_named_as_the_columns_by_name(session, warehouse, kind):
+    """Hudi's INSERT INTO matches the query's columns by name when they are named as the columns
+    they fill (dynamic partition columns in any order), by position otherwise."""
+    session.sql("CREATE TABLE p (id INT, name STRING, ts INT, dt STRING, ht STRING) USING hudi PARTITIONED BY (dt, ht) "
+                f"TBLPROPERTIES (primaryKey='id', preCombineField='ts', type='{kind}')")
+    session.sql("INSERT INTO p PARTITION (dt, ht) SELECT 1 AS id, 'a1' AS name, 1000 AS ts, '11' AS ht, '2021-01-05' AS dt")
+    session.sql("INSERT INTO p SELECT 2, 'a2', 1000, '2021-01-06', '12'")  # unnamed: by position
+    session.sql("INSERT INTO p PARTITION (dt = '2021-01-07') SELECT 'a3' AS name, 3 AS id, '13' AS ht, 1 AS ts")
+    expected = [(1, "a1", "2021-01-05", "11"), (2, "a2", "2021-01-06", "12"), (3, "a3", "2021-01-07", "13")]
+    assert hudiql_rows(session, "SELECT id, name, dt, ht FROM p") == expected
+    assert official_rows(warehouse / "p", ["id", "name", "dt", "ht"]) == expected
+    assert sorted(p.name for p in (warehouse / "p").iterdir() if p.name.startswith("dt=")) == [
+        "dt=2021-01-05", "dt=2021-01-06", "dt=2021-01-07"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_added_columns_go_before_the_partition_columns(session, warehouse, kind):
+    """ALTER TABLE ADD COLUMNS keeps partition columns last, as Hudi and Spark do: a positional
+    INSERT afterwards gives the new column before the partition value."""
+    _keyed(session, "t", kind, 6, partitioned=True)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1')")
+    session.sql("ALTER TABLE t ADD COLUMNS (ext STRING)")
+    assert [r[0] for r in session.sql("DESCRIBE t").collect()][5:10] == ["id", "name", "ts", "ext", "dt"]
+    session.sql("INSERT INTO t VALUES (2, 'b', 1, 'e2', 'd2')")
+    session.sql("UPDATE t SET ext = 'e1' WHERE id = 1")
+    expected = [(1, "a", "e1", "d1"), (2, "b", "e2", "d2")]
+    assert hudiql_rows(session, "SELECT id, name, ext, dt FROM t") == expected
+    assert official_rows(warehouse / "t", ["id", "name", "ext", "dt"]) == expected
+
+
+# ---- MERGE INTO -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_merge_may_assign_the_key_the_value_on_matched_it_with(session, warehouse, kind):
+    _keyed(session, "t", kind, 6)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 1)")
+    session.sql("MERGE INTO t USING (SELECT 1 AS id, 'z' AS name, 2 AS ts) s ON t.id = s.id "
+                "WHEN MATCHED THEN UPDATE SET id = s.id, name = s.name, ts = s.ts")
+    session.sql("MERGE INTO t AS x USING (SELECT 2 AS sid, 'y' AS name) s ON x.id = s.sid "
+                "WHEN MATCHED THEN UPDATE SET ID = S.SID, name = s.name")
+    assert hudiql_rows(session, "SELECT id, name FROM t") == [(1, "z"), (2, "y")]
+    assert official_rows(warehouse / "t", ["id", "name"]) == [(1, "z"), (2, "y")]
+    with pytest.raises(ColumnError, match="cannot change record key column id"):
+        session.sql("MERGE INTO t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = s.id + 10")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_merge_star_ignores_source_columns_the_table_lacks(session, warehouse, kind):
+    _keyed(session, "t", kind, 6)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1)")
+    session.sql("MERGE INTO t USING (SELECT 1 AS id, 'b' AS name, 2 AS ts, 'x' AS extra UNION ALL "
+                "SELECT 2, 'c', 1, 'y') s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert [r[0] for r in session.sql("DESCRIBE t").collect()][5:] == ["id", "name", "ts"]
+    assert hudiql_rows(session, "SELECT id, name, ts FROM t") == [(1, "b", 2), (2, "c", 1)]
+    assert official_rows(warehouse / "t", ["id", "name", "ts"]) == [(1, "b", 2), (2, "c", 1)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_insert_only_merge_without_ordering_field_keeps_source_rows_that_share_a_key(session, warehouse, kind):
+    _keyed(session, "t", kind, 6, ordering=False)
+    session.sql("INSERT INTO t VALUES (9, 'x', 0)")
+    counts = session.sql("MERGE INTO t USING (SELECT 1 AS id, 'a1' AS name, 1 AS ts UNION ALL SELECT 1, 'a2', 2 "
+                         "UNION ALL SELECT 9, 'q', 3) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *").first()
+    assert counts.num_inserted_rows == 2
+    expected = [(1, "a1"), (1, "a2"), (9, "x")]
+    assert hudiql_rows(session, "SELECT id, name FROM t") == expected
+    assert official_rows(warehouse / "t", ["id", "name"]) == expected
+
+
+# ---- DDL, SHOW and table-valued functions -----------------------------------------------------------
+
+def test_show_partitions_as_hudi_shows_them(session):
+    session.sql("CREATE TABLE p (id INT, dt STRING) USING hudi PARTITIONED BY (dt) TBLPROPERTIES (primaryKey='id')")
+    session.sql("INSERT INTO p VALUES (1, '2021'), (2, NULL)")
+    assert hudiql_rows(session, "SHOW PARTITIONS p") == [("dt=2021",), ("dt=__HIVE_DEFAULT_PARTITION__",)]
+    session.sql("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id')")
+    session.sql("INSERT INTO n VALUES (1)")
+    assert hudiql_rows(session, "SHOW PARTITIONS n") == []
+
+
+def test_create_table_like_a_table_without_partitions(session, warehouse):
+    session.sql("CREATE TABLE n (id INT, name STRING) USING hudi TBLPROPERTIES (primaryKey='id')")
+    session.sql("CREATE TABLE n2 LIKE n")
+    session.sql("INSERT INTO n2 VALUES (1, 'a')")
+    assert hudiql_rows(session, "SELECT id, name FROM n2") == [(1, "a")]
+    assert "NonpartitionedKeyGenerator" in (warehouse / "n2" / ".hoodie" / "hoodie.properties").read_text()
+
+
+def test_a_bare_null_column_in_ctas_is_one_line_naming_it(session, warehouse):
+    with pytest.raises(ColumnError) as info:
+        session.sql("CREATE TABLE c USING hudi TBLPROPERTIES (primaryKey='id') AS SELECT NULL AS id, 'a' AS name")
+    assert str(info.value) == "column id has no type (a bare NULL): write CAST(NULL AS <type>) AS id"
+    assert not (warehouse / "c").exists()
+
+
+def test_read_optimized_reads_by_hudi_query_and_by_a_registered_name(session, warehouse):
+    _keyed(session, "m", "mor", 6)
+    session.sql("INSERT INTO m VALUES (1, 'a1', 1)")
+    session.sql("INSERT INTO m VALUES (1, 'a2', 2)")  # a log file over the base file
+    assert hudiql_rows(session, "SELECT id, name FROM hudi_query('m', 'read_optimized')") == [(1, "a1")]
+    assert hudiql_rows(session, "SELECT id, name FROM hudi_query('m', 'snapshot')") == [(1, "a2")]
+    with pytest.raises(SqlError, match="hudi_query: query type 'incremental' is not supported"):
+        session.sql("SELECT * FROM hudi_query('m', 'incremental')")
+    location = warehouse / "m"
+    session.sql(f"CREATE TABLE m_base USING hudi LOCATION '{location}' TBLPROPERTIES ('hoodie.query.as.ro.table'='true')")
+    session.sql(f"CREATE TABLE m_snap USING hudi LOCATION '{location}' TBLPROPERTIES (primaryKey='id', type='mor')")
+    assert hudiql_rows(session, "SELECT id, name FROM m_base") == [(1, "a1")]
+    assert hudiql_rows(session, "SELECT id, name FROM m_snap") == [(1, "a2")]
+    assert official_rows(location, ["id", "name"], read_optimized=True) == [(1, "a1")]
+    refusals = [
+        (f"CREATE TABLE x USING hudi LOCATION '{location}' TBLPROPERTIES (primaryKey='name')",
+         "primaryKey=name does not match the table at this LOCATION (id); leave it out or give the table's"),
+        (f"CREATE TABLE x USING hudi LOCATION '{location}' TBLPROPERTIES ('hoodie.index.type'='BLOOM')",
+         "option hoodie.index.type cannot be set when CREATE TABLE ... LOCATION adopts a table (it keeps its own "
+         "properties); remove it, then ALTER TABLE ... SET TBLPROPERTIES if it may change"),
+        ("CREATE TABLE x (id INT) USING hudi TBLPROPERTIES ('hoodie.query.as.ro.table'='true')",
+         "hoodie.query.as.ro.table names a read-optimized view of an existing merge-on-read table: give the LOCATION "
+         "of one (there is no Hudi table at it)"),
+    ]
+    for sql, message in refusals:
+        with pytest.raises(Exception) as info:
+            session.sql(sql)
+        assert str(info.value) == message
+    assert hudiql_rows(session, "SHOW TABLES") == [("default", "m", False), ("default", "m_base", False),
+                                                   ("default", "m_snap", False)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_drop_partition_with_a_wildcard(session, warehouse, kind):
+    session.sql("CREATE TABLE p (id INT, dt STRING, hh STRING) USING hudi PARTITIONED BY (dt, hh) "
+                f"TBLPROPERTIES (primaryKey='id', type='{kind}')")
+    session.sql("INSERT INTO p VALUES (1, '2023-08-01', '01'), (2, '2023-08-02', '02'), (3, '2023-09-01', '01')")
+    assert session.sql("ALTER TABLE p DROP PARTITION (dt = '2023-08-*', hh = '*')").first()[0] == "dropped 2 partition(s) of p"
+    assert hudiql_rows(session, "SELECT id FROM p") == [(3,)]
+    assert official_rows(warehouse / "p", ["id"]) == [(3,)]
+    with pytest.raises(TableNotFoundError, match=r"no partition of table p matches \(dt='2024-\*', hh='\*'\)"):
+        session.sql("ALTER TABLE p DROP PARTITION (dt = '2024-*', hh = '*')")
+    session.sql("ALTER TABLE p DROP IF EXISTS PARTITION (dt = '2024-*', hh = '*')")
+    assert hudiql_rows(session, "SHOW PARTITIONS p") == [("dt=2023-09-01/hh=01",)]
