@@ -331,7 +331,7 @@ class Session:
         table = self.table(st.table)
         with transaction(self.spark, table) as txn:
             write_schema(txn, evolve(txn.table.schema, st.added, st.retyped, fixed_columns(table),
-                                     last=table.config.partition_fields))
+                                     last=table.config.partition_fields, comments=st.comments))
         return self._message(f"altered table {st.table}")
 
     def _run_CreateView(self, st: S.CreateView) -> Result:
@@ -457,9 +457,16 @@ class Session:
     def _run_Call(self, st: S.Call) -> Result:
         proc = procedures.procedure(st.procedure)
         args = proc.bind(st.args, st.positional)
+        named = {p.name for p in proc.parameters}
         if "table" in args:
+            if args.get("path"):
+                raise SqlError(f"CALL {proc.name}: give table => or path =>, not both")
             table = self.table(table_name_text(str(args["table"])))
             context = procedures.Context(self.spark, table)
+        elif "path" in named and "table" in named:  # a table by name or by path: one is needed
+            if not args.get("path"):
+                raise SqlError(f"CALL {proc.name} needs table => 't' or path => '<table folder>'")
+            context = procedures.Context(self.spark, HudiTable.load(str(args["path"])).for_statement(self.conf))
         else:
             context = procedures.Context(self.spark, None)
         rows = proc.run(context, args)

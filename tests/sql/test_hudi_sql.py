@@ -215,3 +215,45 @@ def test_drop_partition_with_a_wildcard(session, warehouse, kind):
         session.sql("ALTER TABLE p DROP PARTITION (dt = '2024-*', hh = '*')")
     session.sql("ALTER TABLE p DROP IF EXISTS PARTITION (dt = '2024-*', hh = '*')")
     assert hudiql_rows(session, "SHOW PARTITIONS p") == [("dt=2023-09-01/hh=01",)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_column_comments_are_kept_and_changed(session, warehouse, kind):
+    """Comments of CREATE TABLE and ADD COLUMNS, and CHANGE COLUMN c c <its type> COMMENT '...'
+    (a comment-only change, as Hudi takes it), kept in the table's schema as Avro ``doc``, which
+    every reader skips."""
+    session.sql("CREATE TABLE c (id INT COMMENT 'the key', name STRING, dt STRING COMMENT 'day') USING hudi "
+                f"PARTITIONED BY (dt) TBLPROPERTIES (primaryKey='id', type='{kind}')")
+    session.sql("INSERT INTO c VALUES (1, 'a', 'd')")
+    session.sql("ALTER TABLE c CHANGE COLUMN name name STRING COMMENT 'who'")
+    session.sql("ALTER TABLE c CHANGE COLUMN id id INT COMMENT 'the id'")  # a key column: its type is unchanged
+    session.sql("ALTER TABLE c ADD COLUMNS (e STRING COMMENT 'extra')")
+    described = [tuple(r) for r in session.sql("DESCRIBE c").collect()][5:9]
+    assert described == [("id", "int", "the id"), ("name", "string", "who"), ("e", "string", "extra"), ("dt", "string", "day")]
+    session.sql("INSERT INTO c VALUES (1, 'b', 'x', 'd')")
+    assert hudiql_rows(session, "SELECT id, name, e FROM c") == [(1, "b", "x")]
+    assert official_rows(warehouse / "c", ["id", "name", "e"]) == [(1, "b", "x")]
+    with pytest.raises(ColumnError, match="column id is a record key, partition or ordering field; its type cannot change"):
+        session.sql("ALTER TABLE c CHANGE COLUMN id id BIGINT COMMENT 'wider'")
+
+
+def test_compaction_statements_as_hudi_writes_them(session, warehouse):
+    """``SCHEDULE | RUN COMPACTION ON t | '<path>' [AT instant]`` and ``SHOW COMPACTION ON t [LIMIT n]``,
+    the statements Hudi has beside its procedures."""
+    _keyed(session, "m", "mor", 6)
+    session.sql("INSERT INTO m VALUES (1, 'a1', 1)")
+    session.sql("INSERT INTO m VALUES (1, 'a2', 2)")
+    [(planned, operations, state)] = [tuple(r) for r in session.sql("SCHEDULE COMPACTION ON m").collect()]
+    assert (operations, state) == (1, "REQUESTED")
+    assert [tuple(r) for r in session.sql(f"SHOW COMPACTION ON '{warehouse / 'm'}'").collect()] == [(planned, 1, "REQUESTED")]
+    with pytest.raises(Exception, match="has no pending compaction at 1234"):
+        session.sql("RUN COMPACTION ON m AT 1234")
+    with pytest.raises(SqlError, match="SCHEDULE COMPACTION picks its own instant time"):
+        session.sql("SCHEDULE COMPACTION ON m AT 1234")
+    assert [tuple(r) for r in session.sql(f"RUN COMPACTION ON m AT {planned}").collect()] == [(planned, 1, "COMPLETED")]
+    assert official_rows(warehouse / "m", ["id", "name"], read_optimized=True) == [(1, "a2")]
+    session.sql("INSERT INTO m VALUES (1, 'a3', 3)")
+    [(second, _, state)] = [tuple(r) for r in session.sql("RUN COMPACTION ON m").collect()]  # schedules and runs
+    assert state == "COMPLETED" and second > planned
+    assert [r[0] for r in session.sql("SHOW COMPACTION ON m LIMIT 1").collect()] == [second]  # newest first
+    assert hudiql_rows(session, "SELECT id, name FROM hudi_query('m', 'read_optimized')") == [(1, "a3")]

@@ -114,3 +114,6 @@ def options(procedure: str, text: str) -> dict[str, str]:
 
 #: The ``table`` argument most procedures start with.
 TABLE = Parameter("table", default=REQUIRED)
+#: A table named by ``table => 't'`` or by ``path => '<base path>'`` (one of the two), as Hudi's
+#: compaction procedures take it.
+TABLE_OR_PATH = (Parameter("table"), Parameter("path"))

@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 from hudiql.errors import SqlError
-from hudiql.procedures.base import BOOL, INT, REQUIRED, STRING, TABLE, Context, Parameter, Procedure, options
+from hudiql.procedures.base import BOOL, INT, REQUIRED, STRING, TABLE, TABLE_OR_PATH, Context, Parameter, Procedure, options
 from hudiql.services import archive, clean, compaction, table_version
 from hudiql.config import registry
 
@@ -26,11 +26,11 @@ def _run_compaction(ctx: Context, args: dict[str, object]) -> list[tuple]:
     if not ctx.table.config.is_mor:
         raise SqlError(f"CALL run_compaction: table {ctx.table.config.name} is copy-on-write; "
                        "only merge-on-read tables are compacted")
-    return compaction.run_procedure(ctx.spark, ctx.table, str(args["op"]).lower())
+    return compaction.run_procedure(ctx.spark, ctx.table, str(args["op"]).lower(), args.get("timestamp"))
 
 
 def _show_compaction(ctx: Context, args: dict[str, object]) -> list[tuple]:
-    return compaction.describe(ctx.table)
+    return compaction.describe(ctx.table)[::-1][:int(args["limit"])]
 
 
 #: run_clean's arguments that stand for a cleaning option.
@@ -87,9 +87,10 @@ def _change_version(name: str):
 
 PROCEDURES: tuple[Procedure, ...] = (
     Procedure("show_table_properties", (TABLE,), "key string, value string", _table_properties),
-    Procedure("run_compaction", (Parameter("op", default="scheduleandexecute"), TABLE),
+    Procedure("run_compaction", (Parameter("op", default="scheduleandexecute"), *TABLE_OR_PATH, Parameter("timestamp")),
               "timestamp string, operation_size int, state string", _run_compaction),
-    Procedure("show_compaction", (TABLE,), "timestamp string, operation_size int, state string", _show_compaction),
+    Procedure("show_compaction", (*TABLE_OR_PATH, Parameter("limit", INT, 20)),
+              "timestamp string, operation_size int, state string", _show_compaction),
     Procedure("run_clean", (
         TABLE, Parameter("skip_locking", BOOL, False), Parameter("schedule_in_line", BOOL, True),
         Parameter("clean_policy"), Parameter("retain_commits", INT), Parameter("hours_retained", INT),

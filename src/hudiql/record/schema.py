@@ -57,6 +57,10 @@ def meta_struct() -> T.StructType:
     return T.StructType([T.StructField(c, T.StringType(), True) for c in META_COLUMNS])
 
 
+#: Where a column's comment is kept in its field's metadata, as Spark keeps it.
+COMMENT = "comment"
+
+
 def with_meta_columns(schema: T.StructType) -> T.StructType:
     return T.StructType(meta_struct().fields + [f for f in schema.fields if f.name not in META_COLUMNS])
 
@@ -134,11 +138,22 @@ def _avro_record(schema: T.StructType, name: str, namespace: str) -> dict:
         "type": "record",
         "name": name,
         "namespace": namespace,
-        "fields": [
-            {"name": f.name, "type": ["null", _avro_type(f.dataType, f.name, child_ns)], "default": None}
-            for f in schema.fields
-        ],
+        "fields": [_avro_field(f, child_ns) for f in schema.fields],
     }
+
+
+def _avro_field(field: T.StructField, namespace: str) -> dict:
+    """A nullable Avro field; a column's comment is its ``doc``, which every Avro reader skips."""
+    avro = {"name": field.name, "type": ["null", _avro_type(field.dataType, field.name, namespace)], "default": None}
+    if field.metadata.get(COMMENT):
+        avro["doc"] = field.metadata[COMMENT]
+    return avro
+
+
+def with_comment(field: T.StructField, comment: str | None) -> T.StructField:
+    """``field`` with the comment ``comment`` (``None``: without one), kept as Spark keeps it."""
+    metadata = {k: v for k, v in field.metadata.items() if k != COMMENT}
+    return T.StructField(field.name, field.dataType, field.nullable, {**metadata, **({COMMENT: comment} if comment else {})})
 
 
 def to_avro(schema: T.StructType, table_name: str) -> dict:
@@ -176,7 +191,8 @@ def _spark_type(avro: object) -> T.DataType:
     if logical in ("local-timestamp-micros", "local-timestamp-millis"):
         return T.TimestampNTZType()
     if kind == "record":
-        return T.StructType([T.StructField(f["name"], _spark_type(f["type"]), True) for f in avro["fields"]])
+        return T.StructType([T.StructField(f["name"], _spark_type(f["type"]), True, {COMMENT: f["doc"]} if f.get("doc") else {})
+                             for f in avro["fields"]])
     if kind == "array":
         return T.ArrayType(_spark_type(avro["items"]), True)
     if kind == "map":
@@ -260,12 +276,12 @@ def widens(old: T.DataType, new: T.DataType) -> bool:
 
 
 def evolve(schema: T.StructType, added: T.StructType, retyped: dict[str, T.DataType], fixed: Collection[str],
-           last: Collection[str] = ()) -> T.StructType:
+           last: Collection[str] = (), comments: dict[str, str] | None = None) -> T.StructType:
     """``schema`` with ``added`` columns at its end, but before the columns of ``last`` that end it
     (``ALTER TABLE ADD COLUMNS`` keeps a table's partition columns last, as Spark and Hudi do: a
-    positional INSERT lists them last), and ``retyped`` columns widened; ``fixed``: columns whose type
-    cannot change (record key, partition and ordering fields). Anything else is a ``ColumnError``
-    naming the column.
+    positional INSERT lists them last), ``retyped`` columns widened (their own type: unchanged) and
+    ``comments`` set; ``fixed``: columns whose type cannot change (record key, partition and ordering
+    fields). Anything else is a ``ColumnError`` naming the column.
 
     >>> schema = T.StructType([T.StructField("id", T.IntegerType()), T.StructField("dt", T.StringType())])
     >>> evolve(schema, T.StructType([T.StructField("v", T.LongType())]), {}, [], last=["dt"]).fieldNames()
@@ -277,8 +293,13 @@ def evolve(schema: T.StructType, added: T.StructType, retyped: dict[str, T.DataT
         if existing is not None:
             raise ColumnError(f"column {existing} already exists; ADD COLUMNS takes new names")
     fields = list(schema.fields)
+    for name, comment in (comments or {}).items():
+        column = find_column(name, names, "ALTER COLUMN")
+        fields = [with_comment(f, comment) if f.name == column else f for f in fields]
     for name, dtype in retyped.items():
         column = find_column(name, names, "ALTER COLUMN")
+        if schema[column].dataType == dtype:
+            continue
         if column.lower() in {c.lower() for c in fixed}:
             raise ColumnError(f"column {column} is a record key, partition or ordering field; its type cannot change")
         old = schema[column].dataType

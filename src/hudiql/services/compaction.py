@@ -203,10 +203,21 @@ def describe(table: HudiTable) -> list[tuple[str, int, str]]:
 OPERATIONS = ("schedule", "run", "scheduleandexecute")
 
 
-def run_procedure(spark: SparkSession, table: HudiTable, op: str) -> list[tuple[str, int, str]]:
-    """``CALL run_compaction(op => ...)``: the compactions scheduled or run, as ``describe`` rows."""
+def run_procedure(spark: SparkSession, table: HudiTable, op: str, timestamp: str | None = None) -> list[tuple[str, int, str]]:
+    """``CALL run_compaction(op => ..., [timestamp => ...])``: the compactions scheduled or run, as
+    ``describe`` rows; ``timestamp``: run that pending compaction only (``RUN COMPACTION ON t AT ...``)."""
     if op not in OPERATIONS:
         raise HudiqlError(f"run_compaction op '{op}' is not valid; use one of {', '.join(OPERATIONS)}")
+    if timestamp:
+        if op != "run":
+            raise HudiqlError(f"run_compaction: timestamp => '{timestamp}' names a pending compaction to run; give "
+                              "op => 'run' (a new plan takes its own instant time)")
+        pending = {i.timestamp: i for i in pending_compactions(table)}
+        if timestamp not in pending:
+            raise HudiqlError(f"run_compaction: table {table.config.name} has no pending compaction at {timestamp}; "
+                              f"SHOW COMPACTION ON {table.config.name} lists them")
+        execute(spark, table.refreshed(), pending[timestamp])
+        return [row for row in describe(table.refreshed()) if row[0] == timestamp]
     if op == "schedule":
         instant = schedule(table)
         wanted = {instant.timestamp} if instant else set()

@@ -30,6 +30,7 @@ from pyspark.sql import types as T
 from hudiql.config import registry
 from hudiql.config import table_config as C
 from hudiql.table.table import HudiTable
+from hudiql.record.schema import COMMENT
 
 #: Derived options DESCRIBE EXTENDED lists first, under readable names.
 _DERIVED = [
@@ -46,13 +47,13 @@ _DERIVED = [
 
 def describe(table: HudiTable, extended: bool) -> list[tuple[str, str, str | None]]:
     rows: list[tuple[str, str, str | None]] = [
-        (f.name, f.dataType.simpleString(), None) for f in table.columns.fields
+        (f.name, f.dataType.simpleString(), f.metadata.get(COMMENT)) for f in table.columns.fields
     ]
     if table.config.partition_fields:
         rows.append(("# Partition Information", "", None))
         rows.append(("# col_name", "data_type", "comment"))
         for name in table.config.partition_fields:
-            rows.append((name, table.schema[name].dataType.simpleString(), None))
+            rows.append((name, table.schema[name].dataType.simpleString(), table.schema[name].metadata.get(COMMENT)))
     if not extended:
         return rows
     config = table.config

@@ -34,6 +34,7 @@ from hudiql.catalog import check_name
 from hudiql.errors import HudiqlError, SqlError
 from hudiql.sql import statements as S
 from hudiql.sql.options import FLINK, SPARK, check_column_names
+from hudiql.record.schema import with_comment
 
 DIALECT = "spark"
 
@@ -42,6 +43,11 @@ _USE_RE = re.compile(r"^USE\s+(?:DATABASE\s+|SCHEMA\s+)?`?(?P<db>\w+)`?\s*$", re
 _SHOW_TABLES_RE = re.compile(r"^SHOW\s+TABLES(?:\s+(?:IN|FROM)\s+`?(?P<db>\w+)`?)?\s*$", re.I)
 _SHOW_CREATE_RE = re.compile(r"^SHOW\s+CREATE\s+TABLE\s+(?P<table>[\w.`]+)\s*$", re.I)
 _CALL_RE = re.compile(r"^CALL\s+(?P<call>.+)$", re.I | re.S)
+#: Hudi's compaction statements: ``SCHEDULE | RUN COMPACTION ON t | '<path>' [AT instant]``,
+#: ``SHOW COMPACTION ON t | '<path>' [LIMIT n]``.
+_COMPACTION_RE = re.compile(
+    r"^(?P<verb>SCHEDULE|RUN|SHOW)\s+COMPACTION\s+ON\s+(?:'(?P<path>[^']+)'|(?P<table>[\w.`]+))"
+    r"(?:\s+AT\s+(?P<at>\d+)|\s+LIMIT\s+(?P<limit>\d+))?\s*$", re.I | re.S)
 _NAME = r"(?P<table>[\w.`]+)"
 _TABLE_RE = re.compile(rf"^TABLE\s+{_NAME}\s*$", re.I)
 _SHOW_DATABASES_RE = re.compile(r"^SHOW\s+(?:DATABASES|SCHEMAS)(?:\s+(?:LIKE\s+)?'(?P<pattern>[^']*)')?\s*$", re.I)
@@ -65,7 +71,7 @@ _UNSET_RE = re.compile(rf"^ALTER\s+TABLE\s+{_NAME}\s+UNSET\s+TBLPROPERTIES\s*(?P
 #: First words of the statements hudiql runs, for "did you mean" on a typo.
 STATEMENT_WORDS = [
     "SELECT", "WITH", "VALUES", "INSERT", "MERGE", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "DESCRIBE",
-    "DESC", "SHOW", "CALL", "SET", "USE", "EXPLAIN", "FROM", "TABLE", "TRUNCATE",
+    "DESC", "SHOW", "CALL", "SET", "USE", "EXPLAIN", "FROM", "TABLE", "TRUNCATE", "SCHEDULE", "RUN",
 ]
 #: Statements Spark SQL or Hudi have and hudiql does not (yet): refused by name, never misread.
 _NOT_SUPPORTED = {
@@ -260,6 +266,8 @@ def _parse_command(text: str) -> S.Statement | None:
         return S.ShowCreateTable(table_name_text(m["table"]))
     if m := _CALL_RE.match(stripped):
         return _parse_call(m["call"])
+    if m := _COMPACTION_RE.match(stripped):
+        return _compaction(m)
     if m := _TABLE_RE.match(stripped):  # TABLE t: Spark's short SELECT * FROM t
         return S.Query(exp.select("*").from_(exp.to_table(str(table_name_text(m["table"])))))
     if m := _SHOW_DATABASES_RE.match(stripped):
@@ -290,7 +298,7 @@ def _parse_command(text: str) -> S.Statement | None:
         return S.ShowIndexes(table_name_text(m["table"]))
     if stripped.upper().startswith("SHOW"):
         raise SqlError(
-            "SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t, INDEXES FROM t and "
+            "SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t, INDEXES FROM t, COMPACTION ON t and "
             "CREATE TABLE t"
         )
     if m := _EXPLAIN_RE.match(stripped):
@@ -301,6 +309,24 @@ def _parse_command(text: str) -> S.Statement | None:
             raise SqlError("UNSET TBLPROPERTIES needs at least one key, e.g. UNSET TBLPROPERTIES ('hoodie.parquet.max.file.size')")
         return S.AlterTableProperties(table_name_text(m["table"]), {}, keys, bool(m["exists"]))
     return None
+
+
+def _compaction(m: re.Match) -> S.Call:
+    """Hudi's compaction statements, as the procedures they stand for (``run_compaction``,
+    ``show_compaction``): RUN without AT schedules a compaction and runs every pending one."""
+    verb = m["verb"].upper()
+    target = {"path": m["path"]} if m["path"] else {"table": m["table"]}
+    if verb == "SHOW":
+        if m["at"]:
+            raise SqlError("SHOW COMPACTION ON t takes LIMIT n, not AT")
+        return S.Call("show_compaction", {**target, **({"limit": m["limit"]} if m["limit"] else {})})
+    if m["limit"]:
+        raise SqlError(f"{verb} COMPACTION ON t takes AT <instant>, not LIMIT")
+    if verb == "SCHEDULE" and m["at"]:
+        raise SqlError("SCHEDULE COMPACTION picks its own instant time; RUN COMPACTION ON t AT <instant> runs a pending plan")
+    if m["at"]:
+        return S.Call("run_compaction", {"op": "run", **target, "timestamp": m["at"]})
+    return S.Call("run_compaction", {"op": "schedule" if verb == "SCHEDULE" else "scheduleandexecute", **target})
 
 
 def _partition_specs(text: str) -> list[S.PartitionSpec]:
@@ -568,7 +594,7 @@ def _create(tree: exp.Create, text: str) -> S.Statement:
             if isinstance(item, exp.ColumnDef):
                 if item.args.get("kind") is None:
                     raise SqlError(f"column '{item.name}' has no type; write {item.name} <type>, e.g. {item.name} STRING")
-                fields.append(T.StructField(item.name, spark_type(item.args["kind"]), True))
+                fields.append(_field(item))
                 for constraint in item.args.get("constraints") or []:
                     if isinstance(constraint.args.get("kind"), exp.PrimaryKeyColumnConstraint):
                         primary_key.append(item.name)
@@ -627,20 +653,32 @@ def _alter(tree: exp.Alter) -> S.AlterTableProperties | S.AlterTableColumns | S.
         for item in actions[0].expressions:
             if not isinstance(item, exp.ColumnDef) or item.args.get("kind") is None:
                 raise SqlError(f"ADD COLUMNS takes name and type, e.g. ADD COLUMNS (c STRING); got {item.sql(DIALECT)}")
-            fields.append(T.StructField(item.name, spark_type(item.args["kind"]), True))
+            fields.append(_field(item))
         added = T.StructType(fields)
         check_column_names(added)
         return S.AlterTableColumns(table_name(tree.this), added=added)
-    if len(actions) == 1 and isinstance(actions[0], exp.AlterColumn) and actions[0].args.get("dtype") is not None:
+    if len(actions) == 1 and isinstance(actions[0], exp.AlterColumn) and (
+            actions[0].args.get("dtype") is not None or isinstance(actions[0].args.get("comment"), exp.Literal)):
         action = actions[0]
         renamed = action.args.get("rename_to")
         if renamed is not None and renamed.name.lower() != action.name.lower():
             raise SqlError(f"renaming column {action.name} is not supported; a column keeps its name")
-        return S.AlterTableColumns(table_name(tree.this), retyped={action.name: spark_type(action.args["dtype"])})
+        dtype = action.args.get("dtype")
+        comment = action.args.get("comment") if isinstance(action.args.get("comment"), exp.Literal) else None
+        return S.AlterTableColumns(table_name(tree.this),
+                                   retyped={action.name: spark_type(dtype)} if dtype is not None else {},
+                                   comments={action.name: comment.name} if comment is not None else {})
     raise SqlError(
         "ALTER TABLE supports SET / UNSET TBLPROPERTIES (...), ADD COLUMNS (...), ALTER COLUMN c TYPE t, "
         "RENAME TO and DROP PARTITION (...); columns cannot be dropped or renamed"
     )
+
+
+def _field(column: exp.ColumnDef) -> T.StructField:
+    """A column definition's field, its ``COMMENT '...'`` kept as Spark keeps it."""
+    comments = [c.args["kind"].this.name for c in column.args.get("constraints") or []
+                if isinstance(c.args.get("kind"), exp.CommentColumnConstraint)]
+    return with_comment(T.StructField(column.name, spark_type(column.args["kind"]), True), comments[-1] if comments else None)
 
 
 def _property_pairs(props: list[exp.Expression]) -> dict[str, str]:

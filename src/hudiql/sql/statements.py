@@ -128,12 +128,13 @@ class RenameTable(Statement):
 
 @dataclass
 class AlterTableColumns(Statement):
-    """``ALTER TABLE t ADD COLUMNS (c type, ...)`` or ``ALTER TABLE t ALTER [COLUMN] c TYPE type``
-    (also spelled ``CHANGE [COLUMN] c c type``)."""
+    """``ALTER TABLE t ADD COLUMNS (c type [COMMENT '...'], ...)`` or ``ALTER TABLE t ALTER [COLUMN] c
+    TYPE type`` (also spelled ``CHANGE [COLUMN] c c type [COMMENT '...']``, or ``ALTER COLUMN c COMMENT '...'``)."""
 
     table: TableName
     added: T.StructType = field(default_factory=T.StructType)
     retyped: dict[str, T.DataType] = field(default_factory=dict)
+    comments: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
