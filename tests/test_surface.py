@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import hudiql
-from hudiql.errors import ColumnError, OptionError, SqlError, TableExistsError, TableNotFoundError
+from hudiql.errors import ColumnError, DataError, OptionError, SqlError, TableExistsError, TableNotFoundError
 from hudiql.sql.parser import parse
 
 from conftest import official_rows
@@ -79,7 +79,7 @@ REFUSED = [
      "ALTER COLUMN c TYPE t, RENAME TO and DROP PARTITION (...); columns cannot be dropped or renamed"),
     ("SHOW FUNCTIONS", SqlError,
      "statement 1 (line 1, column 1): SHOW supports TABLES, DATABASES, COLUMNS IN t, TBLPROPERTIES t, PARTITIONS t, "
-     "INDEXES FROM t and CREATE TABLE t"),
+     "INDEXES FROM t, COMPACTION ON t and CREATE TABLE t"),
     ("EXPLAIN INSERT INTO t VALUES (3, 'c', 1, 'd1')", SqlError,
      "statement 1 (line 1, column 1): EXPLAIN shows the plan of a query; write EXPLAIN SELECT ..."),
     ("UPDATE t WHERE id = 1", SqlError, "statement 1 (line 1, column 1): UPDATE needs SET: UPDATE t SET column = value [WHERE ...]"),
@@ -159,6 +159,21 @@ REFUSED = [
     ("DROP VIEW nope", TableNotFoundError, "view nope does not exist; use DROP VIEW IF EXISTS"),
     ("SELECT nope FROM t", SqlError,
      "[UNRESOLVED_COLUMN.WITHOUT_SUGGESTION] A column, variable, or function parameter with name `nope` cannot be resolved"),
+    # bad input that once surfaced as a Python or Spark traceback (issue 33)
+    ("INSERT INTO t VALUES ('abc', 'x', 1, 'd1')", DataError,
+     "[CAST_INVALID_INPUT] The value 'abc' of the type \"STRING\" cannot be cast to \"INT\" because it is malformed. "
+     "Correct the value as per the syntax, or change its target type. Use `try_cast` to tolerate malformed input and "
+     "return NULL instead"),
+    (f"INSERT INTO t VALUES (5, 'x', 1, '{'p' * 300}')", DataError,
+     "a partition value makes a folder name longer than the file system allows ('day=pppppppppppppppppppppppppppppppppppp...', "
+     "304 characters): shorten the value, or partition by another column"),
+    ("SELECT " + "(" * 3000 + "1" + ")" * 3000, SqlError,
+     "statement 1 (line 1, column 1): it nests its expressions too deeply to parse; split it (a CTE or a view per part)"),
+    ("CREATE TABLE accents (id INT, `prix_é` INT) USING hudi TBLPROPERTIES (primaryKey='id')", ColumnError,
+     "statement 1 (line 1, column 1): column 'prix_é' is not a name Hudi's Avro schema can hold: use ASCII letters, "
+     "digits and '_', not starting with a digit (e.g. prix_e)"),
+    ("CREATE TABLE n USING hudi TBLPROPERTIES (primaryKey='id') AS SELECT NULL AS id, 'a' AS v", ColumnError,
+     "column id has no type (a bare NULL): write CAST(NULL AS <type>) AS id"),
 ]
 
 

@@ -83,6 +83,15 @@ def from_spark_error(exc: BaseException) -> HudiqlError | None:
     """
 
     text = str(exc)
+    if isinstance(exc, RecursionError) or "RecursionError" in text:
+        return SqlError("the statement nests its expressions too deeply to plan; split it (a CTE or a view per part)")
+    too_long = re.search(r"\[Errno 36\][^'\n]*'?([^'\n]*)", text)
+    if too_long:
+        path = too_long[1]
+        longest = max(path.split("/"), key=len) if path else ""
+        shown = f" ('{longest[:40]}...', {len(longest)} characters)" if longest else ""
+        return DataError(f"a partition value makes a folder name longer than the file system allows{shown}: shorten the "
+                         "value, or partition by another column")
     # A hudiql error raised inside a Spark task comes back inside the task's Python traceback.
     raised = re.search(r"hudiql\.errors\.(\w+): (.+)", text)
     if raised and isinstance(globals().get(raised[1]), type) and issubclass(globals()[raised[1]], HudiqlError):
@@ -100,7 +109,7 @@ def from_spark_error(exc: BaseException) -> HudiqlError | None:
                    "INVALID_ARRAY_INDEX", "DIVIDE_BY_ZERO"):
         if marker in text:
             line = next((ln for ln in text.splitlines() if marker in ln), text.splitlines()[0])
-            return DataError(line.strip())
+            return DataError(spark_message(line[line.index("["):] if "[" in line else line))
     return None
 
 

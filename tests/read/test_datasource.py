@@ -33,7 +33,7 @@ def _commits(path) -> list[str]:
 
 
 def test_cow_snapshot_time_travel_and_incremental_read_as_sql_does(session, hudi, warehouse):
-    session.sql("CREATE TABLE c (id INT, v STRING, day STRING) USING hudi PARTITIONED BY (day) TBLPROPERTIES (primaryKey = 'id')")
+    session.sql("CREATE TABLE c (id INT, v STRING, day STRING) USING hudi PARTITIONED BY (day) TBLPROPERTIES (primaryKey = 'id', 'hoodie.spark.sql.insert.into.operation'='upsert')")
     session.sql("INSERT INTO c VALUES (1, 'a', 'd1'), (2, 'b', 'd1'), (3, 'c', 'd2')")
     session.sql("INSERT INTO c VALUES (2, 'b2', 'd1'), (4, 'd', 'd2')")
     path = str(warehouse / "c")
@@ -85,7 +85,7 @@ def written_table(spark, tmp_path_factory) -> str:
     """A table with one commit, shared by the tests of refusals (the last write test then writes it)."""
     warehouse = tmp_path_factory.mktemp("datasource") / "warehouse"
     session = hudiql.connect(warehouse=str(warehouse), spark=spark)
-    session.sql("CREATE TABLE b (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
+    session.sql("CREATE TABLE b (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id', 'hoodie.spark.sql.insert.into.operation'='upsert')")
     session.sql("INSERT INTO b VALUES (1, 'a')")
     return str(warehouse / "b")
 

@@ -79,7 +79,7 @@ def test_time_travel_and_incremental_reads_follow_every_commit(session, warehous
     compaction; time travel by instant, by date-time and by the session option."""
     part = "PARTITIONED BY (day)" if partitioned else ""
     session.sql(f"CREATE TABLE t (id INT, v STRING, day STRING) USING hudi {part} "
-                f"TBLPROPERTIES (primaryKey = 'id', type = '{table_type}', 'hoodie.compact.inline' = 'false')")
+                f"TBLPROPERTIES (primaryKey = 'id', 'hoodie.spark.sql.insert.into.operation'='upsert', type = '{table_type}', 'hoodie.compact.inline' = 'false')")
     h = History(session, warehouse, "t")
     c1 = h.write("INSERT INTO t VALUES (1, 'a', 'd1'), (2, 'b', 'd2'), (3, 'c', 'd1')", upsert([(1, "a"), (2, "b"), (3, "c")]))
     c2 = h.write("INSERT INTO t VALUES (2, 'b2', 'd2'), (4, 'd', 'd2')", upsert([(2, "b2"), (4, "d")]))
@@ -136,7 +136,7 @@ def test_incremental_reads_of_merge_on_read_follow_the_merge_rule(session, wareh
     the snapshot's rows written after it (the base file is read for the merge only when one of
     its rows could win: a log record ordered below it, or a delete)."""
     precombine = f", preCombineField = '{ordering}'" if ordering else ""
-    session.sql(f"CREATE TABLE e (id INT, v STRING, ts INT) USING hudi TBLPROPERTIES (primaryKey = 'id', type = 'mor', "
+    session.sql(f"CREATE TABLE e (id INT, v STRING, ts INT) USING hudi TBLPROPERTIES (primaryKey = 'id', 'hoodie.spark.sql.insert.into.operation'='upsert', type = 'mor', "
                 f"'hoodie.compact.inline' = 'false'{precombine})")
     writes = ["INSERT INTO e VALUES (1, 'a', 5), (2, 'b', 5), (3, 'c', 5), (4, 'd', 5)",
               "INSERT INTO e VALUES (1, 'a2', 3), (2, 'b2', 7)",  # 1: lower ordering value than stored
@@ -163,7 +163,7 @@ def test_time_travel_and_incremental_reads_respect_cleaning_and_archiving(sessio
     """The cleaner keeps 2 commits and the archiver 3 to 4 instants (merge-on-read: with an inline
     compaction after 3 delta commits): older instants are refused, naming the earliest readable
     one; the full-scan fallback answers with a line saying so."""
-    session.sql(f"CREATE TABLE c (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id', type = '{table_type}', "
+    session.sql(f"CREATE TABLE c (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id', 'hoodie.spark.sql.insert.into.operation'='upsert', type = '{table_type}', "
                 "'hoodie.compact.inline.max.delta.commits' = '3', "
                 "'hoodie.cleaner.commits.retained' = '2', 'hoodie.keep.min.commits' = '3', 'hoodie.keep.max.commits' = '4')")
     h = History(session, warehouse, "c")
@@ -206,7 +206,7 @@ def test_time_travel_and_incremental_reads_respect_cleaning_and_archiving(sessio
 
 
 def test_bad_time_travel_and_incremental_input_is_refused(session, warehouse):
-    session.sql("CREATE TABLE b (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
+    session.sql("CREATE TABLE b (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey = 'id', 'hoodie.spark.sql.insert.into.operation'='upsert')")
     with pytest.raises(SqlError, match="has no commit yet"):
         session.sql("SELECT * FROM b TIMESTAMP AS OF '2024-01-01'")
     session.sql("INSERT INTO b VALUES (1, 'a')")

@@ -56,7 +56,7 @@ def test_every_statement_on_s3(s3, spark, table_type, monkeypatch):
     warehouse = f"s3://{BUCKET}/{table_type}/warehouse"
     session = connect(s3, spark, warehouse)
     session.sql(f"""CREATE TABLE orders (id INT, price DOUBLE, day STRING) USING hudi PARTITIONED BY (day)
-                    TBLPROPERTIES (primaryKey = 'id', type = '{table_type}', 'hoodie.compact.inline' = 'false')""")
+                    TBLPROPERTIES (primaryKey = 'id', 'hoodie.spark.sql.insert.into.operation'='upsert', type = '{table_type}', 'hoodie.compact.inline' = 'false')""")
     session.sql("INSERT INTO orders VALUES (1, 1.0, 'd1'), (2, 2.0, 'd1'), (3, 3.0, 'd2')")
     first = commits(session, "orders")[-1]
     session.sql("INSERT INTO orders VALUES (1, 10.0, 'd1'), (4, 4.0, 'd2')")                       # upsert
@@ -140,7 +140,7 @@ def test_bad_credentials_and_endpoint_fail_with_one_line(s3, spark, tmp_path):
     line naming what to change, and nothing written."""
     warehouse = str(tmp_path / "warehouse")  # local: the catalog is reachable, the table is not
     good = connect(s3, spark, warehouse)
-    good.sql(f"CREATE TABLE t (id INT, price DOUBLE, day STRING) USING hudi TBLPROPERTIES (primaryKey = 'id') "
+    good.sql(f"CREATE TABLE t (id INT, price DOUBLE, day STRING) USING hudi TBLPROPERTIES (primaryKey = 'id', 'hoodie.spark.sql.insert.into.operation'='upsert') "
              f"LOCATION 's3://{BUCKET}/bad/t'")
     good.sql("INSERT INTO t VALUES (1, 1.0, 'd1')")
     before = files(s3, "bad")
@@ -201,7 +201,7 @@ def test_a_version_9_merge_on_read_table_on_s3(s3, spark):
     warehouse = f"s3://{BUCKET}/v9/warehouse"
     session = connect(s3, spark, warehouse)
     session.sql("""CREATE TABLE orders (id INT, price DOUBLE, day STRING) USING hudi PARTITIONED BY (day)
-                   TBLPROPERTIES (primaryKey = 'id', type = 'mor', 'hoodie.write.table.version' = '9',
+                   TBLPROPERTIES (primaryKey = 'id', 'hoodie.spark.sql.insert.into.operation'='upsert', type = 'mor', 'hoodie.write.table.version' = '9',
                                   'hoodie.compact.inline' = 'false')""")
     session.sql("INSERT INTO orders VALUES (1, 1.0, 'd1'), (2, 2.0, 'd1'), (3, 3.0, 'd2')")
     session.sql("UPDATE orders SET price = price + 0.5 WHERE id = 3")

@@ -164,7 +164,7 @@ def test_writes_on_s3_take_the_lock(s3, spark, writers, monkeypatch):
     """The default mode writes on S3; a write waits for the lock another process holds, and takes
     it once that process is killed; without botocore, a write is refused with what to do."""
     session = hudiql.connect(warehouse=WAREHOUSE, spark=spark, storage_options=s3.options)
-    session.sql(f"CREATE TABLE {TABLE} (id INT, src STRING) USING hudi TBLPROPERTIES (primaryKey = 'id')")
+    session.sql(f"CREATE TABLE {TABLE} (id INT, src STRING) USING hudi TBLPROPERTIES (primaryKey = 'id', 'hoodie.spark.sql.insert.into.operation'='upsert')")
     session.sql(f"INSERT INTO {TABLE} VALUES " + ", ".join(f"({k}, '{src}')" for k, src in SEED))
     assert hudiql_rows(session, f"SELECT id, src FROM {TABLE}") == SEED
     assert bucket_read(s3, f"{TABLE_URI}/{LOCK_FILE}") is None  # released

@@ -230,9 +230,9 @@ def test_column_comments_are_kept_and_changed(session, warehouse, kind):
     session.sql("ALTER TABLE c ADD COLUMNS (e STRING COMMENT 'extra')")
     described = [tuple(r) for r in session.sql("DESCRIBE c").collect()][5:9]
     assert described == [("id", "int", "the id"), ("name", "string", "who"), ("e", "string", "extra"), ("dt", "string", "day")]
-    session.sql("INSERT INTO c VALUES (1, 'b', 'x', 'd')")
-    assert hudiql_rows(session, "SELECT id, name, e FROM c") == [(1, "b", "x")]
-    assert official_rows(warehouse / "c", ["id", "name", "e"]) == [(1, "b", "x")]
+    session.sql("INSERT INTO c VALUES (2, 'b', 'x', 'd')")
+    assert hudiql_rows(session, "SELECT id, name, e FROM c") == [(1, "a", None), (2, "b", "x")]
+    assert official_rows(warehouse / "c", ["id", "name", "e"]) == [(1, "a", None), (2, "b", "x")]
     with pytest.raises(ColumnError, match="column id is a record key, partition or ordering field; its type cannot change"):
         session.sql("ALTER TABLE c CHANGE COLUMN id id BIGINT COMMENT 'wider'")
 

@@ -286,7 +286,7 @@ def test_overlapping_upserts_one_commit_per_conflicting_pair(writers, session, w
     n_writers = len(writers)  # three: every pair of them conflicts
     name = "t"
     table = warehouse / name
-    session.sql(f"CREATE TABLE {name} (id INT, src STRING) USING hudi TBLPROPERTIES (primaryKey='id')")
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.spark.sql.insert.into.operation'='upsert')")
     session.sql(f"INSERT INTO {name} VALUES {values(SHARED, 'seed')}")
     plans = {w: [upsert_statement(name, w, s) for s in (1, 2, 3)] for w in range(1, n_writers + 1)}
     jobs = [(writers[w - 1], {"statements": [{"id": p["id"], "sql": p["sql"]} for p in plans[w]],
@@ -321,7 +321,7 @@ def test_disjoint_partitions_all_commit(writers, session, warehouse, tmp_path):
     name = "pt"
     table = warehouse / name
     session.sql(f"CREATE TABLE {name} (id INT, src STRING, p STRING) USING hudi PARTITIONED BY (p) "
-                "TBLPROPERTIES (primaryKey='id')")
+                "TBLPROPERTIES (primaryKey='id', 'hoodie.spark.sql.insert.into.operation'='upsert')")
     seeded = {w: [w * 1000 + j for j in range(1, 6)] for w in (1, 2, 3)}
     session.sql(f"INSERT INTO {name} VALUES " + ", ".join(
         f"({k}, 'seed', 'p{w}')" for w, ks in seeded.items() for k in ks))
@@ -384,7 +384,7 @@ def test_mor_writer_against_running_compaction(writers, session, warehouse, tmp_
     name = "m"
     table = warehouse / name
     session.sql(f"CREATE TABLE {name} (id INT, src STRING, p STRING) USING hudi PARTITIONED BY (p) TBLPROPERTIES "
-                "(primaryKey='id', type='mor', 'hoodie.compact.inline'='false')")
+                "(primaryKey='id', 'hoodie.spark.sql.insert.into.operation'='upsert', type='mor', 'hoodie.compact.inline'='false')")
     session.sql(f"INSERT INTO {name} {MOR_SEED.format(n=MOR_ROWS + 1, step='')}")
     session.sql(f"INSERT INTO {name} {MOR_SEED.format(n=MOR_ROWS + 1, step=', 2')}")  # log files to compact
     statements, own = mor_updates(name, 1, 6, SHARED, 1000)
@@ -437,7 +437,7 @@ def test_mor_inline_compaction_with_two_writers(writers, session, warehouse, tmp
     name = "mi"
     table = warehouse / name
     session.sql(f"CREATE TABLE {name} (id INT, src STRING, p STRING) USING hudi PARTITIONED BY (p) TBLPROPERTIES "
-                "(primaryKey='id', type='mor', 'hoodie.compact.inline'='true', "
+                "(primaryKey='id', 'hoodie.spark.sql.insert.into.operation'='upsert', type='mor', 'hoodie.compact.inline'='true', "
                 "'hoodie.compact.inline.max.delta.commits'='1')")
     session.sql(f"INSERT INTO {name} {MOR_SEED.format(n=10_001, step='')}")
     plans = {w: mor_updates(name, w, 4, mine(w), w * 1000 + w - 1) for w in (1, 2)}
@@ -464,7 +464,7 @@ def test_killed_writer_rolled_back_only_after_its_heartbeat_expired(writers, ses
     name = "k"
     table = warehouse / name
     session.sql(f"CREATE TABLE {name} (id INT, src STRING, p STRING) USING hudi PARTITIONED BY (p) "
-                "TBLPROPERTIES (primaryKey='id')")
+                "TBLPROPERTIES (primaryKey='id', 'hoodie.spark.sql.insert.into.operation'='upsert')")
     session.sql(f"INSERT INTO {name} VALUES (1, 'seed', 'b'), (2, 'seed', 'a0')")
     setup = HEARTBEAT_SETTINGS + [f"SELECT count(*) FROM {name}"]
     victim = writers[2]  # no later scenario needs it
@@ -538,7 +538,7 @@ def test_cli_conflict_exits_1_with_one_line_naming_the_winner(writers, session, 
     """``hudiql sql`` runs a long upsert; a writer commits to the same file group meanwhile."""
     name = "c"
     table = warehouse / name
-    session.sql(f"CREATE TABLE {name} (id INT, src STRING) USING hudi TBLPROPERTIES (primaryKey='id')")
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.spark.sql.insert.into.operation'='upsert')")
     session.sql(f"INSERT INTO {name} VALUES {values(SHARED, 'seed')}")
     go = tmp_path / "start"
     job = writers[0].submit(tmp_path, warehouse, [{"id": "w", "sql": f"INSERT INTO {name} VALUES (1, 'w')"}],

@@ -40,7 +40,8 @@ def same_rows(session, table: Path) -> list[tuple]:
 
 @pytest.mark.parametrize("version, kind", [(6, "cow"), (9, "cow"), (6, "mor"), (8, "mor")])
 def test_statements_on_a_table_without_meta_fields(session, version, kind):
-    table = create(session, f"'hoodie.write.table.version'='{version}'", f"type='{kind}'", "'hoodie.compact.inline'='false'")
+    table = create(session, f"'hoodie.write.table.version'='{version}'", f"type='{kind}'", "'hoodie.compact.inline'='false'",
+                   "'hoodie.spark.sql.insert.into.operation'='upsert'")  # Hudi 1.1's INSERT would insert (version 9)
     session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd1'), (3, 'c', 1, 'd2')")
     session.sql("INSERT INTO t VALUES (1, 'a2', 2, 'd1'), (4, 'd', 1, 'd2')")  # an upsert: 1 is updated
     session.sql("UPDATE t SET name = 'bb', ts = 3 WHERE id = 2")

@@ -33,7 +33,7 @@ import fastavro
 import numpy as np
 import pyarrow as pa
 
-from hudiql.errors import FormatError
+from hudiql.errors import FormatError, unreadable_file
 from hudiql.formats import avro
 
 MAGIC = b"#HUDI#"
@@ -211,7 +211,11 @@ def _avro_records(block: LogBlock, path: str) -> tuple[dict, int]:
     version = reader.int32()
     if version > BLOCK_CONTENT_VERSION:
         raise FormatError(f"log file {path}: Avro block version {version} is not supported")
-    return json.loads(block.header[SCHEMA]), reader.int32()
+    try:
+        schema = json.loads(block.header[SCHEMA])
+    except (ValueError, KeyError) as exc:  # a damaged header: the block's records cannot be read
+        raise unreadable_file(path, exc) from None
+    return schema, reader.int32()
 
 
 def avro_record_count(block: LogBlock, path: str) -> int:

@@ -29,6 +29,8 @@ Example:
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from pyspark.sql import types as T
@@ -55,6 +57,8 @@ MERGE_MODE_OPTIONS = [K.SHORT_MERGE_MODE, C.MERGE_MODE]
 
 #: Short (non ``hoodie.*``) option names we understand; anything else is a typo to report.
 SHORT_OPTIONS = K.short_table_options()
+#: A name Avro (and so Hudi's table schema) can hold.
+_AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @dataclass
 class TableDefinition:
@@ -88,10 +92,21 @@ def validate_option_names(options: dict[str, str]) -> list[str]:
 
 
 def check_column_names(columns: T.StructType) -> None:
-    """Column names a Hudi table can hold: each once (case-insensitively, as Spark compares them),
-    none of Hudi's own meta columns; nested STRUCT fields likewise."""
+    """Column names a Hudi table can hold: Avro names (Hudi's schema is Avro's: ASCII letters,
+    digits and ``_``, not starting with a digit), each once (case-insensitively, as Spark compares
+    them), none of Hudi's own meta columns; nested STRUCT fields likewise.
+
+    >>> check_column_names(T.StructType([T.StructField("prix_é", T.IntegerType())]))
+    Traceback (most recent call last):
+    hudiql.errors.ColumnError: column 'prix_é' is not a name Hudi's Avro schema can hold: use ASCII letters, digits and '_', not starting with a digit (e.g. prix_e)
+    """
     seen: dict[str, str] = {}
     for name in columns.fieldNames():
+        if not _AVRO_NAME.fullmatch(name):
+            suggestion = re.sub(r"\W", "_", unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode())
+            suggestion = suggestion if suggestion and _AVRO_NAME.fullmatch(suggestion) else f"_{suggestion}" if suggestion else "c1"
+            raise ColumnError(f"column '{name}' is not a name Hudi's Avro schema can hold: use ASCII letters, digits and "
+                              f"'_', not starting with a digit (e.g. {suggestion})")
         if name.lower() in seen:
             raise ColumnError(f"column '{name}' is defined twice (as '{seen[name.lower()]}' and '{name}'); column names ignore case")
         if name.lower().startswith("_hoodie_") and name.lower() != "_hoodie_is_deleted":

@@ -165,6 +165,9 @@ def parse(text: str) -> list[S.Statement]:
         line, column = _position(text, offset)
         try:
             statement = parse_statement(piece)
+        except RecursionError:
+            raise SqlError(f"statement {number} (line {line}, column {column}): it nests its expressions too deeply "
+                           "to parse; split it (a CTE or a view per part)") from None
         except _Located as e:
             at_line = line + e.line - 1
             at_column = column + e.column - 1 if e.line == 1 else e.column

@@ -12,6 +12,7 @@ Example:
     TBLPROPERTIES (
       type = 'mor',
       primaryKey = 'id',
+      'hoodie.spark.sql.insert.into.operation' = 'upsert',
       preCombineField = 'ts',
       'hoodie.index.type' = 'BUCKET'
     )
