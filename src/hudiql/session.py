@@ -580,22 +580,18 @@ class Session:
         return tuple(out)
 
     def _run_Merge(self, st: S.Merge) -> Result:
-        return self._dml(st.table, "MERGE INTO", lambda planner: planner.merge(st))
+        return self._dml(st.table, lambda planner: planner.merge(st))
 
     def _run_Update(self, st: S.Update) -> Result:
-        return self._dml(st.table, "UPDATE", lambda planner: planner.update(st))
+        return self._dml(st.table, lambda planner: planner.update(st))
 
     def _run_Delete(self, st: S.Delete) -> Result:
-        return self._dml(st.table, "DELETE FROM", lambda planner: planner.delete(st))
+        return self._dml(st.table, lambda planner: planner.delete(st))
 
-    def _dml(self, name: S.TableName, statement: str, plan: Callable[[DmlPlanner], DmlCounts]) -> Result:
-        """A MERGE / UPDATE / DELETE, planned and written in one transaction of its table."""
+    def _dml(self, name: S.TableName, plan: Callable[[DmlPlanner], DmlCounts]) -> Result:
+        """A MERGE / UPDATE / DELETE, planned and written in one transaction of its table (a table
+        without a record key too: its rows are known by their stored keys, as Hudi 0.14+ knows them)."""
         table = self.table(name)
-        if not table.has_record_key:
-            raise SqlError(
-                f"{statement} {name} needs a record key; the table was created without one "
-                "(add TBLPROPERTIES (primaryKey='...') when creating it)"
-            )
         with transaction(self.spark, table) as txn:
             counts = plan(DmlPlanner(self.planner, txn))
         return self._dml_result(counts)

@@ -257,3 +257,29 @@ def test_compaction_statements_as_hudi_writes_them(session, warehouse):
     assert state == "COMPLETED" and second > planned
     assert [r[0] for r in session.sql("SHOW COMPACTION ON m LIMIT 1").collect()] == [second]  # newest first
     assert hudiql_rows(session, "SELECT id, name FROM hudi_query('m', 'read_optimized')") == [(1, "a3")]
+
+
+# ---- tables without a record key ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_update_delete_and_merge_on_a_table_without_a_record_key(session, warehouse, kind):
+    """Hudi 0.14+ runs UPDATE, DELETE and MERGE on a table without a record key: a stored row is
+    known by its generated key, which it keeps; MERGE matches by its whole ON condition."""
+    session.sql(f"CREATE TABLE k (id INT, name STRING, dt STRING) USING hudi PARTITIONED BY (dt) "
+                f"TBLPROPERTIES (type='{kind}', 'hoodie.compact.inline'='false')")
+    session.sql("INSERT INTO k VALUES (1, 'a', 'x'), (2, 'b', 'x'), (3, 'c', 'y')")
+    keys = dict(hudiql_rows(session, "SELECT id, _hoodie_record_key FROM k"))
+    session.sql("UPDATE k SET name = 'bb' WHERE id = 2")
+    session.sql("DELETE FROM k WHERE id = 3")
+    counts = session.sql("MERGE INTO k USING (SELECT 1 AS id, 'aa' AS name, 'x' AS dt UNION ALL SELECT 5, 'e', 'y') s "
+                         "ON k.id = s.id AND k.name = 'a' WHEN MATCHED THEN UPDATE SET name = s.name "
+                         "WHEN NOT MATCHED THEN INSERT *").first()
+    assert (counts.num_updated_rows, counts.num_inserted_rows) == (1, 1)
+    expected = [(1, "aa", "x"), (2, "bb", "x"), (5, "e", "y")]
+    assert hudiql_rows(session, "SELECT id, name, dt FROM k") == expected
+    assert official_rows(warehouse / "k", ["id", "name", "dt"]) == expected
+    stored = dict(hudiql_rows(session, "SELECT id, _hoodie_record_key FROM k"))
+    assert (stored[1], stored[2]) == (keys[1], keys[2]) and stored[5] not in keys.values()
+    with pytest.raises(Exception, match="several source rows match one stored row of table k"):
+        session.sql("MERGE INTO k USING (SELECT 1 AS id UNION ALL SELECT 1) s ON k.id = s.id "
+                    "WHEN MATCHED THEN UPDATE SET name = 'dup'")

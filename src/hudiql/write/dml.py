@@ -67,6 +67,7 @@ KIND = "__hudiql_kind"
 OLD_PATH = "__hudiql_old_path"
 OLD_ORDERING = "__hudiql_old_ordering"
 OLD_FILE = "__hudiql_old_file"  # the target row's _hoodie_file_name: its file group
+OLD_KEY = "__hudiql_old_key"  # the target row's stored record key (a table without a record key keeps it)
 SOURCE_ORDERING = "__hudiql_source_ordering"  # the source row's ordering value, for precombine
 MATCHED = "__hudiql_matched"
 SKIP = "__hudiql_skip"  # an update older than the stored row (merge rule)
@@ -122,7 +123,10 @@ def _cast(value: exp.Expression, dtype) -> exp.Expression:
 
 
 class DmlPlanner:
-    """Plans and writes one statement in ``txn``, over its snapshot ``txn.table`` (a table with a record key)."""
+    """Plans and writes one statement in ``txn``, over its snapshot ``txn.table``. On a table without
+    a record key, a stored row is known by its stored ``_hoodie_record_key`` (as Hudi's Spark SQL
+    knows it since 0.14), a new row gets a key made by the write, and MERGE matches rows by its
+    whole ON condition."""
 
     def __init__(self, planner: QueryPlanner, txn: WriteTransaction) -> None:
         self.planner = planner  # plans the source and the target's snapshot
@@ -211,6 +215,7 @@ class DmlPlanner:
             exp.alias_(kind, KIND),
             exp.alias_(_col(PARTITION_PATH, target), OLD_PATH),
             exp.alias_(_col(FILE_NAME, target), OLD_FILE),
+            exp.alias_(_col(RECORD_KEY, target), OLD_KEY),
             exp.alias_(self._old_ordering(table, target), OLD_ORDERING),
             exp.alias_(_col(SEQUENCE, source), SEQUENCE),
         ]
@@ -332,6 +337,7 @@ class DmlPlanner:
             exp.alias_(exp.Literal.string(kind), KIND),
             exp.alias_(_col(PARTITION_PATH), OLD_PATH),
             exp.alias_(_col(FILE_NAME), OLD_FILE),
+            exp.alias_(_col(RECORD_KEY), OLD_KEY),
             exp.alias_(self._old_ordering(table, None), OLD_ORDERING),
             exp.alias_(exp.Literal.number(0), SEQUENCE),
         ]
@@ -350,16 +356,15 @@ class DmlPlanner:
         """Decide and write the statement's rows; ``keep_shared``: source rows that share a key are
         all inserted (no precombine)."""
         rule = table.merge_rule
-        keyed = actions.withColumn(RECORD_KEY, table.keygen.record_key()).withColumn(
-            PARTITION_PATH, table.keygen.partition_path(table.schema)
-        )
+        key = table.keygen.record_key() if table.has_record_key else F.col(OLD_KEY)  # null: a new row
+        keyed = actions.withColumn(RECORD_KEY, key).withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
         # Without an ordering field, source rows that share a key are an error, found by the
         # counting job below (no job of its own); with one, the greatest wins.
         refuse_shared = from_source and not rule.ordering_field and not keep_shared
         if refuse_shared:
             sharing = F.count(F.lit(1)).over(Window.partitionBy(RECORD_KEY))
-            keyed = keyed.withColumn(SHARED_KEY, F.when(sharing > 1, F.col(RECORD_KEY)))
-        elif from_source and not keep_shared:
+            keyed = keyed.withColumn(SHARED_KEY, F.when((sharing > 1) & F.col(RECORD_KEY).isNotNull(), F.col(RECORD_KEY)))
+        elif from_source and not keep_shared and table.has_record_key:
             keyed = rule.precombine(keyed, [RECORD_KEY], SEQUENCE, SOURCE_ORDERING)
         combined = keyed.drop(SOURCE_ORDERING)
         enforce = registry.flag(self.conf, registry.ENFORCE_ORDERING)
@@ -397,6 +402,12 @@ class DmlPlanner:
                 *([F.max(SHARED_KEY)] if refuse_shared else []),
             ).collect()
             shared = next((r[6] for r in per_partition if r[6] is not None), None) if refuse_shared else None
+            if shared is not None and not table.has_record_key:
+                raise DataError(
+                    f"several source rows match one stored row of table {table.config.name} (record key '{shared}'), "
+                    "which has no record key or ordering field to choose between them; make ON match each stored row "
+                    "at most once"
+                )
             if shared is not None:
                 raise DataError(
                     f"several source rows match record key '{shared}' and table {table.config.name} has no "
@@ -406,7 +417,7 @@ class DmlPlanner:
             if counts.affected == 0:
                 return counts  # nothing changes: no commit
             inserts = {r[PARTITION_PATH]: int(r[5] or 0) for r in per_partition}
-            written = rows.where(live).drop(KIND, OLD_PATH, OLD_ORDERING, OLD_FILE, SKIP, SHARED_KEY)
+            written = rows.where(live).drop(KIND, OLD_PATH, OLD_ORDERING, OLD_FILE, OLD_KEY, SKIP, SHARED_KEY)
             write_decided(self.txn, written, counts, inserts, inserts_checked,
                           Operation.INSERT if keep_shared else Operation.UPSERT)
             return counts
@@ -445,7 +456,8 @@ class DmlPlanner:
 
     # ---- validation ---------------------------------------------------------------------------
     def _check_on(self, table: HudiTable, on: exp.Expression, target: str) -> None:
-        """ON must equate every record key column of the target with a source expression."""
+        """ON must equate every record key column of the target with a source expression (a table
+        without a record key takes any condition)."""
         bound = _bound_columns(on, target)
         missing = [k for k in table.config.record_key_fields if k.lower() not in bound]
         if missing:

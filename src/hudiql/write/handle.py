@@ -52,7 +52,7 @@ class MergeTask:
     merge_rule: MergeRule
     base_files: dict[str, str]  # per file id: the base file of its latest slice (rows carry only the id)
     concat: bool  # insert / bulk_insert: keep duplicates instead of merging by key
-    generate_keys: bool  # table without a record key: keys are made here
+    generate_keys: bool  # table without a record key: keys of new rows are made here
     compression: str = "snappy"
     #: A table without meta fields: stored rows' keys are derived by this key generator, and rows are
     #: written with empty meta columns but their file name (as Hudi writes them).
@@ -96,8 +96,10 @@ class MergeTask:
         incoming = incoming.sort_by(SEQUENCE)
         data_schema = pa.schema([f for f in self.arrow_schema if f.name not in META_COLUMNS])
         if self.generate_keys:
+            # New rows get keys made here; a stored row a statement changes keeps its key.
             counter = _key_counter(ctx)
-            keys = [f"{self.instant_time}_{partition_id}_{next(counter)}" for _ in range(incoming.num_rows)]
+            given = incoming.column(RECORD_KEY).to_pylist()
+            keys = [k if k is not None else f"{self.instant_time}_{partition_id}_{next(counter)}" for k in given]
             incoming = incoming.set_column(incoming.schema.get_field_index(RECORD_KEY), RECORD_KEY, pa.array(keys, pa.string()))
         deletes = _is_deleted(incoming)
         new_rows = conform(incoming, data_schema, extra=[RECORD_KEY])

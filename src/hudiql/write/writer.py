@@ -488,7 +488,7 @@ def _write_tagged(
         arrow_schema=arrow_schema,
         merge_rule=merge_rule,
         base_files={s.file_id: s.base_file for s in view.latest_slices() if s.base_file},
-        concat=operation is not Operation.UPSERT or not table.has_record_key,
+        concat=operation is not Operation.UPSERT,  # (a table without a record key upserts only stored rows' keys)
         generate_keys=not table.has_record_key,
         compression=table.settings.choice(registry.COMPRESSION),
         append=append.write_group if append is not None else None,
