@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import hudiql_rows, official_rows
-from hudiql.errors import ColumnError, SqlError, TableNotFoundError
+from hudiql.errors import ColumnError, DataError, SqlError, TableNotFoundError
 
 KINDS = ["cow", "mor"]
 
@@ -283,3 +283,25 @@ def test_update_delete_and_merge_on_a_table_without_a_record_key(session, wareho
     with pytest.raises(Exception, match="several source rows match one stored row of table k"):
         session.sql("MERGE INTO k USING (SELECT 1 AS id UNION ALL SELECT 1) s ON k.id = s.id "
                     "WHEN MATCHED THEN UPDATE SET name = 'dup'")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_insert_dup_policy(session, warehouse, kind):
+    """``hoodie.datasource.insert.dup.policy`` on an insert: none keeps a row whose key the table
+    holds (in its partition), drop leaves it out, fail refuses the statement with Hudi's words."""
+    _keyed(session, "t", kind, 6, ordering=False, partitioned=True)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'x'), (2, 'b', 1, 'x')")
+    session.sql("SET hoodie.datasource.insert.dup.policy=drop")
+    counts = session.sql("INSERT INTO t VALUES (1, 'a2', 2, 'x'), (3, 'c', 1, 'x'), (1, 'elsewhere', 1, 'y')").first()
+    assert counts.num_inserted_rows == 2
+    session.sql("SET hoodie.datasource.insert.dup.policy=fail")
+    before = sorted(p.name for p in (warehouse / "t" / ".hoodie").iterdir())
+    with pytest.raises(DataError) as info:
+        session.sql("INSERT INTO t VALUES (4, 'd', 1, 'x'), (2, 'b2', 2, 'x')")
+    assert str(info.value).startswith("Duplicate key found for insert statement, key is: 2 ")
+    assert sorted(p.name for p in (warehouse / "t" / ".hoodie").iterdir()) == before
+    session.sql("SET hoodie.datasource.insert.dup.policy=none")
+    session.sql("INSERT INTO t VALUES (3, 'c2', 2, 'x')")
+    expected = [(1, "a", "x"), (1, "elsewhere", "y"), (2, "b", "x"), (3, "c", "x"), (3, "c2", "x")]
+    assert hudiql_rows(session, "SELECT id, name, dt FROM t") == expected
+    assert official_rows(warehouse / "t", ["id", "name", "dt"]) == expected

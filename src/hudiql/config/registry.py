@@ -121,6 +121,7 @@ OVERWRITE_MODE = "hoodie.datasource.overwrite.mode"
 SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 WRITE_OPERATION = "hoodie.datasource.write.operation"
 COMBINE_BEFORE_INSERT = "hoodie.combine.before.insert"
+INSERT_DUP_POLICY = "hoodie.datasource.insert.dup.policy"
 #: Hudi's data source spelling of the table's name (``hoodie.table.name``): df.write.format("hudi") takes
 #: either; CREATE TABLE names the table itself.
 WRITE_TABLE_NAME = "hoodie.datasource.write.table.name"
@@ -494,6 +495,9 @@ _KEY_LIST: list[Key] = [
           refused=_OPERATION_REFUSED | {op: _OVERWRITE_IS_A_STATEMENT for op in OVERWRITE_OPERATIONS},
           doc="not given: as Hudi's Spark SQL, upsert into a table with a record key and an ordering field up to "
               "table version 8 (Hudi 0.14 to 1.0), insert otherwise and from version 9 (Hudi 1.1)"),
+    _enum(INSERT_DUP_POLICY, BOTH, ("none", "drop", "fail"), "none", alterable=True,
+          doc="what an INSERT with operation insert or bulk_insert does with a row whose key the table holds: "
+              "none keeps both, drop leaves the row out, fail refuses the statement (Hudi's)"),
     Key(COMBINE_BEFORE_INSERT, BOTH, BOOL, None, alterable=True,
         doc="true: an INSERT with operation insert or bulk_insert keeps one row per key of its own rows (the greatest "
             "ordering value); not given: true on a table with a record key and an ordering field up to table version "
@@ -771,11 +775,12 @@ UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.datasource.write.insert.drop.duplicates", "hoodie.sql.bulk.insert.enable"),
                   f"choose what INSERT does with {INSERT_INTO_OPERATION}=insert, upsert or bulk_insert; remove the option",
                   ("false",)),
-    Unimplemented(("hoodie.datasource.insert.dup.policy", "hoodie.sql.insert.mode"),
-                  f"choose what INSERT does with {INSERT_INTO_OPERATION}=insert, upsert or bulk_insert; remove the option",
-                  ("none",)),
+    Unimplemented(("hoodie.sql.insert.mode",),
+                  f"Hudi deprecated it: choose what INSERT does with {INSERT_INTO_OPERATION}=insert, upsert or bulk_insert, "
+                  f"and {INSERT_DUP_POLICY}=none, drop or fail; remove the option"),
     Unimplemented(("hoodie.merge.allow.duplicate.on.inserts",),
-                  "INSERT with operation insert keeps duplicate keys; remove the option or set it to true", ("true",)),
+                  "an insert keeps rows whose key the table holds, as Hudi 0.15+ does by default; to leave them out, "
+                  f"set {INSERT_DUP_POLICY}=drop (or upsert); remove the option or set it to true", ("true",)),
     Unimplemented(("hoodie.write.lock.*", "hoodie.write.concurrency.*", "hoodie.client.heartbeat.*"), _ONE_LOCK),
     Unimplemented(("hoodie.schema.on.read.enable", "hoodie.datasource.write.reconcile.schema", "hoodie.avro.schema.validate",
                    "hoodie.datasource.write.schema.allow.auto.evolution.column.drop"),

@@ -40,7 +40,7 @@ from pyspark.sql import types as T
 
 from hudiql.config import registry
 from hudiql.config.index_config import IndexConfig
-from hudiql.errors import SqlError
+from hudiql.errors import DataError, SqlError
 from hudiql.formats.log_file import wrapper_for
 from hudiql.index import record_index as RI
 from hudiql.index import secondary_index
@@ -50,6 +50,7 @@ from hudiql.layout import (
     join_partition,
     partition_metadata,
 )
+from hudiql.read.snapshot import snapshot
 from hudiql.table.fsview import FileSystemView
 from hudiql.record.keygen import check_virtual_keys
 from hudiql.record.merge import MergeRule
@@ -228,11 +229,39 @@ def write_rows(
     rows = _prepare(table, rows)
     if (precombine and not index.is_bucket) or (combine and table.has_record_key and not precombine):
         rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
+    policy = table.settings.choice(registry.INSERT_DUP_POLICY)
+    if policy != "none" and table.has_record_key and operation in (Operation.INSERT, Operation.BULK_INSERT):
+        rows = _with_dup_policy(spark, table, rows, policy, replacement)
     task_stats, index_writes = _write_file_groups(
         spark, table, index, rows, operation, txn.instant_time, table.merge_rule, precombine and index.is_bucket,
         overwrite=replacement is not None, record=_record_index(table, replacement is None),
     )
     return _commit(txn, index, operation, task_stats, None, replacement, index_writes)
+
+
+def _with_dup_policy(spark: SparkSession, table: HudiTable, rows: DataFrame, policy: str,
+                     replacement: Replacement | None) -> DataFrame:
+    """Hudi's ``hoodie.datasource.insert.dup.policy`` on an insert's ``rows``: ``drop`` leaves out the
+    rows whose key (in its partition) the table holds, ``fail`` refuses the statement naming one
+    such key. The stored keys are read from the snapshot of the partitions the rows go to (an
+    overwrite replaces what it would compare with: nothing to check)."""
+    if replacement is not None:
+        return rows
+    partitions = sorted(r[0] for r in rows.select(PARTITION_PATH).distinct().collect())
+    view = table.file_system_view(partitions)
+    if not view.latest_slices():
+        return rows
+    keygen = table.keygen
+    fields = list(dict.fromkeys([*keygen.record_key_fields, *keygen.partition_fields]))
+    stored = snapshot(spark, table, view, columns=fields).select(
+        keygen.record_key().alias(RECORD_KEY), keygen.partition_path(table.schema).alias(PARTITION_PATH))
+    if policy == "drop":
+        return rows.join(stored, [RECORD_KEY, PARTITION_PATH], "left_anti")
+    found = rows.join(stored, [RECORD_KEY, PARTITION_PATH], "left_semi").select(RECORD_KEY).limit(1).collect()
+    if found:
+        raise DataError(f"Duplicate key found for insert statement, key is: {found[0][0]} (table {table.config.name} "
+                        f"holds it; {registry.INSERT_DUP_POLICY}=fail): leave the row out, or set the policy to drop or none")
+    return rows
 
 
 def write_schema(txn: WriteTransaction, schema: T.StructType) -> CommitMetadata:
