@@ -305,3 +305,21 @@ def test_insert_dup_policy(session, warehouse, kind):
     expected = [(1, "a", "x"), (1, "elsewhere", "y"), (2, "b", "x"), (3, "c", "x"), (3, "c2", "x")]
     assert hudiql_rows(session, "SELECT id, name, dt FROM t") == expected
     assert official_rows(warehouse / "t", ["id", "name", "dt"]) == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_merge_matches_a_keyed_table_by_its_record_key(session, warehouse, kind, capsys):
+    """As Hudi: ON's conditions on other columns do not decide matching (a warning says so), and an
+    ON without the key column matches by the source column named as the key."""
+    _keyed(session, "t", kind, 6)
+    session.sql("INSERT INTO t VALUES (1, 'a1', 1), (2, 'a2', 1), (3, 'a3', 1)")
+    merge = "MERGE INTO t USING (SELECT {id} AS id, '{name}' AS name, 2 AS ts) s ON {on} " \
+            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    session.sql(merge.format(id=3, name="a3x", on="t.id = s.id AND t.name = s.name"))  # names differ: still matched
+    assert "ON's t.name = s.name does not decide matching" in capsys.readouterr().err
+    session.sql(merge.format(id=2, name="a2", on="t.name = s.name"))  # no key in ON: the source's id
+    expected = [(1, "a1", 1), (2, "a2", 2), (3, "a3x", 2)]
+    assert hudiql_rows(session, "SELECT id, name, ts FROM t") == expected
+    assert official_rows(warehouse / "t", ["id", "name", "ts"]) == expected
+    with pytest.raises(SqlError, match=r"the MERGE ON condition must match every record key column of t \(id\)"):
+        session.sql("MERGE INTO t USING (SELECT 'a1' AS nm) s ON t.name = s.nm WHEN MATCHED THEN DELETE")

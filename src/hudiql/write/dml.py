@@ -20,7 +20,7 @@ Example (statements reach ``DmlPlanner`` through ``Session.sql``):
     ...             "UNION ALL SELECT 2, 'lost', 4 UNION ALL SELECT 3, 'new', 1) s ON t.id = s.id "
     ...             "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *").first()   # 2 is older: skipped
     Row(num_affected_rows=2, num_updated_rows=1, num_deleted_rows=0, num_inserted_rows=1, num_skipped_older_rows=1)
-    >>> session.sql("MERGE INTO orders t USING orders s ON t.status = s.status WHEN MATCHED THEN DELETE")
+    >>> session.sql("MERGE INTO orders t USING (SELECT 'new' AS state) s ON t.status = s.state WHEN MATCHED THEN DELETE")
     Traceback (most recent call last):
     hudiql.errors.SqlError: the MERGE ON condition must match every record key column of orders (id);
     add t.id = <source expression> (qualify source columns with the source alias)
@@ -36,7 +36,7 @@ from pyspark.sql.window import Window
 from sqlglot import exp
 
 from hudiql.config import registry
-from hudiql.errors import ColumnError, DataError, HudiqlError, SqlError
+from hudiql.errors import ColumnError, DataError, HudiqlError, SqlError, warn
 from hudiql.index import record_index
 from hudiql.read.query import QueryPlanner, conjuncts, file_groups_to_read, partition_filter
 from hudiql.read.snapshot import SOURCE_FILE, snapshot
@@ -145,27 +145,27 @@ class DmlPlanner:
         source = source.lower()
         if source == target:
             raise SqlError(f"the MERGE source and target are both called '{source}'; give one of them another alias")
-        self._check_on(table, st.on, target)
 
         query = st.source.this if isinstance(st.source, exp.Subquery) else exp.select("*").from_(
             exp.Table(this=st.source.this, db=st.source.args.get("db"))
         )
         source_df = self.planner.dataframe(query)
+        on = self._matching_condition(table, st.on, target, source, source_df.columns) if table.has_record_key else st.on
         values = self._source_values(table, st.clauses, source_df, source, st.schema_evolution)
         if st.schema_evolution:
             write_with_schema(self.txn, evolved_schema(table, values))
         narrowed = {} if st.schema_evolution else narrowed_columns(table.schema, values)
-        self._check_clauses(table, st.clauses, source_df.columns, source, target, st.on)
+        self._check_clauses(table, st.clauses, source_df.columns, source, target, on)
 
         files = table.file_system_view()
         source_df = source_df.withColumn(SEQUENCE, F.monotonically_increasing_id())
         source_view = self._register(source_df)
-        keep = partition_filter(self.spark, table, files, st.on, {target, st.table.name}, unqualified_ok=False)
-        reached = self._source_partitions(table, st.on, target, source, source_view)
+        keep = partition_filter(self.spark, table, files, on, {target, st.table.name}, unqualified_ok=False)
+        reached = self._source_partitions(table, on, target, source, source_view)
         if reached is not None:
             literal = keep
             keep = lambda path: path in reached and (literal is None or literal(path))  # noqa: E731
-        groups = self._source_file_groups(table, files, st.on, target, source, source_view)
+        groups = self._source_file_groups(table, files, on, target, source, source_view)
         target_view = self._register(self._target(table, files, keep, groups).withColumn(MATCHED, F.lit(True)))
 
         matched = exp.Not(this=exp.Is(this=_col(MATCHED, target), expression=exp.Null()))
@@ -225,7 +225,7 @@ class DmlPlanner:
                 .from_(exp.Table(this=exp.to_identifier(source_view), alias=exp.TableAlias(this=exp.to_identifier(source))))
                 .join(
                     exp.Table(this=exp.to_identifier(target_view), alias=exp.TableAlias(this=exp.to_identifier(target))),
-                    on=st.on.copy(),
+                    on=on.copy(),
                     join_type="left",
                 )
             )
@@ -234,8 +234,8 @@ class DmlPlanner:
         actions = self._run(joined(*projections), [target_view, source_view], checks).where(F.col(KIND).isNotNull())
         # A source row no clause matched is a new key only if the join saw every stored row of
         # its key: ON tests nothing but the record key, over the whole target.
-        on_keys_only = all(isinstance(c, exp.EQ) for c in conjuncts(st.on)) and len(
-            list(conjuncts(st.on))) == len(table.config.record_key_fields)
+        on_keys_only = all(isinstance(c, exp.EQ) for c in conjuncts(on)) and len(
+            list(conjuncts(on))) == len(table.config.record_key_fields)
         # A MERGE that only inserts into a table without an ordering field keeps source rows that
         # share a key, as Hudi's (it writes them with the insert operation).
         keep_shared = all(not c.matched for c in st.clauses) and not table.config.ordering_field
@@ -455,17 +455,35 @@ class DmlPlanner:
         return values
 
     # ---- validation ---------------------------------------------------------------------------
-    def _check_on(self, table: HudiTable, on: exp.Expression, target: str) -> None:
-        """ON must equate every record key column of the target with a source expression (a table
-        without a record key takes any condition)."""
+    def _matching_condition(self, table: HudiTable, on: exp.Expression, target: str, source: str,
+                            source_columns: list[str]) -> exp.Expression:
+        """What matches a source row to a stored row of a table with a record key, as in Hudi: the
+        key. Each record key column is matched to the source expression ON equates it with, else to
+        the source column of its name; equalities of partition columns stay (a key is matched within
+        its partition); ON's other conditions do not decide matching (Hudi ignores them: a warning
+        says so). A key column neither ON nor the source gives is an error."""
+        keys = {k.lower(): k for k in table.config.record_key_fields}
+        partitions = {p.lower() for p in table.config.partition_fields}
         bound = _bound_columns(on, target)
-        missing = [k for k in table.config.record_key_fields if k.lower() not in bound]
+        available = {c.lower(): c for c in source_columns}
+        missing = [k for k in keys.values() if k.lower() not in bound and k.lower() not in available]
         if missing:
             need = " AND ".join(f"{target}.{k} = <source expression>" for k in missing)
             raise SqlError(
                 f"the MERGE ON condition must match every record key column of {table.config.name} "
                 f"({', '.join(table.config.record_key_fields)}); add {need} (qualify source columns with the source alias)"
             )
+        kept, ignored = [], []
+        for conjunct in conjuncts(on):
+            matched = _bound_columns(conjunct, target)
+            (kept if matched and set(matched) <= set(keys) | partitions else ignored).append(conjunct)
+        kept += [exp.EQ(this=_col(k, target), expression=_col(available[k.lower()], source))
+                 for k in keys.values() if k.lower() not in bound]
+        if ignored:
+            warn(f"MERGE INTO {table.config.name} matches rows by record key ({', '.join(keys.values())}), as Hudi does: "
+                 f"ON's {' AND '.join(c.sql(dialect=DIALECT) for c in ignored)} does not decide matching; "
+                 "put it in WHEN MATCHED AND ... instead")
+        return exp.and_(*kept) if len(kept) > 1 else kept[0]
 
     def _check_clauses(
         self, table: HudiTable, clauses: list[S.MergeClause], source_columns: list[str], source: str, target: str,
