@@ -172,6 +172,9 @@ REFUSED = [
     ("CREATE TABLE accents (id INT, `prix_é` INT) USING hudi TBLPROPERTIES (primaryKey='id')", ColumnError,
      "statement 1 (line 1, column 1): column 'prix_é' is not a name Hudi's Avro schema can hold: use ASCII letters, "
      "digits and '_', not starting with a digit (e.g. prix_e)"),
+    ("CREATE TABLE nk (a STRUCT<b: INT>, v STRING) USING hudi TBLPROPERTIES (primaryKey='a.b')", ColumnError,
+     "record key column 'a.b' is a field of STRUCT column a: a nested record key field is not supported yet; copy it "
+     "into a column of its own and name that"),
     ("CREATE TABLE n USING hudi TBLPROPERTIES (primaryKey='id') AS SELECT NULL AS id, 'a' AS v", ColumnError,
      "column id has no type (a bare NULL): write CAST(NULL AS <type>) AS id"),
 ]

@@ -126,6 +126,10 @@ def _require_columns(kind: str, names: list[str], schema: T.StructType) -> None:
     columns = schema.fieldNames()
     lower = {c.lower(): c for c in columns}
     for name in names:
+        head = name.split(".")[0]
+        if "." in name and head.lower() in lower and isinstance(schema[lower[head.lower()]].dataType, T.StructType):
+            raise ColumnError(f"{kind} column '{name}' is a field of STRUCT column {lower[head.lower()]}: a nested "
+                              f"{kind} field is not supported yet; copy it into a column of its own and name that")
         if name not in columns and name.lower() not in lower:
             raise ColumnError(
                 f"{kind} column '{name}' is not a column of the table; columns are: {', '.join(columns)}"
