@@ -457,13 +457,13 @@ class Session:
     def _run_Call(self, st: S.Call) -> Result:
         proc = procedures.procedure(st.procedure)
         args = proc.bind(st.args, st.positional)
-        named = {p.name for p in proc.parameters}
+        by_path = all(p in proc.parameters for p in procedures.TABLE_OR_PATH)  # a table by name or by path
+        if by_path and args.get("table") and args.get("path"):
+            raise SqlError(f"CALL {proc.name}: give table => or path =>, not both")
         if "table" in args:
-            if args.get("path"):
-                raise SqlError(f"CALL {proc.name}: give table => or path =>, not both")
             table = self.table(table_name_text(str(args["table"])))
             context = procedures.Context(self.spark, table)
-        elif "path" in named and "table" in named:  # a table by name or by path: one is needed
+        elif by_path:
             if not args.get("path"):
                 raise SqlError(f"CALL {proc.name} needs table => 't' or path => '<table folder>'")
             context = procedures.Context(self.spark, HudiTable.load(str(args["path"])).for_statement(self.conf))

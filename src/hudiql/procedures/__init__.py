@@ -8,16 +8,16 @@ Example:
     >>> procedure("system.run_clean").name
     'run_clean'
     >>> [row for row in _help(None, {"cmd": "show_compaction"})]
-    [('show_compaction(table string required) -> timestamp string, operation_size int, state string',)]
+    [('show_compaction(table string, path string, limit int = 20) -> timestamp string, operation_size int, state string',)]
 """
 
 from __future__ import annotations
 
 from hudiql.errors import SqlError
 from hudiql.procedures import clustering, history, metadata_table, table_services
-from hudiql.procedures.base import Context, Parameter, Procedure
+from hudiql.procedures.base import TABLE_OR_PATH, Context, Parameter, Procedure
 
-__all__ = ["Context", "PROCEDURES", "procedure"]
+__all__ = ["Context", "PROCEDURES", "TABLE_OR_PATH", "procedure"]
 
 
 def _help(ctx: Context | None, args: dict[str, object]) -> list[tuple]:

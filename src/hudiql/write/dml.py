@@ -215,7 +215,7 @@ class DmlPlanner:
             exp.alias_(kind, KIND),
             exp.alias_(_col(PARTITION_PATH, target), OLD_PATH),
             exp.alias_(_col(FILE_NAME, target), OLD_FILE),
-            exp.alias_(_col(RECORD_KEY, target), OLD_KEY),
+            exp.alias_(self._old_key(table, target), OLD_KEY),
             exp.alias_(self._old_ordering(table, target), OLD_ORDERING),
             exp.alias_(_col(SEQUENCE, source), SEQUENCE),
         ]
@@ -321,6 +321,10 @@ class DmlPlanner:
         return snapshot(self.spark, table, files, keep, with_file_name=True, file_groups=file_groups).withColumnRenamed(
             SOURCE_FILE, FILE_NAME).withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
 
+    def _old_key(self, table: HudiTable, qualifier: str | None) -> exp.Expression:
+        """The stored row's key, which a table without a record key keeps (a keyed table derives it)."""
+        return exp.Null() if table.has_record_key else _col(RECORD_KEY, qualifier)
+
     def _old_ordering(self, table: HudiTable, qualifier: str | None) -> exp.Expression:
         field = table.config.ordering_field
         return _col(field, qualifier) if field else exp.Null()
@@ -337,7 +341,7 @@ class DmlPlanner:
             exp.alias_(exp.Literal.string(kind), KIND),
             exp.alias_(_col(PARTITION_PATH), OLD_PATH),
             exp.alias_(_col(FILE_NAME), OLD_FILE),
-            exp.alias_(_col(RECORD_KEY), OLD_KEY),
+            exp.alias_(self._old_key(table, None), OLD_KEY),
             exp.alias_(self._old_ordering(table, None), OLD_ORDERING),
             exp.alias_(exp.Literal.number(0), SEQUENCE),
         ]
