@@ -161,7 +161,7 @@ REFUSED = [
      "[UNRESOLVED_COLUMN.WITHOUT_SUGGESTION] A column, variable, or function parameter with name `nope` cannot be resolved"),
     # bad input that once surfaced as a Python or Spark traceback (issue 33)
     ("INSERT INTO t VALUES ('abc', 'x', 1, 'd1')", DataError,
-     "[CAST_INVALID_INPUT] The value 'abc' of the type \"STRING\" cannot be cast to \"INT\" because it is malformed. "
+     "column id: [CAST_INVALID_INPUT] The value 'abc' of the type \"STRING\" cannot be cast to \"INT\" because it is malformed. "
      "Correct the value as per the syntax, or change its target type. Use `try_cast` to tolerate malformed input and "
      "return NULL instead"),
     (f"INSERT INTO t VALUES (5, 'x', 1, '{'p' * 300}')", DataError,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -62,6 +62,8 @@ class InsertRows:
     rows: DataFrame
     schema: T.StructType  # the table's, with the columns WITH SCHEMA EVOLUTION adds or widens
     narrowed: dict[str, tuple[T.DataType, T.DataType]]  # column -> (its type, the wider type its values are cast from)
+    #: Columns of another type filled from text values: a malformed value fails their cast (column -> its type).
+    parsed: dict[str, T.DataType] = field(default_factory=dict)
 
 
 def prepare_insert(
@@ -80,7 +82,11 @@ def prepare_insert(
     schema = evolved_schema(table, values) if schema_evolution else table.schema
     rows = insert_rows(schema, source, columns, partition, table.config.record_key_fields,
                        table.config.partition_fields, by_name)
-    return InsertRows(rows, schema, {} if schema_evolution else narrowed_columns(schema, values))
+    names = {n.lower(): n for n in schema.fieldNames()}
+    parsed = {names[c.lower()]: schema[names[c.lower()]].dataType for c, dtype in values
+              if isinstance(dtype, T.StringType) and c.lower() in names
+              and not isinstance(schema[names[c.lower()]].dataType, T.StringType)}
+    return InsertRows(rows, schema, {} if schema_evolution else narrowed_columns(schema, values), parsed)
 
 
 def insert_rows(
@@ -121,8 +127,8 @@ def insert_rows(
         given_set = set(targets) | set(static)
         lower = {n.lower(): n for n in names}
         for kind, fields in (("record key", record_key_fields), ("partition", partition_fields)):
-            for field in fields:
-                column = lower.get(field.lower())
+            for name in fields:
+                column = lower.get(name.lower())
                 if column is not None and column not in given_set:  # (not a column: a key generator derives it)
                     how = f"list {column} in it" + (f" or give PARTITION ({column} = <value>)" if kind == "partition" else "")
                     raise ColumnError(
@@ -224,8 +230,24 @@ def write_insert(
 ) -> CommitMetadata | None:
     """``write_rows`` of an INSERT's rows, with the schema they need."""
     write_with_schema(txn, insert.schema)
-    with naming_narrowed_columns(insert.narrowed, "INSERT"):
-        return write_rows(txn, insert.rows, operation, replacement, combine)
+    try:
+        with naming_narrowed_columns(insert.narrowed, "INSERT"):
+            return write_rows(txn, insert.rows, operation, replacement, combine)
+    except Exception as exc:
+        error = exc if isinstance(exc, HudiqlError) else from_spark_error(exc)
+        if not isinstance(error, DataError):
+            raise
+        raise _naming_parsed_column(error, insert.parsed) from None
+
+
+def _naming_parsed_column(error: DataError, parsed: dict[str, T.DataType]) -> DataError:
+    """A malformed text value (Spark's ``CAST_INVALID_INPUT``) named with the column it was for:
+    the columns of the type it was cast to that take text values."""
+    cast_to = re.search(r'CAST_INVALID_INPUT\].*cannot be cast to "([^"]+)"', str(error))
+    if cast_to is None or not parsed:
+        return error
+    named = [c for c, dtype in parsed.items() if dtype.simpleString().upper() == cast_to[1].upper()]
+    return DataError(f"column {', '.join(named)}: {error}") if named else error
 
 
 _OVERFLOWS = ("CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE")
