@@ -573,7 +573,7 @@ class Session:
         specs = [spec for spec in specs if spec not in wild]
         for path in partition_paths(self.spark, table, specs, what) if specs else ():
             if path in live:
-                out.append(path)
+                out += [path] if path not in out else []
             elif not if_exists:
                 raise TableNotFoundError(f"{what}: table {table.config.name} has no partition {path}; "
                                          f"SHOW PARTITIONS lists its partitions")

@@ -323,3 +323,16 @@ def test_merge_matches_a_keyed_table_by_its_record_key(session, warehouse, kind,
     assert official_rows(warehouse / "t", ["id", "name", "ts"]) == expected
     with pytest.raises(SqlError, match=r"the MERGE ON condition must match every record key column of t \(id\)"):
         session.sql("MERGE INTO t USING (SELECT 'a1' AS nm) s ON t.name = s.nm WHEN MATCHED THEN DELETE")
+
+
+def test_merge_on_takes_equalities_only(session):
+    """As Hudi refuses it: an ON condition that is not an equality of a target column (it would not
+    decide matching, and a DELETE clause would then delete rows the condition excludes)."""
+    _keyed(session, "t", "cow", 6)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1)")
+    with pytest.raises(SqlError, match=r"ON takes equalities of target columns with source expressions; move "):
+        session.sql("MERGE INTO t USING (SELECT 1 AS id, 'D' AS op) s ON t.id = s.id AND s.op <> 'D' "
+                    "WHEN MATCHED THEN DELETE")
+    session.sql("MERGE INTO t USING (SELECT 1 AS id, 'b' AS name) s ON t.`id` = s.`id` WHEN MATCHED THEN "
+                "UPDATE SET id = s.id, name = s.name")
+    assert hudiql_rows(session, "SELECT id, name FROM t") == [(1, "b")]

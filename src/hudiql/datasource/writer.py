@@ -339,7 +339,9 @@ def _write(session: WritingSession, table: HudiTable, rows: DataFrame, write: Wr
     with transaction(spark, table, replace=replacement is not None) as txn:
         # Columns by name; a new one is added to the table, as Hudi's data source evolves the schema on write.
         insert = prepare_insert(txn.table, rows, None, None, by_name=True, schema_evolution=True)
-        write_insert(txn, insert, operation, replacement)
+        # Hudi's data source combines an insert's own rows only when hoodie.combine.before.insert says so.
+        combine = registry.COMBINE_BEFORE_INSERT in table.settings and operation.combines(table)
+        write_insert(txn, insert, operation, replacement, combine=combine)
 
 
 def _delete(session: WritingSession, txn: WriteTransaction, rows: DataFrame) -> None:

@@ -319,7 +319,7 @@ def adopted_options(config: C.TableConfig, options: dict[str, str]) -> bool:
     the existing table ``config``; returns whether the name reads the base files only
     (``'hoodie.query.as.ro.table'='true'``, on a merge-on-read table, as Hudi's). The table keeps its
     own properties: a key, partition, ordering or type option must say what the table has (as Hudi
-    validates them), and any other is refused rather than dropped.
+    validates them), as must any other (one the table does not hold is refused rather than dropped).
 
     >>> config = C.TableConfig({C.TABLE_NAME: "t", C.RECORD_KEY_FIELDS: "id", C.TABLE_TYPE: C.MERGE_ON_READ})
     >>> adopted_options(config, {"primaryKey": "ID", "type": "mor", K.QUERY_AS_RO_TABLE: "true"})
@@ -347,7 +347,7 @@ def adopted_options(config: C.TableConfig, options: dict[str, str]) -> bool:
             if [v.lower() for v in _split(value)] != [v.lower() for v in _split(has[key])]:
                 raise OptionError(f"{key}={value} does not match the table at this LOCATION ({has[key] or 'none'}); "
                                   "leave it out or give the table's")
-        else:
+        elif config.props.get(key) != value:
             raise OptionError(f"option {key} cannot be set when CREATE TABLE ... LOCATION adopts a table (it keeps its "
                               "own properties); remove it, then ALTER TABLE ... SET TBLPROPERTIES if it may change")
     return read_optimized

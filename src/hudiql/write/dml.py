@@ -111,7 +111,7 @@ def _direct_source_column(value: exp.Expression, name: str, source: str, source_
 
 def _normalized(value: exp.Expression) -> str:
     """``value``'s SQL with identifiers in lower case, to compare two expressions."""
-    return value.sql(dialect=DIALECT, normalize=True, identify=False).lower()
+    return value.sql(dialect=DIALECT, normalize=True, identify=False).lower().replace("`", "").replace('"', "")
 
 
 def _col(name: str, qualifier: str | None = None) -> exp.Column:
@@ -364,7 +364,7 @@ class DmlPlanner:
         keyed = actions.withColumn(RECORD_KEY, key).withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
         # Without an ordering field, source rows that share a key are an error, found by the
         # counting job below (no job of its own); with one, the greatest wins.
-        refuse_shared = from_source and not rule.ordering_field and not keep_shared
+        refuse_shared = from_source and not keep_shared and (not rule.ordering_field or not table.has_record_key)
         if refuse_shared:
             sharing = F.count(F.lit(1)).over(Window.partitionBy(RECORD_KEY))
             keyed = keyed.withColumn(SHARED_KEY, F.when((sharing > 1) & F.col(RECORD_KEY).isNotNull(), F.col(RECORD_KEY)))
@@ -480,7 +480,12 @@ class DmlPlanner:
         kept, ignored = [], []
         for conjunct in conjuncts(on):
             matched = _bound_columns(conjunct, target)
-            (kept if matched and set(matched) <= set(keys) | partitions else ignored).append(conjunct)
+            if not matched:  # Hudi refuses such a condition too: it matches rows by key equalities only
+                raise SqlError(
+                    f"MERGE INTO {table.config.name} matches rows by record key, as Hudi does: ON takes equalities of "
+                    f"target columns with source expressions; move {conjunct.sql(dialect=DIALECT)} to WHEN MATCHED AND "
+                    "... or WHEN NOT MATCHED AND ...")
+            (kept if set(matched) <= set(keys) | partitions else ignored).append(conjunct)
         kept += [exp.EQ(this=_col(k, target), expression=_col(available[k.lower()], source))
                  for k in keys.values() if k.lower() not in bound]
         if ignored:
