@@ -128,9 +128,8 @@ REFUSED = [
      "(and hoodie.keep.max.commits above it) or lower hoodie.cleaner.commits.retained"),
     ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.cleaner.policy'='KEEP_ALL')", OptionError,
      "hoodie.cleaner.policy=KEEP_ALL is not valid; use KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS or KEEP_LATEST_BY_HOURS"),
-    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.index.type'='GLOBAL_BLOOM')", OptionError,
-     "hoodie.index.type=GLOBAL_BLOOM is not supported: a global index; hudiql's global index is the record index "
-     "(RECORD_INDEX, with hoodie.metadata.record.index.enable=true); or use BLOOM, SIMPLE or BUCKET"),
+    ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.index.type'='HBASE')", OptionError,
+     "hoodie.index.type=HBASE is not valid; use SIMPLE, BUCKET, RECORD_INDEX, BLOOM, GLOBAL_SIMPLE or GLOBAL_BLOOM"),
     ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.parquet.max.file.size'='big')", OptionError,
      "hoodie.parquet.max.file.size=big is not valid; give a whole number of bytes, at least 1 (default 125829120)"),
     ("CREATE TABLE n (id INT) USING hudi TBLPROPERTIES (primaryKey='id', 'hoodie.datasource.write.precombine.feild'='id')",

@@ -25,8 +25,6 @@ CLEAN_FAMILY = ("hudiql cleans with hoodie.cleaner.policy, hoodie.cleaner.commit
                 "hoodie.cleaner.fileversions.retained, hoodie.cleaner.hours.retained and hoodie.clean.max.commits, "
                 "and archives with hoodie.keep.min.commits and hoodie.keep.max.commits; remove the option")
 OVERWRITE_IS_A_STATEMENT = "write INSERT OVERWRITE to replace rows; INSERT INTO takes insert, upsert or bulk_insert"
-NO_GLOBAL = ("a global index; hudiql's global index is the record index (RECORD_INDEX, with "
-             "hoodie.metadata.record.index.enable=true); or use BLOOM, SIMPLE or BUCKET")
 
 
 def table_error(key: str, value: str) -> str:
@@ -59,8 +57,6 @@ REFUSED = [
     ("hoodie.archive.beyond.savepoint", "true",
      "hudiql does not bootstrap tables, and archiving stops at the first savepoint; remove the option or set it to false"),
     ("hoodie.clean.allow.multiple", "false", CLEAN_FAMILY),
-    ("hoodie.index.type", "GLOBAL_BLOOM", NO_GLOBAL),
-    ("hoodie.index.type", "global_simple", NO_GLOBAL),
     ("hoodie.bloom.index.use.metadata", "true",
      "hudiql's BLOOM index reads the filters in the base files' footers, not the metadata table's bloom_filters "
      "partition; remove the option or set it to false"),
@@ -238,7 +234,7 @@ def test_non_hoodie_session_keys_are_the_callers_business():
          "NUM_AND_TIME or NUM_OR_TIME"),
         ("hoodie.parquet.compression.codec", "lzo",
          "hoodie.parquet.compression.codec=lzo is not supported: Arrow cannot write LZO; use snappy, gzip or zstd"),
-        ("hoodie.index.type", "HBASE", "hoodie.index.type=HBASE is not valid; use SIMPLE, BUCKET, RECORD_INDEX or BLOOM"),
+        ("hoodie.index.type", "HBASE", "hoodie.index.type=HBASE is not valid; use SIMPLE, BUCKET, RECORD_INDEX, BLOOM, GLOBAL_SIMPLE or GLOBAL_BLOOM"),
         ("hoodie.index.bucket.engine", "CONSISTENT_HASHING",
          "hoodie.index.bucket.engine=CONSISTENT_HASHING is not supported: hudiql's bucket index has a fixed number of "
          "buckets; use SIMPLE"),
@@ -410,7 +406,7 @@ def test_every_key_the_code_names_is_registered():
 
 
 def test_create_table_with_a_refused_option_creates_nothing(session, warehouse):
-    for option in ("'hoodie.metadata.enable'='true'", "'hoodie.write.table.version'='7'", "'hoodie.index.type'='GLOBAL_BLOOM'",
+    for option in ("'hoodie.metadata.enable'='true'", "'hoodie.write.table.version'='7'", "'hoodie.index.type'='HBASE'",
                    "'hoodie.parquet.max.file.size'='big'", "'hoodie.cleaner.commits.retained'='25'"):
         with pytest.raises(OptionError):
             session.sql(f"CREATE TABLE t (id INT, v STRING) USING hudi TBLPROPERTIES (primaryKey='id', {option})")

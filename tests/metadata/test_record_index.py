@@ -21,7 +21,7 @@ from conftest import (
     versioned_table,
 )
 from hudiql.config.table_config import TableConfig
-from hudiql.errors import DataError, HudiqlError, OptionError
+from hudiql.errors import HudiqlError, OptionError
 from hudiql.formats import hfile
 from hudiql.index.record_index import RecordIndex
 from hudiql.io.storage import Storage
@@ -126,15 +126,6 @@ def test_a_key_lookup_reads_only_its_file_group(session, monkeypatch):
     assert hudiql_rows(session, "SELECT id, name FROM t WHERE id IN (2, 20)") == [(2, "b3")]
     with pytest.raises(Exception, match="FAILED_READ_FILE"):
         session.sql("SELECT * FROM t").collect()
-
-
-def test_an_upsert_that_moves_a_key_to_another_partition_is_refused(session):
-    table = versioned_table(session, 9, "cow", RECORD_INDEX)
-    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1')")
-    session.sql("SET hoodie.spark.sql.insert.into.operation=upsert")
-    with pytest.raises(DataError, match="record key 1 is stored in partition 'dt=d1' and arrives in partition 'dt=d2'"):
-        session.sql("INSERT INTO t VALUES (1, 'moved', 2, 'd2')")
-    assert hudiql_rows(session, VERSIONED_QUERY) == official_rows(table, VERSIONED_COLUMNS) == [(1, "a", 1, "d1")]
 
 
 def test_an_overwrite_or_a_rollback_drops_the_index_and_the_next_write_builds_it(session):

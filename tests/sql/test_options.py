@@ -357,14 +357,13 @@ def test_implemented_hoodie_option_is_passed_through():
 
 
 @pytest.mark.parametrize("key", ["hoodie.index.type", "index.type"])
-def test_a_global_bloom_index_is_refused_at_create(key):
+def test_an_index_hudiql_does_not_have_is_refused_at_create(key):
     with pytest.raises(OptionError) as info:
-        props_of(primary_key=["id"], options={key: "GLOBAL_BLOOM"})
+        props_of(primary_key=["id"], options={key: "HBASE"})
     assert str(info.value) == (
-        f"{key}=GLOBAL_BLOOM is not supported: a global index; hudiql's global index is the record index "
-        "(RECORD_INDEX, with hoodie.metadata.record.index.enable=true); or use BLOOM, SIMPLE or BUCKET"
+        f"{key}=HBASE is not valid; use SIMPLE, BUCKET, RECORD_INDEX, BLOOM, GLOBAL_SIMPLE or GLOBAL_BLOOM"
     )
-    assert props_of(primary_key=["id"], options={"hoodie.index.type": "BLOOM"})["hoodie.index.type"] == "BLOOM"
+    assert props_of(primary_key=["id"], options={"hoodie.index.type": "GLOBAL_BLOOM"})["hoodie.index.type"] == "GLOBAL_BLOOM"
 
 
 def test_unknown_hoodie_option_names_the_closest_key():

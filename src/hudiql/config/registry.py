@@ -174,6 +174,11 @@ SIMPLE_INDEX = "SIMPLE"
 BUCKET_INDEX = "BUCKET"
 RECORD_INDEX = "RECORD_INDEX"
 BLOOM_INDEX = "BLOOM"
+GLOBAL_SIMPLE_INDEX = "GLOBAL_SIMPLE"
+GLOBAL_BLOOM_INDEX = "GLOBAL_BLOOM"
+SIMPLE_UPDATE_PARTITION_PATH = "hoodie.simple.index.update.partition.path"
+BLOOM_UPDATE_PARTITION_PATH = "hoodie.bloom.index.update.partition.path"
+RECORD_INDEX_UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
 OPTIMISTIC = "OPTIMISTIC_CONCURRENCY_CONTROL"
 SINGLE_WRITER = "SINGLE_WRITER"
 FILE_SYSTEM_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
@@ -191,8 +196,6 @@ PAYLOADS = (C.DEFAULT_PAYLOAD, C.OVERWRITE_WITH_LATEST_PAYLOAD, C.EVENT_TIME_PAY
 
 _OVERWRITE_IS_A_STATEMENT = "write INSERT OVERWRITE to replace rows; INSERT INTO takes insert, upsert or bulk_insert"
 _VERSIONS = ("6", "8", "9")
-_NO_GLOBAL_BLOOM = ("a global index; hudiql's global index is the record index (RECORD_INDEX, with "
-                    "hoodie.metadata.record.index.enable=true); or use BLOOM, SIMPLE or BUCKET")
 
 
 @dataclass(frozen=True)
@@ -283,7 +286,9 @@ def _fixed(name: str, value: str, why: str | None = None) -> Key:
 _KEYGEN_VALUES = KEY_GENERATORS + tuple(k.rsplit(".", 1)[1] for k in KEY_GENERATORS)
 _PAYLOAD_VALUES = PAYLOADS + tuple(p.rsplit(".", 1)[1] for p in PAYLOADS)
 _TABLE_TYPES = tuple(C.TABLE_TYPE_NAMES)
-_INDEX_REFUSED = {"global_bloom": _NO_GLOBAL_BLOOM, "global_simple": _NO_GLOBAL_BLOOM}
+_INDEX_TYPES = (SIMPLE_INDEX, BUCKET_INDEX, RECORD_INDEX, BLOOM_INDEX, GLOBAL_SIMPLE_INDEX, GLOBAL_BLOOM_INDEX)
+_MOVES_KEY = ("true: an upsert of a key stored in another partition deletes it there and inserts it in its new "
+              "partition; false: it updates the key where it is stored")
 _OPERATION_REFUSED = {
     "delete_partition": "use ALTER TABLE <table> DROP PARTITION (...); INSERT takes insert, upsert or bulk_insert",
     "delete": "use DELETE FROM <table> WHERE ...; INSERT takes insert, upsert or bulk_insert",
@@ -362,10 +367,14 @@ _KEY_LIST: list[Key] = [
     _fixed(C.TIMESTAMP_OUTPUT_TZ, "UTC", "hudiql formats partition timestamps in UTC; remove the option or set it to UTC"),
     Key(TIMESTAMP_INPUT_FORMAT, TABLE, TEXT, "yyyy-MM-dd HH:mm:ss", doc="how STRING partition values are parsed"),
     # -- the index: the file groups on storage follow it, so a session may repeat it, not change it ----
-    _enum(INDEX_TYPE, BOTH, (SIMPLE_INDEX, BUCKET_INDEX, RECORD_INDEX, BLOOM_INDEX), SIMPLE_INDEX, refused=_INDEX_REFUSED,
-          doc=f"RECORD_INDEX: the metadata table's record index ({RECORD_INDEX_ENABLE}=true)"),
-    _enum(FLINK_INDEX_TYPE, TABLE, (SIMPLE_INDEX, BUCKET_INDEX, RECORD_INDEX), SIMPLE_INDEX, refused=_INDEX_REFUSED,
-          same_as=INDEX_TYPE),
+    _enum(INDEX_TYPE, BOTH, _INDEX_TYPES, SIMPLE_INDEX,
+          doc=f"RECORD_INDEX: the metadata table's record index ({RECORD_INDEX_ENABLE}=true); GLOBAL_SIMPLE, "
+              "GLOBAL_BLOOM: SIMPLE and BLOOM looking a key up in every partition"),
+    _enum(FLINK_INDEX_TYPE, TABLE, _INDEX_TYPES, SIMPLE_INDEX, same_as=INDEX_TYPE),
+    # -- global indexes: where an upsert of a key stored in another partition goes ----------------------
+    Key(SIMPLE_UPDATE_PARTITION_PATH, BOTH, BOOL, "true", alterable=True, doc=f"GLOBAL_SIMPLE. {_MOVES_KEY}"),
+    Key(BLOOM_UPDATE_PARTITION_PATH, BOTH, BOOL, "true", alterable=True, doc=f"GLOBAL_BLOOM. {_MOVES_KEY}"),
+    Key(RECORD_INDEX_UPDATE_PARTITION_PATH, BOTH, BOOL, "false", alterable=True, doc=f"the record index. {_MOVES_KEY}"),
     _enum(BUCKET_ENGINE, BOTH, (SIMPLE_INDEX,), SIMPLE_INDEX,
           refused={"consistent_hashing": "hudiql's bucket index has a fixed number of buckets; use SIMPLE"}),
     Key(NUM_BUCKETS, BOTH, INT, "256", minimum=1, unit=" of buckets", doc="HoodieIndexConfig's default (Flink's is 4)"),
@@ -759,8 +768,10 @@ UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.index.class", "hoodie.bucket.index.max.num.buckets", "hoodie.bucket.index.min.num.buckets",
                    "hoodie.global.simple.index.*", "hoodie.simple.index.*", "hoodie.record.index.*",
                    "hoodie.hbase.index.*", "hoodie.bucket.index.*", "hoodie.index.*"),
-                  "hudiql's indexes are hoodie.index.type=SIMPLE, BUCKET (hoodie.bucket.index.num.buckets, "
-                  f"hoodie.bucket.index.hash.field) and RECORD_INDEX ({RECORD_INDEX_ENABLE}); remove the option"),
+                  "hudiql's indexes are hoodie.index.type=SIMPLE, BLOOM, GLOBAL_SIMPLE, GLOBAL_BLOOM (with "
+                  f"{SIMPLE_UPDATE_PARTITION_PATH}, {BLOOM_UPDATE_PARTITION_PATH}), BUCKET "
+                  "(hoodie.bucket.index.num.buckets, hoodie.bucket.index.hash.field) and RECORD_INDEX "
+                  f"({RECORD_INDEX_ENABLE}, {RECORD_INDEX_UPDATE_PARTITION_PATH}); remove the option"),
     Unimplemented(("hoodie.table.partition.stats*",),
                   "hudiql keeps no metadata table, and with it no partition stats; remove the option"),
     Unimplemented(("hoodie.datasource.write.keygenerator.type",),

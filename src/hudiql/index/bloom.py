@@ -8,7 +8,8 @@ key; incoming keys are joined with the files of their partition whose key range 
 task per candidate file tests its keys against the file's bloom filter and reads the file's keys
 only when one may be there, to confirm. A file whose footer has no range or no filter (written
 before hudiql wrote them, or with the filter off) is a candidate for every key of its partition
-and is read. Like ``SIMPLE``, the index is not global: a key is looked up in its own partition.
+and is read. Like ``SIMPLE``, the index is not global: a key is looked up in its own partition;
+``GLOBAL_BLOOM`` looks it up in every partition (``write.index``).
 """
 
 from __future__ import annotations
@@ -57,20 +58,26 @@ def filter_spec(table: HudiTable) -> FilterSpec | None:
 
 
 def wanted(table: HudiTable) -> bool:
-    """Whether the statement's settings ask key lookups to use the BLOOM index."""
-    return table.settings.choice(K.INDEX_TYPE) == BLOOM_INDEX
+    """Whether the statement's settings ask key lookups to use bloom filters (BLOOM, GLOBAL_BLOOM)."""
+    return table.settings.choice(K.INDEX_TYPE) in (BLOOM_INDEX, K.GLOBAL_BLOOM_INDEX)
 
 
-def located(spark: SparkSession, table: HudiTable, keys: DataFrame, slices: list[FileSlice]) -> DataFrame:
+def located(spark: SparkSession, table: HudiTable, keys: DataFrame, slices: list[FileSlice],
+            any_partition: bool = False) -> DataFrame:
     """(record key, partition path, file id) of each of ``keys`` (record key, partition path) that
-    a base file of ``slices`` holds."""
+    a base file of ``slices`` holds; ``any_partition`` (GLOBAL_BLOOM): ``keys`` are record keys
+    only, looked up in every partition's files, and the partition path is the file's."""
     files = spark.createDataFrame([(s.partition_path, s.file_id, s.base_path) for s in slices],
                                   "partition string, file_id string, path string")
     ranges = files.repartition(max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4))) \
         .mapInArrow(_key_ranges(table.storage.base_uri), _RANGES)
     within = (F.col("min_key").isNull() | F.col(RECORD_KEY).between(F.col("min_key"), F.col("max_key")))
-    candidates = keys.join(ranges, (keys[PARTITION_PATH] == ranges["partition"]) & within) \
-        .select(RECORD_KEY, PARTITION_PATH, "file_id", "path")
+    if any_partition:
+        candidates = keys.join(ranges, within).select(RECORD_KEY, F.col("partition").alias(PARTITION_PATH),
+                                                      "file_id", "path")
+    else:
+        candidates = keys.join(ranges, (keys[PARTITION_PATH] == ranges["partition"]) & within) \
+            .select(RECORD_KEY, PARTITION_PATH, "file_id", "path")
     check = _CandidateCheck(table.storage.base_uri, None if table.config.populate_meta_fields else table.keygen)
     return candidates.groupBy("path").applyInArrow(check.udf(), _FOUND)
 

@@ -55,6 +55,7 @@ from hudiql.table.table import HudiTable
 from hudiql.timeline.commit import CommitMetadata
 from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.write.handle import DELETE, FILE_ID, SEQUENCE
+from hudiql.write.index import is_global, moves_keys
 from hudiql.write.insert import (
     evolved_schema,
     naming_narrowed_columns,
@@ -387,7 +388,11 @@ class DmlPlanner:
         skip = F.col(SKIP)
         decided = combined.withColumn(SKIP, is_update & ~wins).withColumn(DELETE, is_delete)
         # A row stays in the file group of the stored row it changes; an update that changes the
-        # partition path is an insert at the new path plus a delete at the old one, in one commit.
+        # partition path is an insert at the new path plus a delete at the old one, in one commit,
+        # unless the table's global index keeps keys in their partition (``write.index``).
+        if is_global(table) and not moves_keys(table):
+            decided = decided.withColumn(PARTITION_PATH, F.when(is_update & F.col(OLD_PATH).isNotNull(), F.col(OLD_PATH))
+                                         .otherwise(F.col(PARTITION_PATH)))
         moves = is_update & ~skip & (F.col(OLD_PATH) != F.col(PARTITION_PATH))
         stored_group = F.regexp_extract(F.col(OLD_FILE), r"^([^_]+)", 1)  # a base or log file's group
         decided = decided.withColumn(FILE_ID, F.when(F.col(OLD_FILE).isNull() | moves, F.lit(None)).otherwise(stored_group))

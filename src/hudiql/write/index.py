@@ -13,13 +13,21 @@
 - the record index (``hoodie.index.type=RECORD_INDEX`` or ``hoodie.metadata.record.index.enable``,
   where the metadata table has one: ``index.record_index``): incoming keys are looked up in it, one
   Spark task per index file group reading only the blocks that may hold its keys, so an upsert
-  costs what its keys cost, not what the touched partitions hold. The index is global: a key stored
-  in another partition than its incoming row's is refused (Hudi would update it where it is).
+  costs what its keys cost, not what the touched partitions hold. The index is global (below).
 
 - ``BLOOM``: as ``SIMPLE``, but only the base files whose footers' key range and bloom filter
   may hold an incoming key are read (``index.bloom``).
 
-The other Hudi index types are refused (``hudiql.config.registry`` says why).
+- ``GLOBAL_SIMPLE``, ``GLOBAL_BLOOM``: as ``SIMPLE`` and ``BLOOM``, but a key is looked up in
+  every partition, so the table keeps each key once. An upsert of a key stored in another partition
+  than its incoming row's is, as in Hudi's ``HoodieIndexUtils``: with the index's
+  ``*.update.partition.path`` true (GLOBAL_SIMPLE's and GLOBAL_BLOOM's default), a delete where it
+  is stored plus an insert in the new partition, unless the stored row wins by the merge rule (an
+  ordering value the incoming row's does not reach: then the row stays, as the merge keeps it);
+  false (the record index's default), an update where it is stored (the row keeps its partition;
+  its partition column takes the incoming value, as in Hudi). A delete deletes the key where it is
+  stored. Inserts and bulk inserts look nothing up, as in Hudi. A table without partitions is
+  the same either way.
 
 Which index a table uses is its ``IndexConfig`` (``config.index_config``).
 """
@@ -29,21 +37,27 @@ from __future__ import annotations
 import json
 
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from hudiql.config import registry as K
 from hudiql.config.index_config import NUM_BUCKETS, IndexConfig
 from hudiql.errors import HudiqlError
 from hudiql.index import bloom, record_index
 from hudiql.layout import bucket_file_id, bucket_of_file_id
-from hudiql.read.snapshot import SOURCE_FILE, stored_keys
+from hudiql.read.snapshot import SOURCE_FILE, snapshot, stored_keys
 from hudiql.table.fsview import FileSystemView
 from hudiql.record.keygen import EMPTY_KEY, NULL_KEY, java_hash_code
-from hudiql.record.schema import PARTITION_PATH, RECORD_KEY
+from hudiql.record.schema import IS_DELETED, PARTITION_PATH, RECORD_KEY
 from hudiql.table.table import HudiTable
-from hudiql.write.handle import FILE_ID
+from hudiql.write.handle import DELETE, FILE_ID
 
 #: Set on tagged rows of a bucket index: the row's bucket has no file group yet.
 NEW_GROUP = "__hudiql_new_group"
+# A global lookup's columns: where a key is stored, its stored ordering value, and the decisions.
+STORED_PARTITION = "__hudiql_stored_partition"
+STORED_ORDERING = "__hudiql_stored_ordering"
+_HERE, _FIRST = "__hudiql_here", "__hudiql_first"
 _INT_RANGE = 1 << 32
 
 
@@ -64,11 +78,13 @@ def tag(
     """
     if index.is_bucket:
         return _tag_buckets(index, incoming, partitions, view)
-    if lookup and record_index.usable(table) and record_index.wanted(table):
-        return _tag_by_record_index(table, incoming, partitions, view), None
+    if lookup and _uses_record_index(table):
+        return _placed(table, incoming, _located_by_record_index(table, incoming, view), view), None
     slices = [s for s in view.read_slices() if s.base_file]
     if not (lookup and table.has_record_key and slices):
         return incoming.withColumn(FILE_ID, F.lit(None).cast("string")), None
+    if is_global(table):
+        return _placed(table, incoming, _located_globally(spark, table, incoming, view, slices), view), None
     if bloom.wanted(table):
         found = bloom.located(spark, table, incoming.select(RECORD_KEY, PARTITION_PATH), slices)
         return incoming.join(found.withColumnRenamed("file_id", FILE_ID), [RECORD_KEY, PARTITION_PATH], "left"), None
@@ -82,28 +98,103 @@ def tag(
     return incoming.join(matches, [RECORD_KEY, PARTITION_PATH], "left"), None
 
 
-def _tag_by_record_index(table: HudiTable, incoming: DataFrame, partitions: list[str], view: FileSystemView) -> DataFrame:
-    """``incoming`` with ``FILE_ID`` from the record index (null for a new key)."""
+def is_global(table: HudiTable) -> bool:
+    """Whether upserts look a key up in every partition (GLOBAL_SIMPLE, GLOBAL_BLOOM, the record
+    index), on a partitioned table: the write's file system view must then hold every partition,
+    and rows of one key combine whatever their partition (as Hudi's write helper dedups them)."""
+    if not (table.has_record_key and table.keygen.is_partitioned) or table.index.is_bucket:
+        return False
+    return _uses_record_index(table) or table.settings.choice(K.INDEX_TYPE) in (K.GLOBAL_SIMPLE_INDEX,
+                                                                                 K.GLOBAL_BLOOM_INDEX)
+
+
+def moves_keys(table: HudiTable) -> bool:
+    """With a global index: whether an upsert of a key stored in another partition moves it there
+    (the index's ``*.update.partition.path``), else updates it where it is stored."""
+    if _uses_record_index(table):
+        return table.settings.flag(K.RECORD_INDEX_UPDATE_PARTITION_PATH)
+    if table.settings.choice(K.INDEX_TYPE) == K.GLOBAL_BLOOM_INDEX:
+        return table.settings.flag(K.BLOOM_UPDATE_PARTITION_PATH)
+    return table.settings.flag(K.SIMPLE_UPDATE_PARTITION_PATH)
+
+
+def _uses_record_index(table: HudiTable) -> bool:
+    return record_index.usable(table) and record_index.wanted(table)
+
+
+def _located_by_record_index(table: HudiTable, incoming: DataFrame, view: FileSystemView) -> DataFrame:
+    """(record key, ``STORED_PARTITION``, ``FILE_ID``) of the incoming keys the record index
+    holds. An entry of a file group the view no longer holds is no location: the index may keep a
+    deleted key's last place. (``view`` holds every partition of a partitioned table.)"""
     found = record_index.RecordIndex.of(table).tag(incoming.select(RECORD_KEY))
-    tagged = incoming.join(found, RECORD_KEY, "left")
-    stored = F.col(record_index.LOCATED_PARTITION)
     groups = sorted({s.file_id for s in view.latest_slices()})
-    # An entry of a file group the view no longer holds, in a partition it covers, is no location
-    # (the index may keep a deleted key's last place).
     held = F.col(record_index.LOCATED_FILE_ID).isin(groups) if groups else F.lit(False)
-    covered = stored.isin(partitions) if partitions else F.lit(False)
-    same = stored == F.col(PARTITION_PATH)
-    moved = stored.isNotNull() & ~same & (held | ~covered)
-    refusal = F.concat(
-        F.lit("hudiql.errors.DataError: record key "), F.col(RECORD_KEY), F.lit(" is stored in partition '"), stored,
-        F.lit("' and arrives in partition '"), F.col(PARTITION_PATH),
-        F.lit("'; the record index is global, so a key keeps its partition: delete the row first, then insert it "
-              "(if no row has the key, the index lags a delete: CALL delete_metadata_table, and the next write "
-              "builds it again)"))
-    return tagged.select(
-        *incoming.columns,
-        F.when(moved, F.raise_error(refusal)).when(same & held, F.col(record_index.LOCATED_FILE_ID)).alias(FILE_ID),
+    return found.where(held).select(RECORD_KEY, F.col(record_index.LOCATED_PARTITION).alias(STORED_PARTITION),
+                                    F.col(record_index.LOCATED_FILE_ID).alias(FILE_ID))
+
+
+def _located_globally(spark: SparkSession, table: HudiTable, incoming: DataFrame, view: FileSystemView,
+                      slices: list) -> DataFrame:
+    """(record key, ``STORED_PARTITION``, ``FILE_ID``[, ``STORED_ORDERING``]) of the incoming keys
+    stored in any partition: GLOBAL_BLOOM through the base files' footers, GLOBAL_SIMPLE by reading
+    every latest slice's keys (merged with its logs, as Hudi reads the existing records)."""
+    keys = incoming.select(RECORD_KEY)
+    if bloom.wanted(table):
+        found = bloom.located(spark, table, keys, slices, any_partition=True)
+        return found.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION), F.col("file_id").alias(FILE_ID))
+    ordering = table.merge_rule.ordering_field if table.merge_rule.is_event_time and moves_keys(table) else None
+    stored = snapshot(spark, table, view, columns=[RECORD_KEY, PARTITION_PATH, *filter(None, [ordering])],
+                      with_file_name=True)
+    found = stored.join(keys, RECORD_KEY, "left_semi")
+    return found.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION),
+                        F.regexp_extract(F.col(SOURCE_FILE), r"^([^_]+)", 1).alias(FILE_ID),
+                        *([F.col(ordering).alias(STORED_ORDERING)] if ordering else []))
+
+
+def _placed(table: HudiTable, incoming: DataFrame, located: DataFrame, view: FileSystemView) -> DataFrame:
+    """``incoming`` with ``FILE_ID``, placed by where ``located`` (see ``_located_globally``)
+    says its keys are stored, by the rules of a global index (module docstring). A moved key is a
+    ``DELETE`` row where it is stored plus an insert; a key stored in several partitions (inserts
+    may write one twice) is kept once: the copy in the incoming row's partition is updated, and
+    with moves the others are deleted, else each is updated where it is."""
+    stored = F.col(STORED_PARTITION)
+    if not table.keygen.is_partitioned:
+        return incoming.join(located.drop(STORED_PARTITION, STORED_ORDERING), RECORD_KEY, "left")
+    rows = incoming.join(located, RECORD_KEY, "left")
+    elsewhere = stored.isNotNull() & (stored != F.col(PARTITION_PATH))
+    deleting = F.coalesce(F.col(DELETE), F.lit(False)) if DELETE in incoming.columns else F.lit(False)
+    if IS_DELETED in incoming.columns:
+        deleting = deleting | F.coalesce(F.col(IS_DELETED), F.lit(False))
+    moves = moves_keys(table)
+    rule = table.merge_rule
+    if moves and rule.is_event_time and STORED_ORDERING not in rows.columns:
+        rows = rows.join(_stored_ordering(table, view), [RECORD_KEY, STORED_PARTITION], "left")
+    wins = rule.incoming_wins_column(F.col(STORED_ORDERING), F.col(rule.ordering_field)) if (
+        moves and rule.is_event_time) else F.lit(True)
+    placed = rows.select(
+        *[c for c in incoming.columns if c not in (PARTITION_PATH, DELETE)],
+        F.when(elsewhere, stored).otherwise(F.col(PARTITION_PATH)).alias(PARTITION_PATH),
+        (deleting | (elsewhere & wins)).alias(DELETE) if moves else deleting.alias(DELETE),
+        F.col(FILE_ID),
     )
+    if not moves:
+        return placed
+    # The moved row's insert, once per key, unless a copy is stored in its partition already.
+    by_key = Window.partitionBy(RECORD_KEY)
+    moved = elsewhere & ~deleting & wins
+    here = F.max(F.coalesce(stored == F.col(PARTITION_PATH), F.lit(False)).cast("int")).over(by_key) == 1
+    first = F.row_number().over(by_key.orderBy(moved.desc(), stored)) == 1
+    inserts = rows.withColumn(_HERE, here).withColumn(_FIRST, first).where(moved & F.col(_FIRST) & ~F.col(_HERE)).select(
+        *[c for c in incoming.columns if c != DELETE], F.lit(False).alias(DELETE), F.lit(None).cast("string").alias(FILE_ID))
+    return placed.unionByName(inserts)
+
+
+def _stored_ordering(table: HudiTable, view: FileSystemView) -> DataFrame:
+    """(record key, ``STORED_PARTITION``, ``STORED_ORDERING``) of every stored row: a moved key's
+    stored ordering value decides whether it moves (read only where the lookup did not read it)."""
+    ordering = table.merge_rule.ordering_field
+    rows = snapshot(SparkSession.getActiveSession(), table, view, columns=[RECORD_KEY, PARTITION_PATH, ordering])
+    return rows.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION), F.col(ordering).alias(STORED_ORDERING))
 
 
 def _tag_buckets(

@@ -81,7 +81,7 @@ from hudiql.write.handle import (
     SEQUENCE,
     MergeTask,
 )
-from hudiql.write.index import NEW_GROUP, plan_constant, tag
+from hudiql.write.index import NEW_GROUP, is_global, plan_constant, tag
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,9 @@ def write_rows(
     precombine = table.has_record_key and operation is Operation.UPSERT
     rows = _prepare(table, rows)
     if (precombine and not index.is_bucket) or (combine and table.has_record_key and not precombine):
-        rows = table.merge_rule.precombine(rows, [RECORD_KEY, PARTITION_PATH], SEQUENCE)
+        # A global index keeps a key once in the table: rows of one key combine across partitions.
+        keys = [RECORD_KEY] if is_global(table) else [RECORD_KEY, PARTITION_PATH]
+        rows = table.merge_rule.precombine(rows, keys, SEQUENCE)
     policy = table.settings.choice(registry.INSERT_DUP_POLICY)
     if policy != "none" and table.has_record_key and operation in (Operation.INSERT, Operation.BULK_INSERT):
         rows = _with_dup_policy(spark, table, rows, policy, replacement)
@@ -308,7 +310,7 @@ def write_decided(
             spark, table, index, rows.drop(FILE_ID), operation, instant_time, replace, False
         )
     else:
-        view = table.file_system_view(sorted(inserts))
+        view = table.file_system_view(None if is_global(table) else sorted(inserts))
         tagged = rows
         if not inserts_checked and any(inserts.values()):
             new = rows.where(F.col(FILE_ID).isNull()).drop(FILE_ID)
@@ -430,9 +432,11 @@ def _write_file_groups(
         # Rows per partition: the partitions to index, and a bound on their inserts.
         rows_by_partition = {r[0]: r[1] for r in incoming.groupBy(PARTITION_PATH).count().collect()}
         partitions = sorted(rows_by_partition)
-        view = FileSystemView.empty() if overwrite else table.file_system_view(partitions)
-        _write_partition_metadata(table, partitions, instant_time, view)
         lookup = operation is Operation.UPSERT
+        # A global index may place a row in any partition: the view holds them all.
+        view = FileSystemView.empty() if overwrite else table.file_system_view(
+            None if lookup and is_global(table) else partitions)
+        _write_partition_metadata(table, partitions, instant_time, view)
         tagged, new_groups = tag(spark, table, index, incoming, partitions, view, lookup)
         partitioned = new_groups is not None
         if partitioned:
