@@ -95,7 +95,7 @@ def from_spark_error(exc: BaseException) -> HudiqlError | None:
     # A hudiql error raised inside a Spark task comes back inside the task's Python traceback.
     raised = re.search(r"hudiql\.errors\.(\w+): (.+)", text)
     if raised and isinstance(globals().get(raised[1]), type) and issubclass(globals()[raised[1]], HudiqlError):
-        return globals()[raised[1]](raised[2].strip())
+        return globals()[raised[1]](re.split(r"\s*SQLSTATE:", raised[2])[0].strip())
     unreadable = re.search(r"\[FAILED_READ_FILE[.\w]*\] Encountered error while reading file (\S+?)\.?\s", text)
     if unreadable:
         return damaged_file(unreadable[1], "cannot be read")

@@ -508,7 +508,8 @@ class Session:
             raise SqlError(f"{key}={operation.value} replaces rows: write INSERT OVERWRITE, or SET {key}=upsert, insert "
                            "or bulk_insert")
         with transaction(self.spark, table) as txn:
-            metadata = write_insert(txn, self._insert_rows(txn.table, st), operation, combine=operation.combines(table))
+            metadata = write_insert(txn, self._insert_rows(txn.table, st), operation, combine=operation.combines(table),
+                                    sql_insert=True)
         return self._dml_result(insert_counts(metadata))
 
     def _overwrite(self, table: HudiTable, st: S.Insert, overwrite: Operation | None, operation: Operation) -> Result:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import hudiql_rows, official_rows
-from hudiql.errors import ColumnError, DataError, SqlError, TableNotFoundError
+from hudiql.errors import ColumnError, DataError, OptionError, SqlError, TableNotFoundError
 
 KINDS = ["cow", "mor"]
 
@@ -259,6 +259,67 @@ def test_compaction_statements_as_hudi_writes_them(session, warehouse):
     assert hudiql_rows(session, "SELECT id, name FROM hudi_query('m', 'read_optimized')") == [(1, "a3")]
 
 
+# ---- nested record key and ordering fields ------------------------------------------------------------
+
+_NESTED = "nestedcol STRUCT<a1: STRING, a2: STRUCT<b1: STRING, b2: STRUCT<c1: STRING, c2: INT>>>"
+
+
+def _nested(key: str, c2: int) -> str:
+    return f"named_struct('a1', '{key}', 'a2', named_struct('b1', 'b', 'b2', named_struct('c1', 'c', 'c2', {c2})))"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_nested_record_key_and_ordering_field(session, warehouse, kind):
+    """``primaryKey = 'nestedcol.a1'``, ``preCombineField = 'nestedcol.a2.b2.c2'``: fields of a
+    STRUCT column key and order the records, as Hudi's key generators read them (the bare value of a
+    one-field key); two rows of one key in one upsert keep the greater ordering value."""
+    session.sql(f"CREATE TABLE t (id INT, name STRING, {_NESTED}) USING hudi TBLPROPERTIES (primaryKey='nestedcol.a1', "
+                f"preCombineField='nestedcol.a2.b2.c2', type='{kind}', 'hoodie.compact.inline'='false', "
+                "'hoodie.spark.sql.insert.into.operation'='upsert')")
+    session.sql(f"INSERT INTO t SELECT 1, 'name_1', {_nested('a', 999)} UNION ALL SELECT 2, 'name_2', {_nested('a', 333)}")
+    query = "SELECT _hoodie_record_key, id, name, nestedcol.a2.b2.c2 FROM t"
+    assert hudiql_rows(session, query) == [("a", 1, "name_1", 999)]
+    session.sql(f"INSERT INTO t SELECT 3, 'older', {_nested('a', 5)}")  # loses to the stored ordering value
+    session.sql(f"INSERT INTO t SELECT 4, 'newer', {_nested('a', 1000)} UNION ALL SELECT 5, 'b', {_nested('b', 1)}")
+    assert hudiql_rows(session, query) == [("a", 4, "newer", 1000), ("b", 5, "b", 1)]
+    assert official_rows(warehouse / "t", ["_hoodie_record_key", "id", "name"]) == [("a", 4, "newer"), ("b", 5, "b")]
+    session.sql("UPDATE t SET name = 'upd' WHERE nestedcol.a1 = 'a'")
+    session.sql(f"MERGE INTO t USING (SELECT 9 AS id, 'merged' AS name, {_nested('b', 7)} AS nestedcol UNION ALL "
+                f"SELECT 10, 'new', {_nested('c', 1)}) s ON t.nestedcol.a1 = s.nestedcol.a1 "
+                "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    session.sql("DELETE FROM t WHERE nestedcol.a1 = 'c'")
+    expected = [("a", 4, "upd"), ("b", 9, "merged")]
+    assert hudiql_rows(session, "SELECT _hoodie_record_key, id, name FROM t") == expected
+    assert official_rows(warehouse / "t", ["_hoodie_record_key", "id", "name"]) == expected
+    # assigning the STRUCT column may keep the key field, not change it
+    session.sql(f"UPDATE t SET nestedcol = {_nested('a', 2000)} WHERE id = 4")
+    with pytest.raises(ColumnError, match="the update changes record key field nestedcol.a1 of the row with record key "
+                                          "a \\(to zz\\); keep the field's value"):
+        session.sql(f"UPDATE t SET nestedcol = {_nested('zz', 1)} WHERE id = 4")
+    assert hudiql_rows(session, "SELECT _hoodie_record_key, nestedcol.a2.b2.c2 FROM t WHERE id = 4") == [("a", 2000)]
+
+
+def test_nested_key_fields_in_a_complex_key_and_bad_nested_fields(session, warehouse):
+    """Several key fields name each field in full (``nestedcol.a1:a``); a field a STRUCT lacks, a
+    nested partition field and a nested key on a table without meta fields are refused by name."""
+    session.sql(f"CREATE TABLE c (id INT, {_NESTED}) USING hudi TBLPROPERTIES (primaryKey='id,nestedcol.a1')")
+    session.sql(f"INSERT INTO c SELECT 1, {_nested('a', 1)}")
+    assert hudiql_rows(session, "SELECT _hoodie_record_key FROM c") == [("id:1,nestedcol.a1:a",)]
+    assert official_rows(warehouse / "c", ["_hoodie_record_key"]) == [("id:1,nestedcol.a1:a",)]
+    refusals = [
+        ("primaryKey='nestedcol.zz'", "record key field 'nestedcol.zz' is not a field of STRUCT column nestedcol"),
+        ("primaryKey='nestedcol.a2'", "record key column 'nestedcol.a2' is a struct<b1:string"),
+        ("primaryKey='id', 'hoodie.datasource.write.partitionpath.field'='nestedcol.a1'",
+         "partition column 'nestedcol.a1' is a field of STRUCT column nestedcol: partition by a column of the table"),
+        ("primaryKey='nestedcol.a1', 'hoodie.populate.meta.fields'='false'",
+         "record key field nestedcol.a1 is a field of a STRUCT column; a table without meta fields keys its records by columns"),
+    ]
+    for options, message in refusals:
+        with pytest.raises((ColumnError, OptionError), match=message.replace("(", "\\(")):
+            session.sql(f"CREATE TABLE n (id INT, {_NESTED}) USING hudi TBLPROPERTIES ({options})")
+        assert not (warehouse / "n").exists()
+
+
 # ---- tables without a record key ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -305,6 +366,32 @@ def test_insert_dup_policy(session, warehouse, kind):
     expected = [(1, "a", "x"), (1, "elsewhere", "y"), (2, "b", "x"), (3, "c", "x"), (3, "c2", "x")]
     assert hudiql_rows(session, "SELECT id, name, dt FROM t") == expected
     assert official_rows(warehouse / "t", ["id", "name", "dt"]) == expected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_merge_allow_duplicate_on_inserts(session, spark, warehouse, kind):
+    """``hoodie.merge.allow.duplicate.on.inserts=false``: an insert's rows placed in an existing small
+    file group merge with its rows by key (Hudi 0.14's merge handle; of one key's incoming rows the later
+    wins); a Spark SQL INSERT allows duplicates all the same, as Hudi's writer sets it for an insert
+    whose dup policy is set (not fail). true, the default, keeps them."""
+    _keyed(session, "t", kind, 6, ordering=False)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 1)")
+    session.sql("SET hoodie.merge.allow.duplicate.on.inserts=false")
+    session.sql("INSERT INTO t VALUES (1, 'sql', 2)")  # SQL INSERT: policy none, so duplicates are kept
+    assert hudiql_rows(session, "SELECT id, name FROM t WHERE id = 1") == [(1, "a"), (1, "sql")]
+    # a data source insert, and a MERGE that only inserts, merge into the stored rows by key
+    rows = spark.createDataFrame([(2, "ds", 5), (4, "d", 1)], "id INT, name STRING, ts INT")
+    rows.write.format("hudi").option("hoodie.datasource.write.operation", "insert") \
+        .option("hoodie.merge.allow.duplicate.on.inserts", "false").mode("append").save(str(warehouse / "t"))
+    session.sql("MERGE INTO t USING (SELECT 5 AS id, 'x' AS name, 1 AS ts UNION ALL SELECT 5, 'y', 1) s "
+                "ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    assert [r[0] for r in hudiql_rows(session, "SELECT id, name FROM t")] == [1, 1, 2, 4, 5]
+    assert hudiql_rows(session, "SELECT id, name FROM t WHERE id < 5") == [(1, "a"), (1, "sql"), (2, "ds"), (4, "d")]
+    assert len(official_rows(warehouse / "t", ["id", "name"])) == 5
+    # true, the default: a data source insert keeps both rows of a key
+    session.sql("SET hoodie.merge.allow.duplicate.on.inserts=true")
+    rows.write.format("hudi").option("hoodie.datasource.write.operation", "insert").mode("append").save(str(warehouse / "t"))
+    assert hudiql_rows(session, "SELECT id, name FROM t WHERE id = 2") == [(2, "ds"), (2, "ds")]
 
 
 @pytest.mark.parametrize("kind", KINDS)

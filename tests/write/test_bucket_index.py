@@ -266,7 +266,7 @@ BAD = [
     ("hoodie.bucket.index.num.buckets", "0"),
     ("hoodie.bucket.index.num.buckets", "x"),
     ("hoodie.bucket.index.hash.field", "name"),
-    ("hoodie.index.type", "GLOBAL_BLOOM"),
+    ("hoodie.index.type", "HBASE"),
     ("hoodie.index.bucket.engine", "CONSISTENT_HASHING"),
 ]
 GOOD = {"hoodie.bucket.index.num.buckets": "4", "hoodie.bucket.index.hash.field": "id",

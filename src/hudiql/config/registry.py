@@ -121,6 +121,7 @@ OVERWRITE_MODE = "hoodie.datasource.overwrite.mode"
 SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 WRITE_OPERATION = "hoodie.datasource.write.operation"
 COMBINE_BEFORE_INSERT = "hoodie.combine.before.insert"
+ALLOW_DUPLICATE_ON_INSERTS = "hoodie.merge.allow.duplicate.on.inserts"
 INSERT_DUP_POLICY = "hoodie.datasource.insert.dup.policy"
 #: Hudi's data source spelling of the table's name (``hoodie.table.name``): df.write.format("hudi") takes
 #: either; CREATE TABLE names the table itself.
@@ -507,6 +508,11 @@ _KEY_LIST: list[Key] = [
     _enum(INSERT_DUP_POLICY, BOTH, ("none", "drop", "fail"), "none", alterable=True,
           doc="what an INSERT with operation insert or bulk_insert does with a row whose key the table holds: "
               "none keeps both, drop leaves the row out, fail refuses the statement (Hudi's)"),
+    Key(ALLOW_DUPLICATE_ON_INSERTS, BOTH, BOOL, "true", alterable=True,
+        doc="false: an insert's rows placed in an existing (small) file group merge with its rows by key, as Hudi "
+            "0.14's merge handle does (and rows of one key there keep the later); true (0.15's and 1.x's default): "
+            "they are added beside them. Hudi's writer treats it as true for an insert whose dup policy is set and "
+            "is not fail, as every SQL INSERT's is"),
     Key(COMBINE_BEFORE_INSERT, BOTH, BOOL, None, alterable=True,
         doc="true: an INSERT with operation insert or bulk_insert keeps one row per key of its own rows (the greatest "
             "ordering value); not given: true on a table with a record key and an ordering field up to table version "
@@ -789,9 +795,6 @@ UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.sql.insert.mode",),
                   f"Hudi deprecated it: choose what INSERT does with {INSERT_INTO_OPERATION}=insert, upsert or bulk_insert, "
                   f"and {INSERT_DUP_POLICY}=none, drop or fail; remove the option"),
-    Unimplemented(("hoodie.merge.allow.duplicate.on.inserts",),
-                  "an insert keeps rows whose key the table holds, as Hudi 0.15+ does by default; to leave them out, "
-                  f"set {INSERT_DUP_POLICY}=drop (or upsert); remove the option or set it to true", ("true",)),
     Unimplemented(("hoodie.write.lock.*", "hoodie.write.concurrency.*", "hoodie.client.heartbeat.*"), _ONE_LOCK),
     Unimplemented(("hoodie.schema.on.read.enable", "hoodie.datasource.write.reconcile.schema", "hoodie.avro.schema.validate",
                    "hoodie.datasource.write.schema.allow.auto.evolution.column.drop"),

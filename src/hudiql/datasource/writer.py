@@ -85,7 +85,7 @@ from hudiql.read.snapshot import read_base_files
 from hudiql.services.post_commit import transaction
 from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, derive_table_properties
-from hudiql.record.schema import PARTITION_PATH, RECORD_KEY, without_meta_columns
+from hudiql.record.schema import PARTITION_PATH, RECORD_KEY, field_root, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.transaction.heartbeat import Heartbeat, interval_ms, is_expired
 from hudiql.transaction.write_transaction import WriteTransaction
@@ -235,7 +235,7 @@ def _check_columns(write: WriteOptions, config: TableConfig, columns: T.StructTy
     """The DataFrame must carry the record key and partition columns the rows are placed by."""
     names = {n.lower() for n in columns.fieldNames()}
     needed = [*config.record_key_fields, *config.partition_fields]
-    missing = [c for c in needed if c.lower() not in names]
+    missing = [c for c in needed if field_root(c).lower() not in names]
     if missing:
         raise ColumnError(f"the DataFrame has no column {', '.join(missing)}, which the table at {write.path} "
                           f"needs (record key {', '.join(config.record_key_fields) or 'none'}, partition "
@@ -348,7 +348,7 @@ def _delete(session: WritingSession, txn: WriteTransaction, rows: DataFrame) -> 
     """Hudi's delete operation: the stored rows with the keys (record key and partition path) of
     ``rows`` go, whatever their ordering values; run as DELETE FROM ... WHERE (key, path) IN (the keys)."""
     table = txn.table
-    wanted = {c.lower() for c in [*table.config.record_key_fields, *table.config.partition_fields]}
+    wanted = {field_root(c).lower() for c in [*table.config.record_key_fields, *table.config.partition_fields]}
     keyed = prepare_insert(table, rows.select([f"`{c}`" for c in rows.columns if c.lower() in wanted]), None, None,
                            by_name=True).rows
     # The keys feed two steps (the partitions they name, then the DELETE): the staged files are read once.

@@ -30,7 +30,7 @@ from hudiql.io.storage import Storage
 from hudiql.layout import join_partition, parse_data_file_name
 from hudiql.record.keygen import KeyGenerator, record_keys_of
 from hudiql.record.merge import MergeRule, natural_order
-from hudiql.record.schema import conform, select_fields
+from hudiql.record.schema import column_values, conform, field_root, select_fields
 from hudiql.timeline.active import CommittedInstants
 
 _DELETED = object()
@@ -223,7 +223,7 @@ class SliceReader:
         latest = ranked.filter(last)
         position = stored.positions(latest.column("key").combine_chunks())
         if event_time:
-            current = base.column(self.merge_rule.ordering_field).take(position)
+            current = column_values(base, self.merge_rule.ordering_field).take(position)
             wins = self.merge_rule.incoming_wins(current.combine_chunks(), latest.column("ordering").combine_chunks())
         else:
             wins = pa.array(np.ones(latest.num_rows, bool))
@@ -250,7 +250,7 @@ class SliceReader:
         state: dict[str, tuple[object, object]] = {}
         for key, pos in zip(touched.to_pylist(), position):
             if pos is not None:
-                state[key] = (("base", pos), base.column(ordering)[pos].as_py() if ordering else None)
+                state[key] = (("base", pos), column_values(base, ordering)[pos].as_py() if ordering else None)
         for _, key, value, source in sequence:
             current = state.get(key)
             if source is _DELETED:
@@ -271,12 +271,12 @@ _UNKNOWN = object()
 def _largest_number(parquet: pq.ParquetFile, column: str) -> object:
     """The largest value of a numeric ``column`` by the file's statistics; ``None`` when it holds
     none (only nulls, or a column the file lacks), ``_UNKNOWN`` when the statistics cannot say."""
-    names = parquet.schema_arrow.names
-    if column not in names:
-        return None
     meta = parquet.metadata
     # By path, not leaf name: a nested field of the same name may come first.
-    index = [meta.schema.column(i).path for i in range(meta.num_columns)].index(column)
+    paths = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    if column not in paths:
+        return None if field_root(column) not in parquet.schema_arrow.names else _UNKNOWN
+    index = paths.index(column)
     largest = None
     for group in range(meta.num_row_groups):
         chunk = meta.row_group(group).column(index)

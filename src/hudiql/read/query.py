@@ -364,7 +364,7 @@ def key_file_groups(table: HudiTable, condition: exp.Expression, qualifiers: set
         return None
     keys: set[str] | None = None
     fields = table.keygen.record_key_fields
-    if len(fields) == 1 and not table.keygen.prefixes_single_field:
+    if len(fields) == 1 and not table.keygen.prefixes_single_field and "." not in fields[0]:
         dtype = table.schema[fields[0]].dataType
         if isinstance(dtype, (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
             keys = _pinned(condition, fields[0], dtype, qualifiers, unqualified_ok)

@@ -223,6 +223,9 @@ def check_virtual_keys(record_key_fields: list[str], keygen_class: str, schema: 
         raise OptionError(f"{where} is not supported with {keygen_class.rsplit('.', 1)[-1]}: Hudi derives keys of a table "
                           "without meta fields with the simple, complex or non-partitioned key generator only")
     for name in record_key_fields:
+        if "." in name:
+            raise OptionError(f"{where}: record key field {name} is a field of a STRUCT column; a table without meta "
+                              "fields keys its records by columns: name a column, or keep the meta fields")
         if not isinstance(schema[name].dataType, _VIRTUAL_KEY_TYPES):
             raise OptionError(f"{where}: record key column {name} is {schema[name].dataType.simpleString()}; a table "
                               "without meta fields keys its records by string or whole-number columns")

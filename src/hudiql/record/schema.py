@@ -252,6 +252,68 @@ def find_column(name: str, names: list[str], where: str) -> str:
     raise ColumnError(f"{where}: column '{name}' is not in the table; columns are: {', '.join(names)}")
 
 
+# ---- nested fields: a record key or ordering field may name a field of a STRUCT column (``a.b``),
+# as Hudi's key generators and payloads read them (``HoodieAvroUtils.getNestedFieldVal``).
+
+def field_root(name: str) -> str:
+    """The column that holds field ``name``: ``a`` of ``a.b``.
+
+    >>> field_root("a.b.c"), field_root("id")
+    ('a', 'id')
+    """
+    return name.split(".", 1)[0]
+
+
+def nested_field(schema: T.StructType, name: str) -> str | None:
+    """``name`` spelt as ``schema`` spells it, through STRUCT columns for a dotted name and
+    case-insensitively as Spark resolves it; ``None`` when ``schema`` has no such field.
+
+    >>> schema = T.StructType([T.StructField("Info", T.StructType([T.StructField("Id", T.IntegerType())]))])
+    >>> nested_field(schema, "info.id"), nested_field(schema, "info.other")
+    ('Info.Id', None)
+    """
+    spelt, fields = [], schema
+    for part in name.split("."):
+        if not isinstance(fields, T.StructType):
+            return None
+        found = next((f for f in fields.fields if f.name.lower() == part.lower()), None)
+        if found is None:
+            return None
+        spelt.append(found.name)
+        fields = found.dataType
+    return ".".join(spelt)
+
+
+def nested_type(schema: T.StructType, name: str) -> T.DataType:
+    """The type of field ``name`` (spelt as ``schema`` spells it, see ``nested_field``)."""
+    dtype: T.DataType = schema
+    for part in name.split("."):
+        dtype = dtype[part].dataType
+    return dtype
+
+
+def column_values(rows: pa.Table, name: str) -> pa.ChunkedArray:
+    """Field ``name`` of ``rows``: a column, or for a dotted name a field of a STRUCT column (null
+    where a struct on the way is).
+
+    >>> rows = pa.table({"a": [{"b": 1}, None]})
+    >>> column_values(rows, "a.b").to_pylist()
+    [1, None]
+    """
+    root, *path = name.split(".")
+    values = rows.column(root)
+    return pc.struct_field(values, path) if path else values
+
+
+def arrow_field_type(schema: pa.Schema, name: str) -> pa.DataType:
+    """The Arrow type of field ``name`` of ``schema`` (dotted: through STRUCT columns)."""
+    root, *path = name.split(".")
+    dtype = schema.field(root).type
+    for part in path:
+        dtype = dtype.field(part).type
+    return dtype
+
+
 _INTEGRAL = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 

@@ -41,7 +41,9 @@ from hudiql.config.index_config import IndexConfig
 from hudiql.config.registry import validate_table_options
 from hudiql.errors import ColumnError, OptionError
 from hudiql.record.keygen import check_virtual_keys
-from hudiql.record.schema import storage_type, to_avro_json
+from hudiql.record.schema import field_root, nested_field, nested_type, storage_type, to_avro_json
+
+PARTITION_KIND = "partition"
 
 SPARK = "spark"
 FLINK = "flink"
@@ -122,26 +124,32 @@ def check_column_names(columns: T.StructType) -> None:
 
 def _require_columns(kind: str, names: list[str], schema: T.StructType) -> None:
     """Each name is a column; key, partition and ordering values are single values, so a column of
-    a nested type (ARRAY, MAP, STRUCT) cannot be one."""
+    a nested type (ARRAY, MAP, STRUCT) cannot be one. A record key or ordering field may be a field
+    of a STRUCT column (``a.b``), as in Hudi; a partition field may not (Spark partitions by columns)."""
     columns = schema.fieldNames()
     lower = {c.lower(): c for c in columns}
     for name in names:
-        head = name.split(".")[0]
+        head = field_root(name)
         if "." in name and head.lower() in lower and isinstance(schema[lower[head.lower()]].dataType, T.StructType):
-            raise ColumnError(f"{kind} column '{name}' is a field of STRUCT column {lower[head.lower()]}: a nested "
-                              f"{kind} field is not supported yet; copy it into a column of its own and name that")
-        if name not in columns and name.lower() not in lower:
+            if kind == PARTITION_KIND:
+                raise ColumnError(f"partition column '{name}' is a field of STRUCT column {lower[head.lower()]}: "
+                                  "partition by a column of the table; copy the field into a column of its own")
+            spelt = nested_field(schema, name)
+            if spelt is None:
+                raise ColumnError(f"{kind} field '{name}' is not a field of STRUCT column {lower[head.lower()]}")
+            dtype = nested_type(schema, spelt)
+        elif name not in columns and name.lower() not in lower:
             raise ColumnError(
                 f"{kind} column '{name}' is not a column of the table; columns are: {', '.join(columns)}"
             )
-        dtype = schema[lower.get(name.lower(), name)].dataType
+        else:
+            dtype = schema[lower.get(name.lower(), name)].dataType
         if isinstance(dtype, (T.ArrayType, T.MapType, T.StructType)):
             raise ColumnError(f"{kind} column '{name}' is a {dtype.simpleString()}; use a column of a simple type")
 
 
 def _canonical(names: list[str], schema: T.StructType) -> list[str]:
-    lower = {c.lower(): c for c in schema.fieldNames()}
-    return [lower.get(n.lower(), n) for n in names]
+    return [nested_field(schema, n) or n for n in names]
 
 
 def table_schema(schema: T.StructType, partition_fields: list[str]) -> T.StructType:
@@ -163,7 +171,7 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
     partition_fields = definition.partitioned_by or _split(_first(options, PARTITION_OPTIONS))
     ordering = _split(_first(options, ORDERING_OPTIONS))
     _require_columns("record key", record_key, schema)
-    _require_columns("partition", partition_fields, schema)
+    _require_columns(PARTITION_KIND, partition_fields, schema)
     if len({p.lower() for p in partition_fields}) != len(partition_fields):
         raise ColumnError(f"PARTITIONED BY ({', '.join(partition_fields)}) names a column twice; name each once")
     _require_columns("ordering (preCombine)", ordering, schema)

@@ -33,6 +33,7 @@ from hudiql.record.schema import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
+    column_values,
     conform,
     meta_values,
 )
@@ -166,7 +167,8 @@ class AppendTask:
         if pc.any(deletes).as_py():
             removed = rows.filter(deletes)
             natural = forced.filter(deletes).to_pylist()
-            orderings = removed.column(self.ordering_field).to_pylist() if self.ordering_field else [None] * removed.num_rows
+            orderings = (column_values(removed, self.ordering_field).to_pylist() if self.ordering_field
+                         else [None] * removed.num_rows)
             records = [
                 L.DeleteRecord(k, group.partition_path, None if n else o)
                 for k, n, o in zip(removed.column(RECORD_KEY).to_pylist(), natural, orderings)

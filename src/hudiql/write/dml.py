@@ -49,6 +49,7 @@ from hudiql.record.schema import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
+    field_root,
     find_column,
 )
 from hudiql.table.table import HudiTable
@@ -97,11 +98,17 @@ def _bound_columns(on: exp.Expression, target: str) -> dict[str, exp.Expression]
         if not isinstance(conjunct, exp.EQ):
             continue
         for side, other in ((conjunct.this, conjunct.expression), (conjunct.expression, conjunct.this)):
-            if isinstance(side, exp.Column) and side.table.lower() == target and not any(
-                c.table.lower() == target or not c.table for c in other.find_all(exp.Column)
+            if _qualified_by(side, target) and not any(
+                _qualified_by(c, target) or not c.table for c in other.find_all(exp.Column)
             ):
-                bound[side.name.lower()] = other
+                # ``t.a.b``: field b of STRUCT column a (a nested record key)
+                bound[".".join(p.name for p in side.parts[1:]).lower()] = other
     return bound
+
+
+def _qualified_by(column: exp.Expression, target: str) -> bool:
+    """Whether ``column`` is a column of ``target`` (``t.c``, or a field of one, ``t.a.b``)."""
+    return isinstance(column, exp.Column) and len(column.parts) > 1 and column.parts[0].name.lower() == target
 
 
 def _direct_source_column(value: exp.Expression, name: str, source: str, source_columns) -> bool:
@@ -115,8 +122,12 @@ def _normalized(value: exp.Expression) -> str:
     return value.sql(dialect=DIALECT, normalize=True, identify=False).lower().replace("`", "").replace('"', "")
 
 
-def _col(name: str, qualifier: str | None = None) -> exp.Column:
-    return exp.column(name, table=qualifier, quoted=True)
+def _col(name: str, qualifier: str | None = None) -> exp.Expression:
+    """Column ``name`` (of ``qualifier``); a dotted name is a field of a STRUCT column (a nested
+    record key or ordering field)."""
+    root, *path = name.split(".")
+    column = exp.column(root, table=qualifier, quoted=True)
+    return exp.Dot.build([column, *[exp.to_identifier(p, quoted=True) for p in path]]) if path else column
 
 
 def _cast(value: exp.Expression, dtype) -> exp.Expression:
@@ -203,10 +214,13 @@ class DmlPlanner:
         if ordering:
             # Several source rows for one key are ranked by the source's own ordering value.
             in_source = {c.lower() for c in source_df.columns}
+            root, *path = ordering.split(".")
             by_source = next(
-                p.this for p in projections if isinstance(p, exp.Alias) and p.alias.lower() == ordering.lower()
+                p.this for p in projections if isinstance(p, exp.Alias) and p.alias.lower() == root.lower()
             )
-            if ordering.lower() in in_source:
+            if path:  # a field of the STRUCT column the clauses assign
+                by_source = exp.Dot.build([exp.Paren(this=by_source.copy()), *[exp.to_identifier(p, quoted=True) for p in path]])
+            if root.lower() in in_source:
                 by_source = _col(ordering, source)
             projections.append(exp.alias_(by_source.copy(), SOURCE_ORDERING))
         kind = exp.Case()
@@ -323,8 +337,11 @@ class DmlPlanner:
             SOURCE_FILE, FILE_NAME).withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
 
     def _old_key(self, table: HudiTable, qualifier: str | None) -> exp.Expression:
-        """The stored row's key, which a table without a record key keeps (a keyed table derives it)."""
-        return exp.Null() if table.has_record_key else _col(RECORD_KEY, qualifier)
+        """The stored row's key, which a table without a record key keeps. A keyed table derives
+        it, but one keyed by a field of a STRUCT column keeps it too: an update that assigns the
+        STRUCT must not change the key (``_finish`` checks it)."""
+        nested = any("." in k for k in table.config.record_key_fields)
+        return _col(RECORD_KEY, qualifier) if not table.has_record_key or nested else exp.Null()
 
     def _old_ordering(self, table: HudiTable, qualifier: str | None) -> exp.Expression:
         field = table.config.ordering_field
@@ -363,6 +380,13 @@ class DmlPlanner:
         rule = table.merge_rule
         key = table.keygen.record_key() if table.has_record_key else F.col(OLD_KEY)  # null: a new row
         keyed = actions.withColumn(RECORD_KEY, key).withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
+        nested = [k for k in table.config.record_key_fields if "." in k]
+        if table.has_record_key and nested:  # an assigned STRUCT column may hold a key field
+            changed = (F.col(KIND) == UPDATE) & F.col(OLD_KEY).isNotNull() & (F.col(OLD_KEY) != F.col(RECORD_KEY))
+            refusal = F.concat(F.lit(f"hudiql.errors.ColumnError: the update changes record key field {', '.join(nested)} "
+                                     "of the row with record key "), F.col(OLD_KEY),
+                               F.lit(" (to "), F.col(RECORD_KEY), F.lit("); keep the field's value, or delete and insert the row"))
+            keyed = keyed.withColumn(RECORD_KEY, F.when(changed, F.raise_error(refusal)).otherwise(F.col(RECORD_KEY)))
         # Without an ordering field, source rows that share a key are an error, found by the
         # counting job below (no job of its own); with one, the greatest wins.
         refuse_shared = from_source and not keep_shared and (not rule.ordering_field or not table.has_record_key)
@@ -475,7 +499,7 @@ class DmlPlanner:
         partitions = {p.lower() for p in table.config.partition_fields}
         bound = _bound_columns(on, target)
         available = {c.lower(): c for c in source_columns}
-        missing = [k for k in keys.values() if k.lower() not in bound and k.lower() not in available]
+        missing = [k for k in keys.values() if k.lower() not in bound and field_root(k).lower() not in available]
         if missing:
             need = " AND ".join(f"{target}.{k} = <source expression>" for k in missing)
             raise SqlError(
@@ -491,7 +515,8 @@ class DmlPlanner:
                     f"target columns with source expressions; move {conjunct.sql(dialect=DIALECT)} to WHEN MATCHED AND "
                     "... or WHEN NOT MATCHED AND ...")
             (kept if set(matched) <= set(keys) | partitions else ignored).append(conjunct)
-        kept += [exp.EQ(this=_col(k, target), expression=_col(available[k.lower()], source))
+        kept += [exp.EQ(this=_col(k, target), expression=_col(available[field_root(k).lower()] + k[len(field_root(k)):],
+                                                              source))
                  for k in keys.values() if k.lower() not in bound]
         if ignored:
             warn(f"MERGE INTO {table.config.name} matches rows by record key ({', '.join(keys.values())}), as Hudi does: "
@@ -533,7 +558,7 @@ class DmlPlanner:
                         if _normalized(v) in (bound.get(k.lower()), f"{target}.{k.lower()}")}
                 self._check_keys_unassigned(table, names - {k.lower() for k in same}, label)
             else:
-                unassigned = [k for k in table.config.record_key_fields if k.lower() not in names]
+                unassigned = [k for k in table.config.record_key_fields if field_root(k).lower() not in names]
                 if unassigned:
                     raise ColumnError(f"{label} leaves record key column {', '.join(unassigned)} unassigned; give it a value")
 

@@ -31,6 +31,7 @@ from hudiql.record.schema import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
+    column_values,
     conform,
     meta_values,
 )
@@ -65,6 +66,9 @@ class MergeTask:
     ranged_columns: tuple[str, ...] = ()
     #: The bloom filter of the new base file's footer (``index.bloom.filter_spec``).
     key_filter: FilterSpec | None = None
+    #: An insert merged into stored rows (``Operation.merges_into_stored``): of the incoming rows of
+    #: one key, the later is kept, as Hudi's merge handle keeps the last it is given.
+    combines_incoming: bool = False
 
     def udf(self):
         """The function ``applyInArrow`` calls once per file group (a plain one-argument function,
@@ -115,6 +119,8 @@ class MergeTask:
         if old is None or self.concat:
             kept, updates, inserts = old, new_rows.slice(0, 0), new_rows.filter(pc.invert(deletes))
         else:
+            if self.combines_incoming:
+                new_rows, deletes = _later_of_each_key(new_rows, deletes)
             kept, updates, inserts = self._merge(old, new_rows, deletes, counts)
         written = self._with_meta(pa.concat_tables([updates, inserts]), partition_path, new_name, partition_id)
         written = written.cast(self.arrow_schema)
@@ -142,8 +148,8 @@ class MergeTask:
         update_pos = pc.drop_null(old_match)
         ordering = self.merge_rule.ordering_field if self.merge_rule.is_event_time else None
         wins = self.merge_rule.incoming_wins(
-            old.filter(matched_old).column(ordering).combine_chunks() if ordering else None,
-            new.take(update_pos).column(ordering).combine_chunks() if ordering else pa.array([None] * len(update_pos)),
+            column_values(old.filter(matched_old), ordering).combine_chunks() if ordering else None,
+            column_values(new.take(update_pos), ordering).combine_chunks() if ordering else pa.array([None] * len(update_pos)),
         )
         win_deletes = pc.and_(wins, deletes.take(update_pos))
         counts["skipped"] = int(pc.sum(pc.invert(wins)).as_py() or 0)
@@ -163,6 +169,16 @@ class MergeTask:
             meta = {name: values if name == FILE_NAME else pa.nulls(rows.num_rows, pa.string()) for name, values in meta.items()}
         data = {name: rows.column(name) for name in rows.column_names if name not in META_COLUMNS}
         return pa.table({**meta, **data})
+
+
+def _later_of_each_key(rows: pa.Table, deletes: pa.Array) -> tuple[pa.Table, pa.Array]:
+    """``rows`` (in input order) and their delete flags, with only the last row of each key."""
+    n = rows.num_rows
+    backwards = rows.column(RECORD_KEY).combine_chunks().take(pa.array(np.arange(n - 1, -1, -1)))
+    # Each key's first position counted from the end is its last row.
+    firsts = pc.unique(pc.index_in(backwards, value_set=backwards)).to_numpy()
+    positions = pa.array(np.sort(n - 1 - firsts))
+    return rows.take(positions), deletes.take(positions)
 
 
 def flag(rows: pa.Table, name: str) -> pa.Array:

@@ -48,7 +48,7 @@ from hudiql.layout import bucket_file_id, bucket_of_file_id
 from hudiql.read.snapshot import SOURCE_FILE, snapshot, stored_keys
 from hudiql.table.fsview import FileSystemView
 from hudiql.record.keygen import EMPTY_KEY, NULL_KEY, java_hash_code
-from hudiql.record.schema import IS_DELETED, PARTITION_PATH, RECORD_KEY
+from hudiql.record.schema import IS_DELETED, PARTITION_PATH, RECORD_KEY, field_root
 from hudiql.table.table import HudiTable
 from hudiql.write.handle import DELETE, FILE_ID
 
@@ -143,8 +143,8 @@ def _located_globally(spark: SparkSession, table: HudiTable, incoming: DataFrame
         found = bloom.located(spark, table, keys, slices, any_partition=True)
         return found.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION), F.col("file_id").alias(FILE_ID))
     ordering = table.merge_rule.ordering_field if table.merge_rule.is_event_time and moves_keys(table) else None
-    stored = snapshot(spark, table, view, columns=[RECORD_KEY, PARTITION_PATH, *filter(None, [ordering])],
-                      with_file_name=True)
+    stored = snapshot(spark, table, view, with_file_name=True,
+                      columns=[RECORD_KEY, PARTITION_PATH, *([field_root(ordering)] if ordering else [])])
     found = stored.join(keys, RECORD_KEY, "left_semi")
     return found.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION),
                         F.regexp_extract(F.col(SOURCE_FILE), r"^([^_]+)", 1).alias(FILE_ID),
@@ -193,7 +193,7 @@ def _stored_ordering(table: HudiTable, view: FileSystemView) -> DataFrame:
     """(record key, ``STORED_PARTITION``, ``STORED_ORDERING``) of every stored row: a moved key's
     stored ordering value decides whether it moves (read only where the lookup did not read it)."""
     ordering = table.merge_rule.ordering_field
-    rows = snapshot(SparkSession.getActiveSession(), table, view, columns=[RECORD_KEY, PARTITION_PATH, ordering])
+    rows = snapshot(SparkSession.getActiveSession(), table, view, columns=[RECORD_KEY, PARTITION_PATH, field_root(ordering)])
     return rows.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION), F.col(ordering).alias(STORED_ORDERING))
 
 

@@ -226,13 +226,13 @@ def write_with_schema(txn: WriteTransaction, schema: T.StructType) -> None:
 
 def write_insert(
     txn: WriteTransaction, insert: InsertRows, operation: Operation, replacement: Replacement | None = None,
-    combine: bool = False,
+    combine: bool = False, sql_insert: bool = False,
 ) -> CommitMetadata | None:
     """``write_rows`` of an INSERT's rows, with the schema they need."""
     write_with_schema(txn, insert.schema)
     try:
         with naming_narrowed_columns(insert.narrowed, "INSERT"):
-            return write_rows(txn, insert.rows, operation, replacement, combine)
+            return write_rows(txn, insert.rows, operation, replacement, combine, sql_insert)
     except Exception as exc:
         error = exc if isinstance(exc, HudiqlError) else from_spark_error(exc)
         if not isinstance(error, DataError):

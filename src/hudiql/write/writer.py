@@ -59,6 +59,8 @@ from hudiql.record.schema import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
+    field_root,
+    nested_type,
     to_arrow,
     to_avro,
     to_avro_json,
@@ -185,6 +187,17 @@ class Operation(str, Enum):
             return table.settings.flag(registry.COMBINE_BEFORE_INSERT)
         return table.config.version < 9 and bool(table.config.ordering_field)
 
+    def merges_into_stored(self, table: HudiTable, dup_policy_set: bool) -> bool:
+        """Whether this insert's rows placed in an existing file group merge with its rows by key
+        (Hudi's merge handle: ``hoodie.merge.allow.duplicate.on.inserts=false``) instead of being
+        added beside them (its concat handle). Hudi's writer allows duplicates anyway for an insert
+        whose ``hoodie.datasource.insert.dup.policy`` is set and is not fail, as every Spark SQL
+        INSERT's is (``dup_policy_set``)."""
+        if self is not Operation.INSERT or not table.has_record_key or table.settings.flag(registry.ALLOW_DUPLICATE_ON_INSERTS):
+            return False
+        set_ = dup_policy_set or registry.INSERT_DUP_POLICY in table.settings
+        return not set_ or table.settings.choice(registry.INSERT_DUP_POLICY) == "fail"
+
 
 @dataclass(frozen=True)
 class Replacement:
@@ -213,13 +226,14 @@ class Replacement:
 
 def write_rows(
     txn: WriteTransaction, rows: DataFrame, operation: Operation, replacement: Replacement | None = None,
-    combine: bool = False,
+    combine: bool = False, sql_insert: bool = False,
 ) -> CommitMetadata | None:
     """Write ``rows`` (the table's data columns; INSERT, CTAS) as the commit of ``txn``; returns
     its metadata. With a ``replacement`` (INSERT OVERWRITE) the rows go to new file groups, as
     into an empty table, and the commit replaces what ``replacement`` says; ``None`` when that
     changes nothing (no row, nothing replaced: the instant leaves no trace). ``combine``: an
-    insert keeps one row per key of ``rows`` too (``Operation.combines``)."""
+    insert keeps one row per key of ``rows`` too (``Operation.combines``); ``sql_insert``: a Spark
+    SQL INSERT, whose dup policy is always set (``Operation.merges_into_stored``)."""
     spark, table = txn.spark, txn.table
     index = txn.table.index
     # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
@@ -237,6 +251,7 @@ def write_rows(
     task_stats, index_writes = _write_file_groups(
         spark, table, index, rows, operation, txn.instant_time, table.merge_rule, precombine and index.is_bucket,
         overwrite=replacement is not None, record=_record_index(table, replacement is None),
+        merges_inserts=operation.merges_into_stored(table, sql_insert),
     )
     return _commit(txn, index, operation, task_stats, None, replacement, index_writes)
 
@@ -254,7 +269,7 @@ def _with_dup_policy(spark: SparkSession, table: HudiTable, rows: DataFrame, pol
     if not view.latest_slices():
         return rows
     keygen = table.keygen
-    fields = list(dict.fromkeys([*keygen.record_key_fields, *keygen.partition_fields]))
+    fields = list(dict.fromkeys(field_root(f) for f in [*keygen.record_key_fields, *keygen.partition_fields]))
     stored = snapshot(spark, table, view, columns=fields).select(
         keygen.record_key().alias(RECORD_KEY), keygen.partition_path(table.schema).alias(PARTITION_PATH))
     if policy == "drop":
@@ -305,9 +320,11 @@ def write_decided(
     index = txn.table.index
     replace = MergeRule.latest_wins()
     record = _record_index(table, True)
+    merges_inserts = operation.merges_into_stored(table, dup_policy_set=False)
     if index.is_bucket:  # the bucket index reads nothing: it places every row again, cheaply
         task_stats, index_writes = _write_file_groups(
-            spark, table, index, rows.drop(FILE_ID), operation, instant_time, replace, False
+            spark, table, index, rows.drop(FILE_ID), operation, instant_time, replace, False,
+            merges_inserts=merges_inserts,
         )
     else:
         view = table.file_system_view(None if is_global(table) else sorted(inserts))
@@ -322,7 +339,7 @@ def write_decided(
         try:
             task_stats, index_writes = _write_tagged(
                 spark, table, tagged, None, view, operation, instant_time, replace, False,
-                {p: n for p, n in inserts.items() if n}, record=record,
+                {p: n for p, n in inserts.items() if n}, record=record, merges_inserts=merges_inserts,
             )
         finally:
             tagged.unpersist()
@@ -421,11 +438,13 @@ def _write_file_groups(
     precombine: bool,
     overwrite: bool = False,
     record: RecordIndex | None = None,
+    merges_inserts: bool = False,
 ) -> tuple[list[dict], IndexWrites | None]:
     """Tag ``incoming`` and write it by file group; ``precombine``: keep one row per key in the
     shuffle by file group (bucket index); ``overwrite``: into new file groups only, as if the
-    table were empty; ``record``: the record index the write records its keys in. Returns the
-    tasks' stats rows (``STATS_SCHEMA``) and what the write recorded in the record index."""
+    table were empty; ``record``: the record index the write records its keys in;
+    ``merges_inserts``: ``Operation.merges_into_stored``. Returns the tasks' stats rows
+    (``STATS_SCHEMA``) and what the write recorded in the record index."""
     incoming = incoming.persist(StorageLevel.MEMORY_AND_DISK)
     cached = [incoming]
     try:
@@ -457,7 +476,7 @@ def _write_file_groups(
             cached.append(tagged)
         return _write_tagged(
             spark, table, tagged, new_groups, view, operation, instant_time, merge_rule, partitioned and not shared,
-            most_inserts=rows_by_partition, record=record,
+            most_inserts=rows_by_partition, record=record, merges_inserts=merges_inserts,
         )
     finally:
         for frame in cached:
@@ -477,6 +496,7 @@ def _write_tagged(
     insert_counts: dict[str, int] | None = None,
     most_inserts: dict[str, int] | None = None,
     record: RecordIndex | None = None,
+    merges_inserts: bool = False,
 ) -> tuple[list[dict], IndexWrites | None]:
     """Write the tagged rows; ``partitioned``: they are already shuffled by file group.
     ``insert_counts``: rows without a file group per partition, when the caller knows them;
@@ -521,7 +541,9 @@ def _write_tagged(
         arrow_schema=arrow_schema,
         merge_rule=merge_rule,
         base_files={s.file_id: s.base_file for s in view.latest_slices() if s.base_file},
-        concat=operation is not Operation.UPSERT,  # (a table without a record key upserts only stored rows' keys)
+        # (a table without a record key upserts only stored rows' keys)
+        concat=operation is not Operation.UPSERT and not merges_inserts,
+        combines_incoming=merges_inserts,
         generate_keys=not table.has_record_key,
         compression=table.settings.choice(registry.COMPRESSION),
         append=append.write_group if append is not None else None,
@@ -659,7 +681,7 @@ def _append_task(
         arrow_schema=arrow_schema,
         avro_schema=avro_schema,
         ordering_field=ordering,
-        ordering_wrapper=wrapper_for(next(f["type"] for f in avro_schema["fields"] if f["name"] == ordering)) if ordering else None,
+        ordering_wrapper=_ordering_wrapper(table) if ordering else None,
         targets=targets,
         block_format=table.settings.choice(registry.LOG_BLOCK_FORMAT),
         batch_size=table.settings.size(registry.WRITE_BATCH_SIZE),
@@ -667,6 +689,12 @@ def _append_task(
         populate_meta_fields=table.config.populate_meta_fields,
         ranged_columns=ranged_columns(table),
     )
+
+
+def _ordering_wrapper(table: HudiTable) -> str:
+    """The orderingVal wrapper of the table's ordering field (a column, or a field of a STRUCT one)."""
+    dtype = nested_type(table.schema, table.config.ordering_field)
+    return wrapper_for(to_avro(T.StructType([T.StructField("ordering", dtype)]), table.config.name)["fields"][0]["type"])
 
 
 def _write_partition_metadata(table: HudiTable, partitions: list[str], instant_time: str,

@@ -39,7 +39,7 @@ from hudiql.formats import log_file as L
 from hudiql.io.storage import Storage
 from hudiql.layout import join_partition, parse_data_file_name
 from hudiql.record.keygen import KeyGenerator, record_keys_of
-from hudiql.record.schema import RECORD_KEY, conform, select_fields
+from hudiql.record.schema import RECORD_KEY, arrow_field_type, column_values, conform, field_root, select_fields
 from hudiql.timeline.active import CommittedInstants
 
 
@@ -82,7 +82,7 @@ class LogScanner:
     def merge_columns(self) -> list[str]:
         """The columns a record's merge needs: its key (or the columns it is derived from), its ordering value."""
         keys = list(self.virtual_keys.record_key_fields) if self.virtual_keys is not None else [RECORD_KEY]
-        return keys + ([self.ordering_field] if self.ordering_field else [])
+        return keys + ([field_root(self.ordering_field)] if self.ordering_field else [])
 
     def scan(
         self, partition_path: str, log_files: list[str], columns: Collection[str] | None = None,
@@ -178,11 +178,11 @@ class LogScanner:
             "row": pa.array(np.arange(n, dtype=np.int64)),
         }
         if self.ordering_field:
-            columns["ordering"] = table.column(self.ordering_field)
+            columns["ordering"] = column_values(table, self.ordering_field)
         items.append(pa.table(columns))
         tables.append(table)
 
     def items_schema(self) -> pa.Schema:
         schema = pa.schema([("key", pa.string()), ("seq", pa.int64()), ("src", pa.int64()), ("row", pa.int64())])
         ordering = self.ordering_field
-        return schema.append(self.arrow_schema.field(ordering).with_name("ordering")) if ordering else schema
+        return schema.append(pa.field("ordering", arrow_field_type(self.arrow_schema, ordering))) if ordering else schema
