@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from hudiql import datasource, layout, procedures
 from hudiql.catalog import DEFAULT_DATABASE, Catalog, View
@@ -40,13 +41,14 @@ from hudiql.errors import (
 )
 from hudiql.io.storage import Storage, configure, resolve_options
 from hudiql.read.query import QueryPlanner
+from hudiql.services import clustering
 from hudiql.services.indexes import create_index, drop_index, show_indexes
 from hudiql.services.post_commit import transaction
 from hudiql.sql import ddl
 from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, adopted_options, derive_table_properties
 from hudiql.sql.parser import parse, table_name_text
-from hudiql.record.schema import evolve, without_meta_columns
+from hudiql.record.schema import dropped_and_renamed, evolve, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.write.dml import DmlCounts, DmlPlanner, insert_counts
 from hudiql.write.insert import (
@@ -67,6 +69,7 @@ from hudiql.write.replace import (
 from hudiql.write.writer import (
     Operation,
     Replacement,
+    planned_shuffles,
     write_replacement,
     write_rows,
     write_schema,
@@ -329,9 +332,27 @@ class Session:
 
     def _run_AlterTableColumns(self, st: S.AlterTableColumns) -> Result:
         table = self.table(st.table)
+        if st.dropped or st.renamed:
+            return self._rewrite_columns(table, st)
         with transaction(self.spark, table) as txn:
             write_schema(txn, evolve(txn.table.schema, st.added, st.retyped, fixed_columns(table),
                                      last=table.config.partition_fields, comments=st.comments))
+        return self._message(f"altered table {st.table}")
+
+    def _rewrite_columns(self, table: HudiTable, st: S.AlterTableColumns) -> Result:
+        """DROP / RENAME COLUMN: as Hudi, only with ``hoodie.schema.on.read.enable`` (``services.clustering.rewrite_columns``)."""
+        what = "DROP COLUMN" if st.dropped else "RENAME COLUMN"
+        if not table.settings.flag(registry.SCHEMA_ON_READ):
+            raise SqlError(f"{what} needs SET {registry.SCHEMA_ON_READ}=true, as in Hudi; hudiql then rewrites every file "
+                           "group of the table with the new columns")
+        schema, sources = dropped_and_renamed(
+            evolve(table.schema, T.StructType(), st.retyped, fixed_columns(table), comments=st.comments),
+            st.dropped, st.renamed, fixed_columns(table))
+        with planned_shuffles(self.spark):
+            written = clustering.rewrite_columns(self.spark, table, schema, sources)
+        if written is None:
+            with transaction(self.spark, table) as txn:
+                write_schema(txn, schema)
         return self._message(f"altered table {st.table}")
 
     def _run_CreateView(self, st: S.CreateView) -> Result:

@@ -122,6 +122,7 @@ SPARK_OVERWRITE_MODE = "spark.sql.sources.partitionOverwriteMode"
 WRITE_OPERATION = "hoodie.datasource.write.operation"
 COMBINE_BEFORE_INSERT = "hoodie.combine.before.insert"
 ALLOW_DUPLICATE_ON_INSERTS = "hoodie.merge.allow.duplicate.on.inserts"
+SCHEMA_ON_READ = "hoodie.schema.on.read.enable"
 INSERT_DUP_POLICY = "hoodie.datasource.insert.dup.policy"
 #: Hudi's data source spelling of the table's name (``hoodie.table.name``): df.write.format("hudi") takes
 #: either; CREATE TABLE names the table itself.
@@ -508,6 +509,10 @@ _KEY_LIST: list[Key] = [
     _enum(INSERT_DUP_POLICY, BOTH, ("none", "drop", "fail"), "none", alterable=True,
           doc="what an INSERT with operation insert or bulk_insert does with a row whose key the table holds: "
               "none keeps both, drop leaves the row out, fail refuses the statement (Hudi's)"),
+    Key(SCHEMA_ON_READ, SESSION, BOOL, "false",
+        doc="true: ALTER TABLE may drop and rename columns (as Hudi allows them with it); hudiql rewrites every file "
+            "group with the new columns, in one clustering that keeps each row's commit time. A session option: in a "
+            "table's properties it would make the official reader refuse the table"),
     Key(ALLOW_DUPLICATE_ON_INSERTS, BOTH, BOOL, "true", alterable=True,
         doc="false: an insert's rows placed in an existing (small) file group merge with its rows by key, as Hudi "
             "0.14's merge handle does (and rows of one key there keep the later); true (0.15's and 1.x's default): "
@@ -796,7 +801,7 @@ UNIMPLEMENTED: list[Unimplemented] = [
                   f"Hudi deprecated it: choose what INSERT does with {INSERT_INTO_OPERATION}=insert, upsert or bulk_insert, "
                   f"and {INSERT_DUP_POLICY}=none, drop or fail; remove the option"),
     Unimplemented(("hoodie.write.lock.*", "hoodie.write.concurrency.*", "hoodie.client.heartbeat.*"), _ONE_LOCK),
-    Unimplemented(("hoodie.schema.on.read.enable", "hoodie.datasource.write.reconcile.schema", "hoodie.avro.schema.validate",
+    Unimplemented(("hoodie.datasource.write.reconcile.schema", "hoodie.avro.schema.validate",
                    "hoodie.datasource.write.schema.allow.auto.evolution.column.drop"),
                   "hudiql writes the table's own schema (change it with ALTER TABLE); remove the option or set it to false",
                   ("false",)),

@@ -379,6 +379,40 @@ def evolve(schema: T.StructType, added: T.StructType, retyped: dict[str, T.DataT
     return T.StructType(fields[:at] + new + fields[at:])
 
 
+def dropped_and_renamed(schema: T.StructType, dropped: Collection[str], renamed: dict[str, str],
+                        fixed: Collection[str]) -> tuple[T.StructType, dict[str, str]]:
+    """``schema`` without the ``dropped`` columns and with the ``renamed`` ones (old name: new
+    name), and where each of its columns comes from (new name: stored name); ``fixed``: columns that
+    must stay as they are (record key, partition and ordering fields, as Hudi refuses them).
+
+    >>> schema = T.StructType([T.StructField(n, T.IntegerType()) for n in ("id", "a", "b")])
+    >>> new, sources = dropped_and_renamed(schema, ["A"], {"b": "c"}, ["id"])
+    >>> new.fieldNames(), sources
+    (['id', 'c'], {'id': 'id', 'c': 'b'})
+    """
+    names = schema.fieldNames()
+    gone = {find_column(name, names, "DROP COLUMN") for name in dropped}
+    moved = {find_column(old, names, "RENAME COLUMN"): new for old, new in renamed.items()}
+    for column in (*gone, *moved):
+        if column.lower() in {c.lower() for c in fixed}:
+            raise ColumnError(f"column {column} is a record key, partition or ordering field; it cannot be dropped or "
+                              "renamed")
+    if len(gone) == len(names):
+        raise ColumnError("a table keeps at least one column; drop fewer columns")
+    sources: dict[str, str] = {}
+    fields = []
+    for f in schema.fields:
+        if f.name in gone:
+            continue
+        name = moved.get(f.name, f.name)
+        if name.lower() in {n.lower() for n in sources} or (name != f.name and name.lower() in {
+                n.lower() for n in names if n not in gone and n not in moved}):
+            raise ColumnError(f"column {name} already exists; RENAME COLUMN takes a new name")
+        sources[name] = f.name
+        fields.append(T.StructField(name, f.dataType, f.nullable, f.metadata))
+    return T.StructType(fields), sources
+
+
 def changes_on_write(schema: T.StructType, values: list[tuple[str, T.DataType]]) -> tuple[T.StructType, dict[str, T.DataType]]:
     """What a write WITH SCHEMA EVOLUTION changes in ``schema`` to store ``values`` (column name,
     type of the value a statement assigns to it): the columns it adds (names the table lacks, in

@@ -37,11 +37,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from hudiql.errors import ColumnError, HudiqlError, WriteConflictError
 from hudiql.file_group import FileSlice
 from hudiql.io.storage import Storage
 from hudiql.formats.bloom_filter import FilterSpec, KeyFooter
+from hudiql.index import secondary_index
 from hudiql.index.bloom import filter_spec
 from hudiql.metadata.column_stats import ColumnRange, encode_ranges, ranges_of, widened_ranges
 from hudiql.read.snapshot import snapshot
@@ -59,7 +61,7 @@ from hudiql.timeline.replace_plan import (
     pending_clusterings,
 )
 from hudiql.record.keygen import KeyGenerator, record_keys_of
-from hudiql.record.schema import FILE_NAME, conform, to_arrow, to_avro_json, with_meta_columns
+from hudiql.record.schema import FILE_NAME, META_COLUMNS, conform, to_arrow, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant, as_layout_1
 from hudiql.transaction.conflict import ConflictRule
@@ -108,9 +110,10 @@ def _refuse_pending(table: HudiTable) -> None:
 
 
 def schedule(table: HudiTable, partitions: list[str] | None = None,
-             order: str | None = None) -> Instant | None:
+             order: str | None = None, every_slice: bool = False) -> Instant | None:
     """Plan a clustering of the small file groups (of ``partitions`` only, when given), sorted by
     ``order`` (else the sort columns setting); ``None`` when no file group qualifies.
+    ``every_slice``: of every file group, whatever its size (``rewrite_columns``).
 
     Under the table lock, from the timeline as it is then: a write that completes later sees the
     plan in its conflict check, and a write that completed before is in the plan.
@@ -131,7 +134,9 @@ def schedule(table: HudiTable, partitions: list[str] | None = None,
             raise WriteConflictError(
                 f"cannot schedule clustering at {instant_time}: write {inflight[0].timestamp} is still in flight"
             )
-        plan = plan_clustering(table, partitions, columns)
+        if every_slice and table.file_system_view().pending_compactions:
+            raise HudiqlError(f"table {table.config.name} has a pending compaction; run it first (CALL run_compaction)")
+        plan = plan_clustering(table, partitions, columns, every_slice)
         if plan is None:
             return None
         return table.timeline.request(table.timeline.clustering_action, instant_time,
@@ -139,8 +144,9 @@ def schedule(table: HudiTable, partitions: list[str] | None = None,
 
 
 def plan_clustering(table: HudiTable, partitions: list[str] | None,
-                    columns: tuple[str, ...]) -> ClusteringPlan | None:
-    """The groups Hudi's size-based strategy makes of the table's small file slices."""
+                    columns: tuple[str, ...], every_slice: bool = False) -> ClusteringPlan | None:
+    """The groups Hudi's size-based strategy makes of the table's small file slices (of all of
+    them, in as many groups as they need, with ``every_slice``)."""
     small = table.settings.number(K.CLUSTERING_SMALL_FILE_LIMIT)
     target = table.settings.number(K.CLUSTERING_TARGET_FILE_SIZE)
     max_groups = table.settings.number(K.CLUSTERING_MAX_GROUPS)
@@ -152,8 +158,8 @@ def plan_clustering(table: HudiTable, partitions: list[str] | None,
     view = table.file_system_view()
     groups: list[ClusteringGroup] = []
     for partition in view.partitions() if partitions is None else partitions:
-        eligible = [s for s in view.latest_slices(partition)
-                    if s.base_instant not in view.pending_compactions and (s.base_file_size if s.base_file else 0) < small]
+        eligible = [s for s in view.latest_slices(partition) if every_slice or (
+            s.base_instant not in view.pending_compactions and (s.base_file_size if s.base_file else 0) < small)]
         current: list[FileSlice] = []
         for s in sorted(eligible, key=lambda s: -size(s)):
             if current and sum(map(size, current)) + size(s) > MAX_BYTES_PER_GROUP:
@@ -162,9 +168,9 @@ def plan_clustering(table: HudiTable, partitions: list[str] | None,
             current.append(s)
         if current:
             groups.append(_group(current, size, target))
-        if len(groups) >= max_groups:
+        if len(groups) >= max_groups and not every_slice:
             break
-    return ClusteringPlan(tuple(groups[:max_groups]), columns) if groups else None
+    return ClusteringPlan(tuple(groups if every_slice else groups[:max_groups]), columns) if groups else None
 
 
 def _group(slices: list[FileSlice], size, target: int) -> ClusteringGroup:
@@ -284,17 +290,45 @@ def _group_rows(spark: SparkSession, table: HudiTable, plan: ClusteringPlan) -> 
     return reduce(DataFrame.unionByName, parts)
 
 
-def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMetadata:
-    """Run a planned clustering (or one whose runner died) and commit it."""
+def rewrite_columns(spark: SparkSession, table: HudiTable, schema: T.StructType,
+                    sources: dict[str, str]) -> CommitMetadata | None:
+    """ALTER TABLE DROP / RENAME COLUMN (``hoodie.schema.on.read.enable``): every file group
+    rewritten, its slice merged, with the columns of ``schema``, each read from its stored column
+    (``sources``: new name to stored name), in one clustering that keeps each row's commit time. So
+    every reader reads the new columns by name, where Hudi's readers map stored columns by the ids
+    of its internal schema (which the official reader does not). ``None``: the table has no file
+    group (the caller records the schema alone). Refused on bucket-index tables, whose file groups
+    are their buckets."""
+    what = f"ALTER TABLE {table.config.name} {'RENAME' if set(sources.values()) == set(table.schema.fieldNames()) else 'DROP'} COLUMN"
+    if table.index.is_bucket:
+        raise HudiqlError(f"{what} rewrites every file group, and the table uses the bucket index, whose file groups are "
+                          "its buckets: copy the table with CREATE TABLE ... AS SELECT instead")
+    indexed = [i.column for i in secondary_index.indexes(table)] if table.config.metadata_partitions else []
+    changed = [c for c in indexed if sources.get(c) != c]
+    if changed:
+        raise HudiqlError(f"{what}: column {changed[0]} has a secondary index; DROP INDEX it first")
+    instant = schedule(table, order="", every_slice=True)
+    return None if instant is None else execute(spark, table.refreshed(), instant, (schema, sources))
+
+
+def execute(spark: SparkSession, table: HudiTable, instant: Instant,
+            columns: tuple[T.StructType, dict[str, str]] | None = None) -> CommitMetadata:
+    """Run a planned clustering (or one whose runner died) and commit it; ``columns``: the
+    table's new schema and where each column comes from (``rewrite_columns``)."""
     plan = clustering_plan(table.timeline, instant)
     assert plan is not None, f"{instant.timestamp} is not a clustering"
     with WriteTransaction.resume(spark, table, instant) as txn:
         rows = _group_rows(spark, txn.table, plan)
+        schema = txn.table.schema
+        if columns is not None:
+            schema, sources = columns
+            rows = rows.select(*META_COLUMNS, *[F.col(f"`{sources[f.name]}`").cast(f.dataType).alias(f.name)
+                                                for f in schema.fields], _GROUP)
         parallel = max(1, min(len(plan.groups), spark.sparkContext.defaultParallelism * 4))
         # One task writes each group, its rows in the plan's order: files hold ranges of it.
         rows = rows.repartition(parallel, _GROUP).sortWithinPartitions(_GROUP, *[f"`{c}`" for c in plan.sort_columns])
         task = ClusteringTask(
-            table.base_uri, instant.timestamp, to_arrow(with_meta_columns(txn.table.schema)),
+            table.base_uri, instant.timestamp, to_arrow(with_meta_columns(schema)),
             tuple(g.partition_path for g in plan.groups), table.settings.number(K.CLUSTERING_TARGET_FILE_SIZE),
             table.settings.choice(K.COMPRESSION), ranged_columns(table), filter_spec(table),
             None if table.config.populate_meta_fields else table.keygen,
@@ -305,7 +339,7 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMe
             for s in group.slices:
                 replaced.setdefault(s.partition_path, []).append(s.file_id)
         metadata = CommitMetadata(
-            operation_type=CLUSTER, schema=to_avro_json(txn.table.schema, table.config.name), write_stats=stats,
+            operation_type=CLUSTER, schema=to_avro_json(schema, table.config.name), write_stats=stats,
             partition_to_replace_file_ids=replaced,
         )
         try:

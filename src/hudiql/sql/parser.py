@@ -664,17 +664,30 @@ def _alter(tree: exp.Alter) -> S.AlterTableProperties | S.AlterTableColumns | S.
             actions[0].args.get("dtype") is not None or isinstance(actions[0].args.get("comment"), exp.Literal)):
         action = actions[0]
         renamed = action.args.get("rename_to")
-        if renamed is not None and renamed.name.lower() != action.name.lower():
-            raise SqlError(f"renaming column {action.name} is not supported; a column keeps its name")
         dtype = action.args.get("dtype")
         comment = action.args.get("comment") if isinstance(action.args.get("comment"), exp.Literal) else None
         return S.AlterTableColumns(table_name(tree.this),
                                    retyped={action.name: spark_type(dtype)} if dtype is not None else {},
-                                   comments={action.name: comment.name} if comment is not None else {})
+                                   comments={action.name: comment.name} if comment is not None else {},
+                                   renamed=_renamed(action.name, renamed.name) if renamed is not None else {})
+    if len(actions) == 1 and isinstance(actions[0], exp.RenameColumn):
+        return S.AlterTableColumns(table_name(tree.this), renamed=_renamed(actions[0].this.name, actions[0].args["to"].name))
+    if len(actions) == 1 and isinstance(actions[0], exp.Drop) and (actions[0].args.get("kind") or "").upper() in (
+            "COLUMN", "COLUMNS"):
+        named = [n for t in actions[0].args.get("tables") or [] for n in (t.expressions if isinstance(t, exp.Schema) else [t])]
+        return S.AlterTableColumns(table_name(tree.this), dropped=[n.name for n in named])
     raise SqlError(
         "ALTER TABLE supports SET / UNSET TBLPROPERTIES (...), ADD COLUMNS (...), ALTER COLUMN c TYPE t, "
-        "RENAME TO and DROP PARTITION (...); columns cannot be dropped or renamed"
+        "DROP COLUMN c, RENAME COLUMN a TO b, RENAME TO and DROP PARTITION (...)"
     )
+
+
+def _renamed(old: str, new: str) -> dict[str, str]:
+    """A column's new name (none when it is its own), checked as CREATE checks names."""
+    if new.lower() == old.lower():
+        return {}
+    check_column_names(T.StructType([T.StructField(new, T.StringType())]))
+    return {old: new}
 
 
 def _field(column: exp.ColumnDef) -> T.StructField:

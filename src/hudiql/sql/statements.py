@@ -129,12 +129,15 @@ class RenameTable(Statement):
 @dataclass
 class AlterTableColumns(Statement):
     """``ALTER TABLE t ADD COLUMNS (c type [COMMENT '...'], ...)`` or ``ALTER TABLE t ALTER [COLUMN] c
-    TYPE type`` (also spelled ``CHANGE [COLUMN] c c type [COMMENT '...']``, or ``ALTER COLUMN c COMMENT '...'``)."""
+    TYPE type`` (also spelled ``CHANGE [COLUMN] c c type [COMMENT '...']``, or ``ALTER COLUMN c COMMENT '...'``),
+    ``DROP COLUMN c`` / ``DROP COLUMNS (c, ...)``, ``RENAME COLUMN a TO b`` (or ``CHANGE COLUMN a b type``)."""
 
     table: TableName
     added: T.StructType = field(default_factory=T.StructType)
     retyped: dict[str, T.DataType] = field(default_factory=dict)
     comments: dict[str, str] = field(default_factory=dict)
+    dropped: list[str] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)  # old name: new name
 
 
 @dataclass
