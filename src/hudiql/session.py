@@ -44,6 +44,7 @@ from hudiql.read.query import QueryPlanner
 from hudiql.services import clustering
 from hudiql.services.indexes import create_index, drop_index, show_indexes
 from hudiql.services.post_commit import transaction
+from hudiql.transaction.retry import retrying
 from hudiql.sql import ddl
 from hudiql.sql import statements as S
 from hudiql.sql.options import TableDefinition, adopted_options, derive_table_properties
@@ -75,6 +76,10 @@ from hudiql.write.writer import (
     write_schema,
 )
 
+
+
+#: Statements that write rows and run again after a lost write conflict (``transaction.retry``).
+_RETRIED_ON_CONFLICT = (S.Insert, S.Merge, S.Update, S.Delete, S.DropPartitions, S.TruncateTable)
 
 
 @dataclass
@@ -155,6 +160,8 @@ class Session:
         handler = getattr(self, f"_run_{type(statement).__name__}")
         self._use_storage_options()
         try:
+            if isinstance(statement, _RETRIED_ON_CONFLICT):
+                return retrying(lambda: handler(statement), lambda: self.table(statement.table).settings)
             return handler(statement)
         except Exception as exc:
             raise_user_error(exc)
@@ -342,12 +349,16 @@ class Session:
     def _rewrite_columns(self, table: HudiTable, st: S.AlterTableColumns) -> Result:
         """DROP / RENAME COLUMN: as Hudi, only with ``hoodie.schema.on.read.enable`` (``services.clustering.rewrite_columns``)."""
         what = "DROP COLUMN" if st.dropped else "RENAME COLUMN"
+        names = {c.lower() for c in table.schema.fieldNames()}
+        dropped = [c for c in st.dropped if c.lower() in names] if st.drop_if_exists else st.dropped
+        if not dropped and not st.renamed:
+            return self._message(f"table {st.table} has none of the columns")
         if not table.settings.flag(registry.SCHEMA_ON_READ):
             raise SqlError(f"{what} needs SET {registry.SCHEMA_ON_READ}=true, as in Hudi; hudiql then rewrites every file "
                            "group of the table with the new columns")
         schema, sources = dropped_and_renamed(
             evolve(table.schema, T.StructType(), st.retyped, fixed_columns(table), comments=st.comments),
-            st.dropped, st.renamed, fixed_columns(table))
+            dropped, st.renamed, fixed_columns(table))
         with planned_shuffles(self.spark):
             written = clustering.rewrite_columns(self.spark, table, schema, sources)
         if written is None:

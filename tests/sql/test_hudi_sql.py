@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import hudiql_rows, official_rows
-from hudiql.errors import ColumnError, DataError, OptionError, SqlError, TableNotFoundError
+from hudiql.errors import ColumnError, DataError, HudiqlError, OptionError, SqlError, TableNotFoundError
 
 KINDS = ["cow", "mor"]
 
@@ -370,6 +370,40 @@ def test_a_dropped_column_name_reused_by_a_rename(session, warehouse):
     session.sql("ALTER TABLE e RENAME COLUMN a TO b")  # no file yet: the schema alone changes
     session.sql("INSERT INTO e VALUES (1, 'x')")
     assert hudiql_rows(session, "SELECT id, b FROM e") == [(1, "x")]
+
+
+def test_drop_and_rename_columns_keep_indexes_right_and_refuse_what_they_cannot(session, warehouse):
+    """A renamed column keeps its column stats (a filter on it still finds the rewritten rows); a
+    table without meta fields is rewritten too; a STRUCT column holding a key field, a field of a
+    STRUCT column and a listed column-stats column are refused; DROP COLUMN IF EXISTS skips a name."""
+    session.sql("SET hoodie.schema.on.read.enable=true")
+    session.sql("CREATE TABLE s (id INT, b INT, ts BIGINT, dt STRING) USING hudi PARTITIONED BY (dt) TBLPROPERTIES "
+                "(primaryKey='id', preCombineField='ts', 'hoodie.write.table.version'='9', "
+                "'hoodie.metadata.index.column.stats.enable'='true')")
+    session.sql("INSERT INTO s VALUES (1, 5, 1, 'p'), (2, 6, 1, 'p')")
+    session.sql("ALTER TABLE s RENAME COLUMN b TO c")
+    session.sql("INSERT INTO s VALUES (3, 15, 1, 'p')")
+    assert hudiql_rows(session, "SELECT id FROM s WHERE c = 5") == [(1,)]
+    session.sql("ALTER TABLE s DROP COLUMN IF EXISTS nope")
+    session.sql("CREATE TABLE v (id INT, name STRING, extra STRING) USING hudi TBLPROPERTIES (primaryKey='id', "
+                "'hoodie.populate.meta.fields'='false')")
+    session.sql("INSERT INTO v VALUES (1, 'a', 'x')")
+    session.sql("ALTER TABLE v DROP COLUMN extra")
+    assert hudiql_rows(session, "SELECT id, name FROM v") == [(1, "a")]
+    assert "extra" not in session.sql("SELECT * FROM v").columns
+    assert official_rows(warehouse / "v", ["id", "name"]) == [(1, "a")]
+    session.sql(f"CREATE TABLE n (id INT, {_NESTED}) USING hudi TBLPROPERTIES (primaryKey='nestedcol.a1')")
+    session.sql("CREATE TABLE l (id INT, b INT) USING hudi TBLPROPERTIES (primaryKey='id', "
+                "'hoodie.write.table.version'='9', 'hoodie.metadata.index.column.stats.enable'='true', "
+                "'hoodie.metadata.index.column.stats.column.list'='b')")
+    session.sql("INSERT INTO l VALUES (1, 1)")
+    for statement, error, message in (
+            ("ALTER TABLE n DROP COLUMN nestedcol", ColumnError, "column nestedcol is a record key, partition or ordering"),
+            ("ALTER TABLE n DROP COLUMN nestedcol.a2", SqlError, "nestedcol.a2 is a field of a STRUCT column"),
+            ("ALTER TABLE l RENAME COLUMN b TO c", HudiqlError, "column b is in hoodie.metadata.index.column.stats.column.list")):
+        with pytest.raises(error, match=message):
+            session.sql(statement)
+    assert hudiql_rows(session, "SELECT id, b FROM l") == [(1, 1)]
 
 
 # ---- tables without a record key ----------------------------------------------------------------------

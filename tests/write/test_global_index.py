@@ -118,3 +118,20 @@ def test_the_record_index_moves_keys_as_asked(session, moves):
     # the index follows the key: a later update finds it at once
     session.sql("INSERT INTO t VALUES (1, 'again', 3, 'd2')")
     assert hudiql_rows(session, "SELECT name, _hoodie_partition_path FROM t") == [("again", where)]
+
+
+def test_a_table_without_meta_fields_and_the_data_source_follow_the_global_index(session, spark, warehouse):
+    """GLOBAL_SIMPLE on a table without meta fields derives the stored keys; a data source delete
+    and the drop dup policy find a key in any partition."""
+    _table(session, "cow", "GLOBAL_SIMPLE", "'hoodie.populate.meta.fields'='false'")
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd1'), (3, 'c', 1, 'd1')")
+    session.sql("INSERT INTO t VALUES (1, 'a2', 2, 'd2')")
+    assert hudiql_rows(session, QUERY) == official_rows(warehouse / "t", COLUMNS) == [
+        (1, "a2", 2, "d2"), (2, "b", 1, "d1"), (3, "c", 1, "d1")]
+    spark.createDataFrame([(2, "x", 9, "d9")], "id INT, name STRING, ts INT, dt STRING").write.format("hudi") \
+        .option("hoodie.datasource.write.operation", "delete").mode("append").save(str(warehouse / "t"))
+    session.sql("SET hoodie.spark.sql.insert.into.operation=insert")
+    session.sql("SET hoodie.datasource.insert.dup.policy=drop")
+    session.sql("INSERT INTO t VALUES (3, 'dup', 5, 'd7'), (4, 'd', 1, 'd7')")
+    assert hudiql_rows(session, QUERY) == official_rows(warehouse / "t", COLUMNS) == [
+        (1, "a2", 2, "d2"), (3, "c", 1, "d1"), (4, "d", 1, "d7")]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +22,7 @@ from hudiql.errors import WriteConflictError
 from hudiql.io.storage import Storage
 from hudiql.sql.statements import TableName
 from hudiql.layout import LOCK_FILE
+from hudiql.transaction.process import WriterProcess
 from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.services.post_commit import transaction
 from hudiql.write.writer import Operation, write_rows
@@ -291,6 +294,24 @@ def test_a_pending_write_without_a_heartbeat_is_rolled_back(session):
     data = crashed_write(path, "20200101000000000", heartbeat_age_s=None)
     session.sql("INSERT INTO t VALUES (5, 'e', 1, 'p1')")
     assert not pending(path) and not data.exists()
+
+
+def test_a_pending_write_of_a_gone_process_on_this_host_is_rolled_back_at_once(session):
+    """A heartbeat names its writer's process: one that ran on this host and is gone failed, and
+    the next write rolls it back although its heartbeat is fresh; a writer on another host is only
+    judged by its heartbeat's age."""
+    path = create(session)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a process that ran here and ended
+    here = {**WriterProcess.current().as_dict(), "pid": gone.pid, "started": None}
+    elsewhere = {**here, "host": "another-host"}
+    for instant, process in (("20200101000000000", here), ("20200101000000001", elsewhere)):
+        crashed_write(path, instant, heartbeat_age_s=0, interval_ms=60000)
+        (path / ".hoodie" / ".heartbeat" / instant).write_text(json.dumps({"interval_ms": 60000, **process}))
+    session.sql("INSERT INTO t VALUES (5, 'e', 1, 'p1')")
+    assert pending(path) == ["20200101000000001"]
+    assert not (path / ".hoodie" / ".heartbeat" / "20200101000000000").exists()
+    assert [r[0] for r in hudiql_rows(session, "SELECT id FROM t")] == [1, 2, 3, 5]
 
 
 # ---- post-commit services --------------------------------------------------------------------------

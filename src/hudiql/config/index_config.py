@@ -51,8 +51,7 @@ class IndexConfig:
         """The index a table's properties (and session settings) ask for; validated."""
         for key in (INDEX_TYPE, BUCKET_ENGINE, NUM_BUCKETS):
             K.KEYS[key].check(K.setting(settings, key))
-        if K.choice(settings, INDEX_TYPE) in (SIMPLE, K.RECORD_INDEX, K.BLOOM_INDEX, K.GLOBAL_SIMPLE_INDEX,
-                                              K.GLOBAL_BLOOM_INDEX):
+        if K.choice(settings, INDEX_TYPE) != BUCKET:
             # These lay out file groups as SIMPLE does; the record index (when the metadata table
             # has it) and the base files' bloom filters only find them faster, and the global ones
             # look in every partition (``write.index``).

@@ -113,6 +113,7 @@ LOCK_PROVIDER = "hoodie.write.lock.provider"
 LOCK_WAIT_MS = "hoodie.write.lock.wait_time_ms"
 LOCK_RETRY_WAIT_MS = "hoodie.write.lock.wait_time_ms_between_retry"
 LOCK_EXPIRE_MINUTES = "hoodie.write.lock.filesystem.expire"
+CONFLICT_RETRIES = "hoodie.write.num.retries.on.conflict.failures"
 HEARTBEAT_INTERVAL_MS = "hoodie.client.heartbeat.interval_in_ms"
 HEARTBEAT_MISSES = "hoodie.client.heartbeat.tolerable.misses"
 
@@ -498,6 +499,10 @@ _KEY_LIST: list[Key] = [
         doc="Hudi's default is 1000; hudiql holds the lock only for the conflict check and the completion"),
     Key(LOCK_EXPIRE_MINUTES, BOTH, INT, "1", unit=" of minutes", alterable=True,
         doc="a lock older than this is stale (0: only a lock whose process died is); Hudi's default is 0"),
+    Key(CONFLICT_RETRIES, BOTH, INT, "3", unit=" of retries", alterable=True,
+        doc="how many times a statement that lost a write conflict runs again, on the new snapshot, after a short "
+            f"growing wait ({LOCK_RETRY_WAIT_MS} doubled each time); Hudi's default is 0, which fails a statement on "
+            "its first lost conflict"),
     Key(HEARTBEAT_INTERVAL_MS, BOTH, INT, "60000", minimum=100, unit=" of milliseconds", alterable=True),
     Key(HEARTBEAT_MISSES, BOTH, INT, "2", minimum=1, unit=" of heartbeats", alterable=True,
         doc="a pending write is rolled back once its heartbeat is this many intervals old"),

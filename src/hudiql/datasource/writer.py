@@ -88,8 +88,10 @@ from hudiql.sql.options import TableDefinition, derive_table_properties
 from hudiql.record.schema import PARTITION_PATH, RECORD_KEY, field_root, without_meta_columns
 from hudiql.table.table import HudiTable, has_table
 from hudiql.transaction.heartbeat import Heartbeat, interval_ms, is_expired
+from hudiql.transaction.retry import retrying
 from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.write.dml import DmlPlanner
+from hudiql.write.index import is_global
 from hudiql.write.insert import prepare_insert, write_insert
 from hudiql.write.replace import overwrite_replacement
 from hudiql.write.writer import Operation
@@ -305,7 +307,8 @@ def commit_staged(session: WritingSession, staged: StagedWrite) -> None:
             columns = without_meta_columns(rows.schema)
             created = table = HudiTable.create(write.path, _new_table_config(write, columns))
         _check_columns(write, table.config, without_meta_columns(rows.schema))
-        _write(session, table, rows, write)
+        retrying(lambda: _write(session, table, rows, write),
+                 lambda: table.for_statement(session.conf, write.settings).settings)
     except BaseException:
         if created is not None:
             created.storage.delete_dir()  # all or nothing, as CREATE TABLE ... AS SELECT
@@ -346,7 +349,8 @@ def _write(session: WritingSession, table: HudiTable, rows: DataFrame, write: Wr
 
 def _delete(session: WritingSession, txn: WriteTransaction, rows: DataFrame) -> None:
     """Hudi's delete operation: the stored rows with the keys (record key and partition path) of
-    ``rows`` go, whatever their ordering values; run as DELETE FROM ... WHERE (key, path) IN (the keys)."""
+    ``rows`` go, whatever their ordering values; run as DELETE FROM ... WHERE (key, path) IN (the keys).
+    A table with a global index deletes a key in whichever partition it is stored (``write.index``)."""
     table = txn.table
     wanted = {field_root(c).lower() for c in [*table.config.record_key_fields, *table.config.partition_fields]}
     keyed = prepare_insert(table, rows.select([f"`{c}`" for c in rows.columns if c.lower() in wanted]), None, None,
@@ -357,10 +361,14 @@ def _delete(session: WritingSession, txn: WriteTransaction, rows: DataFrame) -> 
     planner = session.planner
     view = planner.register(keys)
     try:
-        # Only the partitions the keys name are read (a list of paths, no rows, on the driver).
-        partitions = {r[0] for r in keys.select("p").distinct().collect()}
-        meta = exp.Tuple(expressions=[exp.column(RECORD_KEY, quoted=True), exp.column(PARTITION_PATH, quoted=True)])
-        where = exp.In(this=meta, query=exp.select("k", "p").from_(view).subquery())
+        if is_global(table):
+            partitions = None
+            where = exp.In(this=exp.column(RECORD_KEY, quoted=True), query=exp.select("k").from_(view).subquery())
+        else:
+            # Only the partitions the keys name are read (a list of paths, no rows, on the driver).
+            partitions = {r[0] for r in keys.select("p").distinct().collect()}
+            meta = exp.Tuple(expressions=[exp.column(RECORD_KEY, quoted=True), exp.column(PARTITION_PATH, quoted=True)])
+            where = exp.In(this=meta, query=exp.select("k", "p").from_(view).subquery())
         DmlPlanner(planner, txn).delete(S.Delete(S.TableName(None, table.config.name), None, where), partitions)
     finally:
         planner.drop([view])

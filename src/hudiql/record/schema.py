@@ -394,7 +394,7 @@ def dropped_and_renamed(schema: T.StructType, dropped: Collection[str], renamed:
     gone = {find_column(name, names, "DROP COLUMN") for name in dropped}
     moved = {find_column(old, names, "RENAME COLUMN"): new for old, new in renamed.items()}
     for column in (*gone, *moved):
-        if column.lower() in {c.lower() for c in fixed}:
+        if column.lower() in {field_root(c).lower() for c in fixed}:
             raise ColumnError(f"column {column} is a record key, partition or ordering field; it cannot be dropped or "
                               "renamed")
     if len(gone) == len(names):

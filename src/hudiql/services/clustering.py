@@ -307,8 +307,21 @@ def rewrite_columns(spark: SparkSession, table: HudiTable, schema: T.StructType,
     changed = [c for c in indexed if sources.get(c) != c]
     if changed:
         raise HudiqlError(f"{what}: column {changed[0]} has a secondary index; DROP INDEX it first")
+    listed = [c.strip() for c in (table.settings.get(K.COLUMN_STATS_COLUMNS) or "").split(",") if c.strip()]
+    changed = [c for c in listed if sources.get(c) != c]
+    if changed:
+        raise HudiqlError(f"{what}: column {changed[0]} is in {K.COLUMN_STATS_COLUMNS}; take it out of the list first "
+                          "(ALTER TABLE ... SET TBLPROPERTIES)")
     instant = schedule(table, order="", every_slice=True)
-    return None if instant is None else execute(spark, table.refreshed(), instant, (schema, sources))
+    if instant is None:
+        return None
+    try:
+        return execute(spark, table.refreshed(), instant, (schema, sources))
+    except BaseException:
+        # The plan is this statement's: it must neither run later as a plain clustering nor hold
+        # back the writes to its file groups.
+        table.refreshed().timeline.remove_pending(instant)
+        raise
 
 
 def execute(spark: SparkSession, table: HudiTable, instant: Instant,
@@ -319,18 +332,21 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant,
     assert plan is not None, f"{instant.timestamp} is not a clustering"
     with WriteTransaction.resume(spark, table, instant) as txn:
         rows = _group_rows(spark, txn.table, plan)
-        schema = txn.table.schema
+        schema, ranged = txn.table.schema, ranged_columns(table)
         if columns is not None:
             schema, sources = columns
-            rows = rows.select(*META_COLUMNS, *[F.col(f"`{sources[f.name]}`").cast(f.dataType).alias(f.name)
-                                                for f in schema.fields], _GROUP)
+            meta = [c for c in META_COLUMNS if c in rows.columns]  # (none on a table without meta fields)
+            rows = rows.select(*meta, *[F.col(f"`{sources[f.name]}`").cast(f.dataType).alias(f.name)
+                                        for f in schema.fields], _GROUP)
+            renamed = {stored: name for name, stored in sources.items()}
+            ranged = tuple(renamed[c] for c in ranged if c in renamed)
         parallel = max(1, min(len(plan.groups), spark.sparkContext.defaultParallelism * 4))
         # One task writes each group, its rows in the plan's order: files hold ranges of it.
         rows = rows.repartition(parallel, _GROUP).sortWithinPartitions(_GROUP, *[f"`{c}`" for c in plan.sort_columns])
         task = ClusteringTask(
             table.base_uri, instant.timestamp, to_arrow(with_meta_columns(schema)),
             tuple(g.partition_path for g in plan.groups), table.settings.number(K.CLUSTERING_TARGET_FILE_SIZE),
-            table.settings.choice(K.COMPRESSION), ranged_columns(table), filter_spec(table),
+            table.settings.choice(K.COMPRESSION), ranged, filter_spec(table),
             None if table.config.populate_meta_fields else table.keygen,
         )
         stats = [WriteStat.from_row(r.asDict()) for r in rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()]

@@ -671,15 +671,26 @@ def _alter(tree: exp.Alter) -> S.AlterTableProperties | S.AlterTableColumns | S.
                                    comments={action.name: comment.name} if comment is not None else {},
                                    renamed=_renamed(action.name, renamed.name) if renamed is not None else {})
     if len(actions) == 1 and isinstance(actions[0], exp.RenameColumn):
-        return S.AlterTableColumns(table_name(tree.this), renamed=_renamed(actions[0].this.name, actions[0].args["to"].name))
+        return S.AlterTableColumns(table_name(tree.this),
+                                   renamed=_renamed(_top_level(actions[0].this), actions[0].args["to"].name))
     if len(actions) == 1 and isinstance(actions[0], exp.Drop) and (actions[0].args.get("kind") or "").upper() in (
             "COLUMN", "COLUMNS"):
         named = [n for t in actions[0].args.get("tables") or [] for n in (t.expressions if isinstance(t, exp.Schema) else [t])]
-        return S.AlterTableColumns(table_name(tree.this), dropped=[n.name for n in named])
+        return S.AlterTableColumns(table_name(tree.this), dropped=[_top_level(n) for n in named],
+                                   drop_if_exists=bool(actions[0].args.get("exists")))
     raise SqlError(
         "ALTER TABLE supports SET / UNSET TBLPROPERTIES (...), ADD COLUMNS (...), ALTER COLUMN c TYPE t, "
         "DROP COLUMN c, RENAME COLUMN a TO b, RENAME TO and DROP PARTITION (...)"
     )
+
+
+def _top_level(column: exp.Expression) -> str:
+    """The name of a column an ALTER drops or renames: a top-level one (a field of a STRUCT column
+    is refused: hudiql rewrites columns, not fields)."""
+    if isinstance(column, exp.Column) and len(column.parts) > 1:
+        raise SqlError(f"{column.sql(DIALECT)} is a field of a STRUCT column; DROP and RENAME COLUMN take a column of "
+                       "the table")
+    return column.name
 
 
 def _renamed(old: str, new: str) -> dict[str, str]:

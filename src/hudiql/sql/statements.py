@@ -137,6 +137,7 @@ class AlterTableColumns(Statement):
     retyped: dict[str, T.DataType] = field(default_factory=dict)
     comments: dict[str, str] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)
+    drop_if_exists: bool = False  # DROP COLUMN IF EXISTS: a name that is no column is no error
     renamed: dict[str, str] = field(default_factory=dict)  # old name: new name
 
 

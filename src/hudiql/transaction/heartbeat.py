@@ -4,10 +4,13 @@ While a write runs, a background thread rewrites ``.hoodie/.heartbeat/<instant>`
 ``hoodie.client.heartbeat.interval_in_ms``; the file is deleted when the write ends. A pending
 instant whose heartbeat is older than the interval times ``hoodie.client.heartbeat.tolerable.misses``
 (or missing) belongs to a writer that died, and the next writer rolls it back (Hudi's LAZY
-failed-writes policy); a pending instant with a fresh heartbeat is left alone. The file holds
-its writer's interval, so that writers with different intervals judge each other by the
-interval the other one beats at. Work a writer keeps outside the timeline, such as the rows a
-``df.write`` stages (``datasource.writer``), beats in a file of its own the same way.
+failed-writes policy); a pending instant with a fresh heartbeat is left alone, unless its
+writer ran on this host and its process is gone: then it failed, at once (Hudi waits for the
+heartbeat to expire). The file holds its writer's interval, so that writers with different
+intervals judge each other by the interval the other one beats at, and its process
+(``transaction.process``); Hudi's writers read only the file's time. Work a writer keeps outside
+the timeline, such as the rows a ``df.write`` stages (``datasource.writer``), beats in a file of
+its own the same way.
 
 Example:
     >>> storage = Storage(warehouse + "/orders")
@@ -23,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Mapping
@@ -33,6 +37,7 @@ from hudiql.io.storage import Storage
 from hudiql.layout import HEARTBEAT_FOLDER
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import Timeline
+from hudiql.transaction.process import WriterProcess
 
 
 def heartbeat_path(instant_time: str) -> str:
@@ -57,9 +62,9 @@ class Heartbeat:
 
     def start(self) -> bool:
         """Claim the file and start beating; ``False`` when another writer claimed it first."""
-        content = str(self.interval_ms).encode()
+        self._content = json.dumps({"interval_ms": self.interval_ms, **WriterProcess.current().as_dict()}).encode()
         if self.storage.can_create_exclusive:
-            if not self.storage.create_exclusive(self.path, content):
+            if not self.storage.create_exclusive(self.path, self._content):
                 return False
         else:
             self._beat()
@@ -81,7 +86,7 @@ class Heartbeat:
                 pass  # a missed beat; the next one may succeed, and misses are tolerated
 
     def _beat(self) -> None:
-        self.storage.write(self.path, str(self.interval_ms).encode())
+        self.storage.write(self.path, self._content)
 
 
 class WriterHeartbeat(Heartbeat):
@@ -94,14 +99,22 @@ class WriterHeartbeat(Heartbeat):
 
 
 def is_expired(storage: Storage, path: str, settings: Mapping[str, str]) -> bool:
-    """Whether the heartbeat at ``path`` stopped: no file, or one older than the tolerated misses."""
+    """Whether the heartbeat at ``path`` stopped: no file, one older than the tolerated misses, or
+    one whose writer ran on this host and is gone."""
     beaten = storage.modified_time(path)
     if beaten is None:
         return True
+    beat_ms, process = interval_ms(settings), None  # unreadable (caught mid-write): judged by our interval
     try:
-        beat_ms = int(storage.read(path).decode())
-    except (ValueError, HudiqlError):  # caught mid-write, or gone since: judge by our own interval
-        beat_ms = interval_ms(settings)
+        content = json.loads(storage.read(path).decode())
+        if isinstance(content, dict):
+            beat_ms, process = int(content["interval_ms"]), WriterProcess.from_dict(content)
+        else:
+            beat_ms = int(content)  # a file written before heartbeats named their process
+    except (ValueError, KeyError, TypeError, HudiqlError):
+        pass
+    if process is not None and process.is_gone():
+        return True
     allowed_ms = beat_ms * registry.number(settings, registry.HEARTBEAT_MISSES)
     return (time.time() - beaten) * 1000 > allowed_ms
 

@@ -33,8 +33,6 @@ Example:
 from __future__ import annotations
 
 import json
-import os
-import socket
 import time
 from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
@@ -43,6 +41,7 @@ from hudiql.config import registry
 from hudiql.errors import WriteConflictError
 from hudiql.io.storage import Storage
 from hudiql.layout import LOCK_FILE
+from hudiql.transaction.process import WriterProcess
 
 
 class TableLock:
@@ -87,8 +86,7 @@ class TableLock:
 
     def _claim(self) -> bytes:
         self._content = json.dumps({
-            "holder": self.holder, "host": socket.gethostname(), "pid": os.getpid(),
-            "acquired_ms": int(time.time() * 1000),
+            "holder": self.holder, **WriterProcess.current().as_dict(), "acquired_ms": int(time.time() * 1000),
         }).encode()
         return self._content
 
@@ -103,14 +101,15 @@ class TableLock:
         holder = _holder(self._read())
         if holder is None:
             return "held by another writer"
-        return f"held by {holder.get('holder')} of process {holder.get('pid')} on {holder.get('host')}"
+        return f"held by {holder.get('holder')} of {WriterProcess.from_dict(holder) or 'an unknown process'}"
 
     def _break_if_stale(self, content: bytes | None) -> bool:
         """Delete the lock (read as ``content``) if its holder is gone or it expired; whether it was deleted."""
         holder = _holder(content)
         if content is None or holder is None:
             return content is None  # gone already: try again; unreadable: not ours to break
-        dead = holder.get("host") == socket.gethostname() and not _process_alive(int(holder.get("pid", -1)))
+        process = WriterProcess.from_dict(holder)
+        dead = process is not None and process.is_gone()
         age_ms = time.time() * 1000 - int(holder.get("acquired_ms", 0))
         expired = self.expire_minutes > 0 and age_ms > self.expire_minutes * 60_000
         return (dead or expired) and self.storage.delete_if_holds(LOCK_FILE, content)
@@ -121,18 +120,6 @@ def _holder(content: bytes | None) -> dict | None:
         return json.loads(content) if content else None
     except ValueError:
         return None  # not a lock hudiql wrote (its locks appear whole)
-
-
-def _process_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 def commit_lock(storage: Storage, settings: Mapping[str, str], holder: str) -> AbstractContextManager:

@@ -101,14 +101,21 @@ def _bound_columns(on: exp.Expression, target: str) -> dict[str, exp.Expression]
             if _qualified_by(side, target) and not any(
                 _qualified_by(c, target) or not c.table for c in other.find_all(exp.Column)
             ):
-                # ``t.a.b``: field b of STRUCT column a (a nested record key)
-                bound[".".join(p.name for p in side.parts[1:]).lower()] = other
+                bound[_target_field(side, target).lower()] = other
     return bound
 
 
 def _qualified_by(column: exp.Expression, target: str) -> bool:
-    """Whether ``column`` is a column of ``target`` (``t.c``, or a field of one, ``t.a.b``)."""
-    return isinstance(column, exp.Column) and len(column.parts) > 1 and column.parts[0].name.lower() == target
+    """Whether ``column`` is a column of ``target`` (``t.c``, ``db.t.c``, or a field of one, ``t.a.b``)."""
+    return isinstance(column, exp.Column) and (column.table.lower() == target or (
+        len(column.parts) > 2 and column.parts[0].name.lower() == target))
+
+
+def _target_field(column: exp.Column, target: str) -> str:
+    """The column (or ``a.b``: field of a STRUCT column) of ``target`` that ``column`` names."""
+    if column.table.lower() == target:
+        return column.name
+    return ".".join(p.name for p in column.parts[1:])
 
 
 def _direct_source_column(value: exp.Expression, name: str, source: str, source_columns) -> bool:
@@ -309,7 +316,7 @@ class DmlPlanner:
         which cost about what the lookup job does to read."""
         fields = table.config.record_key_fields
         bound = _bound_columns(on, target)
-        if (len(fields) != 1 or fields[0].lower() not in bound or table.keygen.prefixes_single_field
+        if (len(fields) != 1 or "." in fields[0] or fields[0].lower() not in bound or table.keygen.prefixes_single_field
                 or not record_index.usable(table)
                 or sum(s.base_file_size for s in files.latest_slices()) < LOOKUP_WORTH_BYTES):
             return None

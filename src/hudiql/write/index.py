@@ -111,11 +111,12 @@ def is_global(table: HudiTable) -> bool:
 def moves_keys(table: HudiTable) -> bool:
     """With a global index: whether an upsert of a key stored in another partition moves it there
     (the index's ``*.update.partition.path``), else updates it where it is stored."""
-    if _uses_record_index(table):
-        return table.settings.flag(K.RECORD_INDEX_UPDATE_PARTITION_PATH)
-    if table.settings.choice(K.INDEX_TYPE) == K.GLOBAL_BLOOM_INDEX:
+    kind = table.settings.choice(K.INDEX_TYPE)
+    if kind == K.GLOBAL_BLOOM_INDEX:
         return table.settings.flag(K.BLOOM_UPDATE_PARTITION_PATH)
-    return table.settings.flag(K.SIMPLE_UPDATE_PARTITION_PATH)
+    if kind == K.GLOBAL_SIMPLE_INDEX:
+        return table.settings.flag(K.SIMPLE_UPDATE_PARTITION_PATH)
+    return table.settings.flag(K.RECORD_INDEX_UPDATE_PARTITION_PATH)
 
 
 def _uses_record_index(table: HudiTable) -> bool:
@@ -143,9 +144,7 @@ def _located_globally(spark: SparkSession, table: HudiTable, incoming: DataFrame
         found = bloom.located(spark, table, keys, slices, any_partition=True)
         return found.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION), F.col("file_id").alias(FILE_ID))
     ordering = table.merge_rule.ordering_field if table.merge_rule.is_event_time and moves_keys(table) else None
-    stored = snapshot(spark, table, view, with_file_name=True,
-                      columns=[RECORD_KEY, PARTITION_PATH, *([field_root(ordering)] if ordering else [])])
-    found = stored.join(keys, RECORD_KEY, "left_semi")
+    found = _stored_rows(table, view, ordering).join(keys, RECORD_KEY, "left_semi")
     return found.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION),
                         F.regexp_extract(F.col(SOURCE_FILE), r"^([^_]+)", 1).alias(FILE_ID),
                         *([F.col(ordering).alias(STORED_ORDERING)] if ordering else []))
@@ -193,8 +192,23 @@ def _stored_ordering(table: HudiTable, view: FileSystemView) -> DataFrame:
     """(record key, ``STORED_PARTITION``, ``STORED_ORDERING``) of every stored row: a moved key's
     stored ordering value decides whether it moves (read only where the lookup did not read it)."""
     ordering = table.merge_rule.ordering_field
-    rows = snapshot(SparkSession.getActiveSession(), table, view, columns=[RECORD_KEY, PARTITION_PATH, field_root(ordering)])
+    rows = _stored_rows(table, view, ordering)
     return rows.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION), F.col(ordering).alias(STORED_ORDERING))
+
+
+def _stored_rows(table: HudiTable, view: FileSystemView, ordering: str | None) -> DataFrame:
+    """Record key, partition path, ``SOURCE_FILE`` (and the ordering field's column) of every row
+    of the latest slices, merged with their logs; derived by the key generator on a table without
+    meta fields."""
+    spark = SparkSession.getActiveSession()
+    extra = [field_root(ordering)] if ordering else []
+    if table.config.populate_meta_fields:
+        return snapshot(spark, table, view, columns=[RECORD_KEY, PARTITION_PATH, *extra], with_file_name=True)
+    keygen = table.keygen
+    roots = list(dict.fromkeys(field_root(f) for f in [*keygen.record_key_fields, *keygen.partition_fields, *extra]))
+    rows = snapshot(spark, table, view, columns=roots, with_file_name=True)
+    return rows.select(keygen.record_key().alias(RECORD_KEY), keygen.partition_path(table.schema).alias(PARTITION_PATH),
+                       SOURCE_FILE, *extra)
 
 
 def _tag_buckets(

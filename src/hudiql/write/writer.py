@@ -264,7 +264,9 @@ def _with_dup_policy(spark: SparkSession, table: HudiTable, rows: DataFrame, pol
     overwrite replaces what it would compare with: nothing to check)."""
     if replacement is not None:
         return rows
-    partitions = sorted(r[0] for r in rows.select(PARTITION_PATH).distinct().collect())
+    # A global index keeps a key once in the table: it is looked for in every partition.
+    keys = [RECORD_KEY] if is_global(table) else [RECORD_KEY, PARTITION_PATH]
+    partitions = None if is_global(table) else sorted(r[0] for r in rows.select(PARTITION_PATH).distinct().collect())
     view = table.file_system_view(partitions)
     if not view.latest_slices():
         return rows
@@ -273,8 +275,8 @@ def _with_dup_policy(spark: SparkSession, table: HudiTable, rows: DataFrame, pol
     stored = snapshot(spark, table, view, columns=fields).select(
         keygen.record_key().alias(RECORD_KEY), keygen.partition_path(table.schema).alias(PARTITION_PATH))
     if policy == "drop":
-        return rows.join(stored, [RECORD_KEY, PARTITION_PATH], "left_anti")
-    found = rows.join(stored, [RECORD_KEY, PARTITION_PATH], "left_semi").select(RECORD_KEY).limit(1).collect()
+        return rows.join(stored.select(*keys), keys, "left_anti")
+    found = rows.join(stored.select(*keys), keys, "left_semi").select(RECORD_KEY).limit(1).collect()
     if found:
         raise DataError(f"Duplicate key found for insert statement, key is: {found[0][0]} (table {table.config.name} "
                         f"holds it; {registry.INSERT_DUP_POLICY}=fail): leave the row out, or set the policy to drop or none")
@@ -327,9 +329,10 @@ def write_decided(
             merges_inserts=merges_inserts,
         )
     else:
-        view = table.file_system_view(None if is_global(table) else sorted(inserts))
+        looks_up = not inserts_checked and any(inserts.values())
+        view = table.file_system_view(None if looks_up and is_global(table) else sorted(inserts))
         tagged = rows
-        if not inserts_checked and any(inserts.values()):
+        if looks_up:
             new = rows.where(F.col(FILE_ID).isNull()).drop(FILE_ID)
             found, _ = tag(spark, table, index, new, sorted(inserts), view, lookup=True)
             tagged = rows.where(F.col(FILE_ID).isNotNull()).unionByName(found)
