@@ -336,12 +336,13 @@ class DmlPlanner:
     def _target(self, table: HudiTable, files: FileSystemView, keep,
                 file_groups: set[tuple[str, str]] | None = None) -> DataFrame:
         """The target rows a statement reads (of ``file_groups`` only, when given). A table
-        without meta fields stores neither a row's partition path nor (always) its file name: the
-        statement takes the path from its key generator and the file from the base file it read."""
+        without meta fields stores neither a row's key and partition path nor (always) its file name:
+        the statement takes them from its key generator and the file from the base file it read."""
         if table.config.populate_meta_fields:
             return snapshot(self.spark, table, files, keep, file_groups=file_groups)
         return snapshot(self.spark, table, files, keep, with_file_name=True, file_groups=file_groups).withColumnRenamed(
-            SOURCE_FILE, FILE_NAME).withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema))
+            SOURCE_FILE, FILE_NAME).withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema)).withColumn(
+            RECORD_KEY, table.keygen.record_key())
 
     def _old_key(self, table: HudiTable, qualifier: str | None) -> exp.Expression:
         """The stored row's key, which a table without a record key keeps. A keyed table derives
