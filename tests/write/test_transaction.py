@@ -303,7 +303,7 @@ def test_a_pending_write_of_a_gone_process_on_this_host_is_rolled_back_at_once(s
     path = create(session)
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()  # a process that ran here and ended
-    here = {**WriterProcess.current().as_dict(), "pid": gone.pid, "started": None}
+    here = {**WriterProcess.current().as_dict(), "pid": gone.pid, "started": None, "jvm_pid": None}
     elsewhere = {**here, "host": "another-host"}
     for instant, process in (("20200101000000000", here), ("20200101000000001", elsewhere)):
         crashed_write(path, instant, heartbeat_age_s=0, interval_ms=60000)
