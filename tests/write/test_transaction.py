@@ -115,14 +115,28 @@ def test_bucket_index_writers_starting_one_bucket_conflict(session):
     assert [r[0] for r in hudiql_rows(session, "SELECT id FROM t WHERE part = 'p9'")] == [20]
 
 
-def test_a_compaction_waits_for_an_earlier_write_and_a_later_write_goes_past_its_plan(session):
+def test_a_compaction_planned_past_an_earlier_write_fails_it_and_a_later_write_goes_past_its_plan(session):
+    """As under Hudi's optimistic concurrency, a write in flight does not hold a compaction plan
+    back: the earlier write to a planned file group fails at its commit (and its statement would run
+    again); a write to another file group commits. A single writer's table waits for the write."""
     path = create(session, "m", mor=True)
     session.sql("INSERT INTO m VALUES (1, 'log', 2, 'p1')")  # a log file to compact
+    session.sql("INSERT INTO m VALUES (4, 'other', 2, 'p3')")
+    with started(session, "m") as txn:
+        session.sql("CALL run_compaction(table => 'm', op => 'schedule')")
+        with pytest.raises(WriteConflictError, match="compaction .* was planned"):
+            late_write(session, txn, "(2, 'early', 2, 'p1')")
+    planned = instants(path, "compaction.requested")
+    with started(session, "m") as txn:  # a new file group: no conflict with the plan
+        late_write(session, txn, "(5, 'new', 2, 'p4')")
+    session.sql("SET hoodie.write.concurrency.mode=SINGLE_WRITER")
+    session.sql("CALL run_compaction(table => 'm', op => 'run')")
+    session.sql("INSERT INTO m VALUES (1, 'log2', 3, 'p1')")
     with started(session, "m") as txn:
         with pytest.raises(WriteConflictError, match=rf"write {txn.instant_time} is still in flight"):
             session.sql("CALL run_compaction(table => 'm', op => 'schedule')")
-        late_write(session, txn, "(2, 'early', 2, 'p1')")
-    assert not instants(path, "compaction.requested")
+        late_write(session, txn, "(1, 'log', 4, 'p1')")
+    session.sql("SET hoodie.write.concurrency.mode=OPTIMISTIC_CONCURRENCY_CONTROL")
     session.sql("CALL run_compaction(table => 'm', op => 'schedule')")
     planned = instants(path, "compaction.requested")
     # A write that starts after the plan goes to the slices it opens: no conflict, nothing lost.
@@ -130,8 +144,8 @@ def test_a_compaction_waits_for_an_earlier_write_and_a_later_write_goes_past_its
         late_write(session, txn, "(3, 'late', 2, 'p2')")
     session.sql("INSERT INTO m VALUES (2, 'after', 3, 'p1')")
     session.sql("CALL run_compaction(table => 'm', op => 'run')")
-    assert len(planned) == 1 and instants(path, "commit") == planned
-    expected = [(1, "log"), (2, "after"), (3, "late")]
+    assert len(planned) == 2 and instants(path, "commit") == planned
+    expected = [(1, "log"), (2, "after"), (3, "late"), (4, "other"), (5, "new")]
     assert hudiql_rows(session, "SELECT id, name FROM m") == expected
     assert official_rows(path, ["id", "name"]) == expected
 

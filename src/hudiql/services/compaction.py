@@ -1,12 +1,14 @@
 """Compaction of merge-on-read tables: schedule, plan, execute, commit.
 
 - schedule: a ``<t>.compaction.requested`` instant holding the plan, one operation per file
-  group whose latest slice has log files. Like Hudi, it refuses when a write earlier than ``t``
-  is still in flight; ``t`` is later than every instant.
+  group whose latest slice has log files; ``t`` is later than every instant. Writes in flight do
+  not hold it back (Hudi's optimistic concurrency): an earlier write to a planned file group fails
+  at its commit and runs again. A single writer's table refuses while a write is in flight.
 - execute: a write transaction (``transaction.write_transaction``) of the planned instant: Spark tasks merge
   each operation's base file and logs into a new base file named with the compaction instant;
   the instant completes as a ``commit`` with ``compacted: true``. A failed run is rolled back to
-  requested and can run again; a run whose process died, once its heartbeat expired.
+  requested and can run again; a run whose process died, at once on this host (else once its
+  heartbeat expired).
 - inline (``hoodie.compact.inline``): after a delta commit, pending plans run first, oldest
   first, then a new one is planned when the trigger fires (``services.post_commit``).
 - Writes that arrive while a compaction is pending go to log files of the new slice (named by
@@ -86,7 +88,11 @@ def schedule(table: HudiTable) -> Instant | None:
     """Plan a compaction of every file group whose latest slice has logs; ``None`` if none has.
 
     Under the table lock, from the timeline as it is then: a write that completes later sees
-    the plan in its conflict check, and a write that completed before is in the plan.
+    the plan in its conflict check, and a write that completed before is in the plan. Writes in
+    flight do not hold it back, as under Hudi's optimistic concurrency control: the plan covers
+    completed slices only, and an earlier write to a planned file group fails at its commit (and
+    runs again on the new snapshot, ``transaction.retry``), so compaction is never starved by
+    steady writers. A single writer (no lock, no conflict check) still waits for them.
     """
     if not table.config.is_mor:
         raise HudiqlError(f"table {table.config.name} is copy-on-write; only merge-on-read tables are compacted")
@@ -95,7 +101,7 @@ def schedule(table: HudiTable) -> Instant | None:
         timeline = table.timeline
         instant_time = held.claim_instant_time()  # no writer takes the plan's instant time
         inflight = [i for i in timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)) if i.timestamp < instant_time]
-        if inflight:
+        if inflight and table.settings.choice(K.CONCURRENCY_MODE) == K.SINGLE_WRITER:
             raise WriteConflictError(
                 f"cannot schedule compaction at {instant_time}: write {inflight[0].timestamp} is still in flight"
             )

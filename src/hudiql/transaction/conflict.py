@@ -72,8 +72,8 @@ class _Touched:
 def concurrent_instants(snapshot: Timeline, current: Timeline, own: str, actions: tuple[str, ...],
                         planned_at: str | None = None) -> list[Instant]:
     """Instants of ``actions`` that completed since ``snapshot`` (it did not know them, or knew
-    them pending) or after ``planned_at``, and compactions planned since the snapshot. (A plan
-    is made while no earlier write is in flight, so the writes after it are the later ones.)"""
+    them pending) or after ``planned_at``, and compactions planned since the snapshot (a plan may
+    be made while this write is in flight: its file groups are then this write's conflict)."""
     known = {i.timestamp: i for i in snapshot.instants}
     out = []
     for instant in current.instants:
