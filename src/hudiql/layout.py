@@ -61,6 +61,19 @@ def write_token(task_partition_id: int, stage_id: int, attempt_id: int) -> str:
     return f"{task_partition_id}-{stage_id}-{attempt_id}"
 
 
+def log_write_token(task_partition_id: int, instant_time: str, attempt_id: int) -> str:
+    """The write token of a data log file, the write's instant time in place of the stage id: on
+    timeline layout 1 a log file is named by its slice's base instant and next version, which two
+    concurrent writers of one file group both pick, and their tasks' stage ids may match too (each
+    SparkContext numbers its stages from 0): a shared name would let the losing writer's abort
+    delete the winner's committed log file. Readers take the token as text.
+
+    >>> log_write_token(4, "20260101000000000", 0)
+    '4-20260101000000000-0'
+    """
+    return f"{task_partition_id}-{instant_time}-{attempt_id}"
+
+
 def base_file_name(file_id: str, token: str, instant_time: str, extension: str = BASE_FILE_EXTENSION) -> str:
     return f"{file_id}_{token}_{instant_time}{extension}"
 

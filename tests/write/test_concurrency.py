@@ -481,6 +481,34 @@ def test_mor_inline_compaction_with_two_writers(writers, session, warehouse, tmp
     assert len(rows) == 10_000
 
 
+def test_two_fresh_writers_appending_to_one_file_group_keep_the_winners_log(session, warehouse, tmp_path):
+    """Two writer processes started alike (their Spark stages numbered alike) update one file group
+    of a merge-on-read table at once: on timeline layout 1 both pick the slice's next log version,
+    so their log files must differ by write token; the loser's abort then removes its own file only,
+    and the winner's rows stay readable by both readers."""
+    name = "fa"
+    table = warehouse / name
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING) USING hudi TBLPROPERTIES (primaryKey='id', "
+                "'hoodie.spark.sql.insert.into.operation'='upsert', type='mor', 'hoodie.compact.inline'='false')")
+    session.sql(f"INSERT INTO {name} VALUES {values(SHARED, 'seed')}")
+    fresh = [Writer(tmp_path, f"fresh{i}") for i in (1, 2)]
+    try:
+        for w in fresh:
+            w.expect("READY", timeout=STARTUP_TIMEOUT)
+        jobs = [(w, {"statements": [{"id": f"f{i}", "sql": f"INSERT INTO {name} VALUES {values(SHARED, f'f{i}')}"}],
+                     "setup": [NO_RETRIES, f"SELECT count(*) FROM {name}"]}) for i, w in enumerate(fresh, 1)]
+        runs = run_together(tmp_path, warehouse, jobs)
+    finally:
+        for w in fresh:
+            w.close()
+    no_other_errors(*runs)
+    winners = [r["id"] for run in runs for r in run if r["outcome"] == "ok"]
+    rows = check_table(session, table, name)
+    assert winners and {rows[k]["src"] for k in SHARED} == {winners[-1]}
+    logs = [p.name for p in table.rglob(".*.log.*")]
+    assert len(logs) == len(winners), f"log files {logs} for {len(winners)} committed writes"
+
+
 # ---- 4. a writer killed with SIGKILL ------------------------------------------------------------------
 
 HEARTBEAT_MS = 60000  # long: a rollback within it is the dead process seen, not an expired heartbeat

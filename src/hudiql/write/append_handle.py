@@ -117,7 +117,8 @@ class AppendTask:
 
         ctx = TaskContext.get()
         partition_id = ctx.partitionId() if ctx else 0
-        task = _TaskState(partition_id, layout.write_token(partition_id, ctx.stageId() if ctx else 0, ctx.attemptNumber() if ctx else 0))
+        task = _TaskState(partition_id, layout.log_write_token(partition_id, self.instant_time,
+                                                               ctx.attemptNumber() if ctx else 0))
         storage = Storage(self.base_uri)
         groups: dict[str, _GroupBuffer] = {}
         for batch in batches:
