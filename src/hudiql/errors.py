@@ -75,6 +75,11 @@ class WriteConflictError(HudiqlError):
     """The timeline changed in a way that makes this write unsafe."""
 
 
+class LostConflictError(WriteConflictError):
+    """This write lost an optimistic conflict to a write or plan that completed while it ran: the
+    same statement run again on the new snapshot may commit (``transaction.retry``)."""
+
+
 def from_spark_error(exc: BaseException) -> HudiqlError | None:
     """A user-facing error for a Spark failure caused by the data or the SQL, else ``None``.
 

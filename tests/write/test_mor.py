@@ -386,7 +386,7 @@ def _blocks_by_group(root: Path, stats_batches: list[pa.RecordBatch]) -> dict[st
     out = {}
     for r in pa.Table.from_batches(stats_batches).to_pylist():
         log = root / r["path"]
-        assert log.name == f".{r['file_id']}_20240101000000000.log.1_0-0-0" and r["total_log_blocks"] == len(blocks(log))
+        assert log.name == f".{r['file_id']}_20240101000000000.log.1_0-20240101000000001-0" and r["total_log_blocks"] == len(blocks(log))
         out[r["file_id"]] = [[rec["id"] for rec in avro_records(b)] for b in blocks(log)]
     return out
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from hudiql.errors import WriteConflictError
+from hudiql.errors import LostConflictError, WriteConflictError
 from hudiql.layout import bucket_of_file_id, parse_data_file_name
 from hudiql.read.snapshot import SOURCE_FILE, stored_keys
 from hudiql.table.fsview import read_commit_metadata
@@ -140,10 +140,10 @@ def _columns(avro_schema: str) -> list[tuple[str, str]]:
     return [(f.name.lower(), f.dataType.simpleString()) for f in without_meta_columns(from_avro(avro_schema)).fields]
 
 
-def _conflict(own: Instant, other: Instant, what: str) -> WriteConflictError:
+def _conflict(own: Instant, other: Instant, what: str) -> LostConflictError:
     happened = "was planned" if not other.is_completed else "completed"
     action = "compaction" if other.action == COMPACTION else other.action
-    return WriteConflictError(
+    return LostConflictError(
         f"{own.action} {own.timestamp} conflicts with {action} {other.timestamp}, which {happened} while it ran: "
         f"both wrote {what}; {RETRY}"
     )

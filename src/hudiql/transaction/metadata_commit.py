@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pyspark.sql import SparkSession
 
 from hudiql.config import registry
-from hudiql.errors import FormatError, HudiqlError, WriteConflictError, warn
+from hudiql.errors import FormatError, HudiqlError, LostConflictError, warn
 from hudiql.index.record_index import IndexWrites
 from hudiql.metadata.record_index import RECORD_INDEX_PARTITION
 from hudiql.metadata.records import FILES_PARTITION
@@ -92,10 +92,10 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
                 config = secondary_index.drop(table, partition[len(PARTITION_PREFIX):])
             config = remove_partition(table.storage, RECORD_INDEX_PARTITION)
         elif index_writes.count not in (None, len(mdt.index_slices(RECORD_INDEX_PARTITION))):
-            raise WriteConflictError(f"the record index of table {table.config.name} was rebuilt while the write "
+            raise LostConflictError(f"the record index of table {table.config.name} was rebuilt while the write "
                                      "ran; run the statement again")
         elif index_writes.count is not None and index_writes.secondary_partitions != secondary:
-            raise WriteConflictError(f"an index of table {table.config.name} was created or dropped while the write "
+            raise LostConflictError(f"an index of table {table.config.name} was created or dropped while the write "
                                      "ran; run the statement again")
     table.config.props = dict(config.props)  # the statement's snapshots share this config
     try:

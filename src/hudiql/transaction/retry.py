@@ -1,4 +1,5 @@
-"""A statement that loses an optimistic write conflict runs again on the new snapshot, as Hudi's
+"""A statement that loses an optimistic write conflict (``LostConflictError``: not a lock it could
+not take, nor a plan another process runs) runs again on the new snapshot, as Hudi's
 Spark writer runs a batch again (``hoodie.write.num.retries.on.conflict.failures``): the lost
 attempt was rolled back whole, so running the statement again is running it once. Only a
 statement that keeps losing fails, and its error says how often it tried.
@@ -8,7 +9,7 @@ Example:
     >>> def write():
     ...     attempts.append(1)
     ...     if len(attempts) < 3:
-    ...         raise WriteConflictError("a concurrent commit changed file group f1")
+    ...         raise LostConflictError("a concurrent commit changed file group f1")
     ...     return "committed"
     >>> retrying(write, lambda: {CONFLICT_RETRIES: "3", LOCK_RETRY_WAIT_MS: "1"}), len(attempts)
     ('committed', 3)
@@ -23,7 +24,7 @@ from typing import TypeVar
 
 from hudiql.config import registry
 from hudiql.config.registry import CONFLICT_RETRIES, LOCK_RETRY_WAIT_MS
-from hudiql.errors import WriteConflictError, warn
+from hudiql.errors import LostConflictError, warn
 
 Result = TypeVar("Result")
 
@@ -37,13 +38,13 @@ def retrying(attempt: Callable[[], Result], settings: Callable[[], Mapping[str, 
         tried += 1
         try:
             return attempt()
-        except WriteConflictError as exc:
+        except LostConflictError as exc:
             given = settings()
             single = registry.choice(given, registry.CONCURRENCY_MODE) == registry.SINGLE_WRITER
             retries = 0 if single else registry.number(given, CONFLICT_RETRIES)
             if tried > retries:
                 if retries:
-                    raise WriteConflictError(f"{exc} (tried {tried} times; {CONFLICT_RETRIES}={retries})") from None
+                    raise LostConflictError(f"{exc} (tried {tried} times; {CONFLICT_RETRIES}={retries})") from None
                 raise
             warn(f"{str(exc).splitlines()[0]}; running the statement again on the new snapshot "
                  f"(attempt {tried + 1} of {retries + 1})")
