@@ -144,7 +144,7 @@ def _located_globally(spark: SparkSession, table: HudiTable, incoming: DataFrame
         found = bloom.located(spark, table, keys, slices, any_partition=True)
         return found.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION), F.col("file_id").alias(FILE_ID))
     ordering = table.merge_rule.ordering_field if table.merge_rule.is_event_time and moves_keys(table) else None
-    found = _stored_rows(table, view, ordering).join(keys, RECORD_KEY, "left_semi")
+    found = stored_rows(table, view, ordering).join(keys, RECORD_KEY, "left_semi")
     return found.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION),
                         F.regexp_extract(F.col(SOURCE_FILE), r"^([^_]+)", 1).alias(FILE_ID),
                         *([F.col(ordering).alias(STORED_ORDERING)] if ordering else []))
@@ -192,11 +192,11 @@ def _stored_ordering(table: HudiTable, view: FileSystemView) -> DataFrame:
     """(record key, ``STORED_PARTITION``, ``STORED_ORDERING``) of every stored row: a moved key's
     stored ordering value decides whether it moves (read only where the lookup did not read it)."""
     ordering = table.merge_rule.ordering_field
-    rows = _stored_rows(table, view, ordering)
+    rows = stored_rows(table, view, ordering)
     return rows.select(RECORD_KEY, F.col(PARTITION_PATH).alias(STORED_PARTITION), F.col(ordering).alias(STORED_ORDERING))
 
 
-def _stored_rows(table: HudiTable, view: FileSystemView, ordering: str | None) -> DataFrame:
+def stored_rows(table: HudiTable, view: FileSystemView, ordering: str | None) -> DataFrame:
     """Record key, partition path, ``SOURCE_FILE`` (and the ordering field's column) of every row
     of the latest slices, merged with their logs; derived by the key generator on a table without
     meta fields."""

@@ -50,7 +50,6 @@ from hudiql.layout import (
     join_partition,
     partition_metadata,
 )
-from hudiql.read.snapshot import snapshot
 from hudiql.table.fsview import FileSystemView
 from hudiql.record.keygen import check_virtual_keys
 from hudiql.record.merge import MergeRule
@@ -59,7 +58,6 @@ from hudiql.record.schema import (
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
-    field_root,
     nested_type,
     to_arrow,
     to_avro,
@@ -83,7 +81,7 @@ from hudiql.write.handle import (
     SEQUENCE,
     MergeTask,
 )
-from hudiql.write.index import NEW_GROUP, is_global, plan_constant, tag
+from hudiql.write.index import NEW_GROUP, is_global, plan_constant, stored_rows, tag
 
 
 @dataclass(frozen=True)
@@ -270,10 +268,7 @@ def _with_dup_policy(spark: SparkSession, table: HudiTable, rows: DataFrame, pol
     view = table.file_system_view(partitions)
     if not view.latest_slices():
         return rows
-    keygen = table.keygen
-    fields = list(dict.fromkeys(field_root(f) for f in [*keygen.record_key_fields, *keygen.partition_fields]))
-    stored = snapshot(spark, table, view, columns=fields).select(
-        keygen.record_key().alias(RECORD_KEY), keygen.partition_path(table.schema).alias(PARTITION_PATH))
+    stored = stored_rows(table, view, None)
     if policy == "drop":
         return rows.join(stored.select(*keys), keys, "left_anti")
     found = rows.join(stored.select(*keys), keys, "left_semi").select(RECORD_KEY).limit(1).collect()
