@@ -190,7 +190,7 @@ def test_files_of_a_write_that_did_not_complete_are_invisible_until_it_does(mor)
     view = mor.view()
     assert slices(view) == [("p", F1, T1, name(base), [])]
     assert [g.file_id for g in view.file_groups()] == [F1]
-    assert view.log_targets() == [(F1, name(base), T1, 2)]  # the invisible log's version is taken
+    assert view.log_targets() == [("p", F1, name(base), T1, 2)]  # the invisible log's version is taken
 
     Timeline.load(mor.storage).complete(instant, meta)
     assert slices(mor.view()) == [("p", F1, T1, name(base), [name(log)]), ("p", F2, T2, name(new), [])]
@@ -215,7 +215,7 @@ def test_log_files_are_in_version_order(mor):
     [latest] = mor.view().latest_slices()
     assert latest.log_files == [name(p) for p in reversed(logs)]
     assert latest.log_size == 150
-    assert mor.view().log_targets() == [(F1, name(base), T1, 11)]
+    assert mor.view().log_targets() == [("p", F1, name(base), T1, 11)]
 
 
 def test_replacecommit_replaces_file_groups_only_once_completed(mor):
@@ -258,7 +258,7 @@ def test_a_pending_compaction_opens_a_new_slice_that_readers_merge_with_the_one_
     assert (merged.base_instant, merged.base_file, merged.log_files) == (T1, name(base), [name(log1), name(log2)])
     assert merged.base_file_size == 100 and merged.log_size == 100
     assert alone == view.latest_slices()[1]
-    assert view.log_targets()[0] == (F1, None, T4, 2)
+    assert view.log_targets()[0] == ("p", F1, None, T4, 2)
 
     # the compaction completes: its base file starts the slice
     compacted = mor.base("p", F1, T4)
@@ -333,6 +333,20 @@ def test_a_damaged_file_of_a_live_slice_is_an_error_naming_it(mor, damage, messa
     damage(mor, base, log)
     with pytest.raises(FormatError, match=message + "; the table needs it"):
         mor.view()
+
+
+def test_a_log_named_as_a_committed_one_but_for_its_token_is_not_damage(mor):
+    """On layout 1 two writers of one file group both name their log by the slice and its next
+    version; only the write token (which carries the instant) tells them apart. The other
+    writer's file, still being written or left by a crash, is not the committed one."""
+    base = mor.base("p", F1, T1)
+    mor.commit(DELTA_COMMIT, T1, [base])
+    log = mor.log("p", F1, T1, 1)  # 50 bytes
+    mor.commit(DELTA_COMMIT, T2, [log])
+    growing = join_partition("p", log_file_name(F1, T1, 1, f"0-{T3}-0"))
+    mor.storage.write(growing, b"x" * 5)
+    mor.start(DELTA_COMMIT, T3, [growing])
+    assert slices(mor.view()) == [("p", F1, T1, name(base), [name(log)])]
 
 
 def test_an_empty_base_file_is_an_error(mor):

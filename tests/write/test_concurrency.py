@@ -36,7 +36,8 @@ from conftest import hudiql_rows, official_rows
 
 WRITER_SCRIPT = Path(__file__).with_name("concurrent_writer.py")
 INSTANT = re.compile(r"(?<!\d)\d{17}(?!\d)")
-_TIMELINE_FILE = re.compile(r"^(\d{17})\.(.+)$")
+#: An instant file: ``T.action[.state]``, or on timeline layout 2 (``.hoodie/timeline/``) ``T_C.action`` once completed.
+_TIMELINE_FILE = re.compile(r"^(\d{17})(?:_\d{17})?\.(.+)$")
 #: Completed instant files of timeline layout 1 (a compaction completes as ``.commit``).
 _COMPLETED = {"commit", "deltacommit", "replacecommit", "clean", "rollback", "savepoint", "restore"}
 _WRITE_REQUESTED = {"commit.requested", "deltacommit.requested", "replacecommit.requested"}
@@ -159,9 +160,10 @@ def no_other_errors(*runs: list[dict]) -> None:
 # ---- the table on disk ----------------------------------------------------------------------------
 
 def timeline_files(table: Path) -> dict[str, set[str]]:
-    """Instant time -> suffixes of its files in ``.hoodie/`` (timeline layout 1)."""
+    """Instant time -> suffixes of its files in ``.hoodie/`` (timeline layout 1) or ``.hoodie/timeline/`` (2)."""
     files: dict[str, set[str]] = {}
-    for p in (table / ".hoodie").iterdir():
+    folder = table / ".hoodie" / "timeline"
+    for p in (folder if folder.is_dir() else table / ".hoodie").iterdir():
         m = _TIMELINE_FILE.match(p.name)
         if m and p.is_file():
             files.setdefault(m[1], set()).add(m[2])
@@ -179,8 +181,10 @@ def pending_writes(table: Path) -> set[str]:
 
 
 def completion_ns(table: Path, instant: str) -> int:
-    """When an instant completed: the modification time of its completed file (layout 1)."""
-    [done] = [p for p in (table / ".hoodie").glob(f"{instant}.*") if p.name.split(".", 1)[1] in _COMPLETED]
+    """When an instant completed: the modification time of its completed file."""
+    folder = table / ".hoodie" / "timeline"
+    [done] = [p for p in (folder if folder.is_dir() else table / ".hoodie").glob(f"{instant}[._]*")
+              if p.name.split(".", 1)[1] in _COMPLETED]
     return done.stat().st_mtime_ns
 
 
@@ -479,6 +483,79 @@ def test_mor_inline_compaction_with_two_writers(writers, session, warehouse, tmp
     for w, run in zip((1, 2), runs):
         check_sequential_writer(rows, run, mine(w), plans[w][1])
     assert len(rows) == 10_000
+
+
+# ---- non-blocking concurrency control -------------------------------------------------------------
+
+NON_BLOCKING_ROWS = 20_000
+
+
+def test_non_blocking_writers_and_a_compactor_all_commit(writers, session, warehouse, tmp_path):
+    """Hudi 1.x's non-blocking concurrency control on a version 8 merge-on-read table with the
+    bucket index: two writers upsert overlapping keys (all in the same file groups) while a third
+    process keeps compacting. No statement fails; every key holds the row with the greatest
+    ordering value any statement gave it (the shared keys: the last statement of either writer,
+    whichever finished first), each writer's own keys its last statement's row, and the official
+    reader agrees, before and after a final compaction."""
+    name = "nb"
+    table = warehouse / name
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING, ts INT, p STRING) USING hudi PARTITIONED BY (p) "
+                "TBLPROPERTIES (primaryKey='id', preCombineField='ts', type='mor', 'hoodie.write.table.version'='8', "
+                "'hoodie.index.type'='BUCKET', 'hoodie.bucket.index.num.buckets'='4', 'hoodie.compact.inline'='false', "
+                "'hoodie.write.concurrency.mode'='NON_BLOCKING_CONCURRENCY_CONTROL')")
+    session.sql(f"INSERT INTO {name} SELECT CAST(id AS INT), 'seed', 0, concat('p', CAST(id % 4 AS STRING)) "
+                f"FROM range(1, {NON_BLOCKING_ROWS + 1})")
+    session.sql(f"CALL run_compaction(table => '{name}')").collect()  # every group gets a base file
+    statements = 5
+    plans, own = {}, {}
+    for w in (1, 2):
+        plans[w] = []
+        for s in range(1, statements + 1):
+            src = f"w{w}s{s}"
+            own[src] = [50_000 * w + s * 10 + j for j in range(3)]  # new keys, in the same buckets
+            # A later statement orders after every earlier one of either writer: ts = s, then the writer.
+            rows = ", ".join(f"({k}, '{src}', {10 * s + w}, 'p{k % 4}')" for k in SHARED + own[src])
+            plans[w].append({"id": src, "sql": f"INSERT INTO {name} VALUES {rows}"})
+    stop, start = tmp_path / "stop-compacting", tmp_path / "start"
+    warm = [f"SELECT count(*) FROM {name}"]
+    # No retry: a statement that conflicted would fail.
+    submitted = [(writers[w - 1], writers[w - 1].submit(tmp_path, warehouse, plans[w], [NO_RETRIES, *warm], start))
+                 for w in (1, 2)]
+    compactor = writers[2].submit(tmp_path, warehouse, [{"id": "compact", "sql": f"CALL run_compaction(table => '{name}')"}],
+                                  warm, start, pause=0.1, until_file=stop)
+    try:
+        for w, job in [*submitted, (writers[2], compactor)]:
+            w.expect("WAITING", job)
+        start.touch()
+        for w, job in submitted:
+            w.expect("DONE", job)
+    finally:
+        start.touch()
+        stop.touch()
+    writers[2].expect("DONE", compactor)
+    runs, compactions = [job.results() for _, job in submitted], compactor.results()
+    no_other_errors(*runs, compactions)
+    for run in runs:
+        assert all(r["outcome"] == "ok" for r in run), f"a write failed: {[(r['id'], r.get('message')) for r in run]}"
+    assert not [r for r in compactions if r["outcome"] != "ok"], [r.get("message") for r in compactions]
+    assert any(c["rows"] for c in compactions), "the compactor never compacted"
+    a, b = runs
+    overlapped = [(x["id"], y["id"]) for x in a for y in b if x["start"] < y["end"] and y["start"] < x["end"]]
+    assert overlapped, "no two statements of the writers ran at the same time"
+
+    def expected() -> None:
+        rows = check_table(session, table, name, ("ts", "p"))
+        assert len(rows) == NON_BLOCKING_ROWS + sum(len(keys) for keys in own.values())
+        for k in SHARED:
+            assert (rows[k]["src"], rows[k]["ts"]) == (f"w2s{statements}", 10 * statements + 2), rows[k]
+        for src, keys in own.items():
+            assert {rows[k]["src"] for k in keys} == {src}, (src, [rows[k] for k in keys])
+        assert {rows[k]["src"] for k in range(SHARED[-1] + 1, NON_BLOCKING_ROWS + 1)} == {"seed"}
+
+    expected()
+    session.sql(f"CALL run_compaction(table => '{name}')").collect()
+    expected()
+    assert official_rows(table, COLUMNS, read_optimized=True) == official_rows(table, COLUMNS)
 
 
 def test_two_fresh_writers_appending_to_one_file_group_keep_the_winners_log(session, warehouse, tmp_path):

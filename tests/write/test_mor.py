@@ -361,7 +361,7 @@ def _append_task(tmp_path: Path, batch_size: int, task_max_size: int):
                          T.StructField("ts", T.LongType()), T.StructField("dt", T.StringType())])
     full = with_meta_columns(data)
     avro = to_avro(full, "u")
-    targets = {f: LogTarget(f"{f}_0-1-0_20240101000000000.parquet", "20240101000000000", 1) for f in ("aaaa-0", "bbbb-0")}
+    targets = {("dt=p", f): LogTarget(f"{f}_0-1-0_20240101000000000.parquet", "20240101000000000", 1) for f in ("aaaa-0", "bbbb-0")}
     return AppendTask(base_uri=str(tmp_path / "u"), instant_time="20240101000000001", arrow_schema=to_arrow(full),
                       avro_schema=avro, ordering_field="ts", ordering_wrapper="LongWrapper", targets=targets,
                       batch_size=batch_size, task_max_size=task_max_size)

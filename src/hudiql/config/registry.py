@@ -184,6 +184,7 @@ BLOOM_UPDATE_PARTITION_PATH = "hoodie.bloom.index.update.partition.path"
 RECORD_INDEX_UPDATE_PARTITION_PATH = "hoodie.record.index.update.partition.path"
 OPTIMISTIC = "OPTIMISTIC_CONCURRENCY_CONTROL"
 SINGLE_WRITER = "SINGLE_WRITER"
+NON_BLOCKING = "NON_BLOCKING_CONCURRENCY_CONTROL"
 FILE_SYSTEM_LOCK = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
 IN_PROCESS_LOCK = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
@@ -477,11 +478,12 @@ _KEY_LIST: list[Key] = [
     Key(CLUSTERING_SORT_COLUMNS, BOTH, COLUMNS, alterable=True, doc="the columns clustered files are sorted by"),
     Key(CLUSTERING_MAX_GROUPS, BOTH, INT, "30", minimum=1, unit=" of groups", alterable=True,
         doc="clustering groups one plan holds"),
-    # -- concurrent writers: optimistic concurrency control (transaction.write_transaction) ----------------------
-    _enum(CONCURRENCY_MODE, BOTH, (OPTIMISTIC, SINGLE_WRITER), OPTIMISTIC, alterable=True,
-          refused={"non_blocking_concurrency_control": "it needs table version 8; hudiql writes version 6 and "
-                                                       "checks conflicts at commit (OPTIMISTIC_CONCURRENCY_CONTROL)"},
-          doc="SINGLE_WRITER: no lock and no conflict check; only one process may write the table"),
+    # -- concurrent writers: optimistic and non-blocking concurrency control (transaction.write_transaction) --
+    _enum(CONCURRENCY_MODE, BOTH, (OPTIMISTIC, SINGLE_WRITER, NON_BLOCKING), OPTIMISTIC, alterable=True,
+          doc="SINGLE_WRITER: no lock and no conflict check; only one process may write the table. "
+              "NON_BLOCKING_CONCURRENCY_CONTROL (merge-on-read, version 8+, simple bucket index): writers of one "
+              "file group never conflict, each writes its own log files, and readers merge them by the ordering "
+              "field (check_concurrency_mode)"),
     _enum(FAILED_WRITES_POLICY, BOTH, ("LAZY",), "LAZY", alterable=True,
           refused={"eager": "hudiql rolls back a failed write once its heartbeat expired (LAZY); EAGER would roll "
                             "back the instant of a writer that is still running",
@@ -645,6 +647,36 @@ def flag(settings: Mapping[str, str], name: str) -> bool:
 def asks_record_index(settings: Mapping[str, str]) -> bool:
     """Whether ``settings`` ask writes to keep the metadata table's record index."""
     return flag(settings, RECORD_INDEX_ENABLE) or choice(settings, INDEX_TYPE) == RECORD_INDEX
+
+
+def is_non_blocking(settings: Mapping[str, str]) -> bool:
+    """Whether ``settings`` ask for Hudi 1.x's non-blocking concurrency control."""
+    return choice(settings, CONCURRENCY_MODE) == NON_BLOCKING
+
+
+def check_concurrency_mode(settings: Mapping[str, str], table_name: str, version: int, is_mor: bool) -> None:
+    """Refuse non-blocking concurrency control where Hudi refuses it: it needs a merge-on-read
+    table of version 8 or 9 whose simple bucket index puts each key in a file group every writer
+    finds without reading the table (their logs then meet in it, and readers merge them).
+
+    >>> check_concurrency_mode({CONCURRENCY_MODE: NON_BLOCKING, INDEX_TYPE: "BUCKET"}, "t", 8, True)
+    >>> check_concurrency_mode({CONCURRENCY_MODE: NON_BLOCKING}, "t", 8, True)
+    Traceback (most recent call last):
+    ...
+    hudiql.errors.OptionError: hoodie.write.concurrency.mode=NON_BLOCKING_CONCURRENCY_CONTROL: it needs hoodie.index.type=BUCKET (table t uses SIMPLE)
+    """
+    if not is_non_blocking(settings):
+        return
+    problem = None
+    if not is_mor:
+        problem = f"it needs a merge-on-read table (table {table_name} is copy-on-write)"
+    elif version < 8:
+        problem = (f"it needs table version 8 or 9 (table {table_name} is version {version}; CALL upgrade_table "
+                   "upgrades it)")
+    elif choice(settings, INDEX_TYPE) != BUCKET_INDEX:
+        problem = f"it needs {INDEX_TYPE}=BUCKET (table {table_name} uses {choice(settings, INDEX_TYPE)})"
+    if problem:
+        raise OptionError(f"{CONCURRENCY_MODE}={NON_BLOCKING}: {problem}")
 
 
 def check_metadata_table(settings: Mapping[str, str], table_name: str, version: int) -> None:

@@ -187,6 +187,7 @@ def derive_table_properties(definition: TableDefinition) -> tuple[dict[str, str]
     table_type = C.table_type(raw_type)
     if table_type is None:
         raise OptionError(f"table type '{raw_type.lower()}' is not valid; use type='cow' or type='mor'")
+    K.check_concurrency_mode(options, definition.name, version, table_type == C.MERGE_ON_READ)
 
     # Write-side spellings of the key and partition fields are replaced by the table's own keys,
     # so hoodie.properties never holds a value the DDL overrode.

@@ -106,7 +106,8 @@ class FileSystemView:
         committed_logs = (
             {w.path for w in written if w.is_log} if timeline.layout_version < 2 else set()
         )
-        for group, name_instant, name, path, size in candidates:
+        # In log order: a file group without a base file begins its first slice at its oldest log.
+        for group, name_instant, name, path, size in sorted(candidates, key=lambda c: _log_sort_key(c[2])):
             if not (path in committed_logs or name_instant in completion or committed.archived(name_instant)):
                 continue
             base_instant = name_instant
@@ -121,8 +122,8 @@ class FileSystemView:
             for slice_ in group.slices.values():
                 slice_.log_files.sort(key=_log_sort_key)
         replaced = _replaced_file_groups(timeline)
-        listed = {_identity(g.partition_path, name): size for g, _, name, _, size in candidates}
-        listed.update((_identity(s.partition_path, s.base_file), s.base_file_size)
+        listed = {(g.partition_path, name): size for g, _, name, _, size in candidates}
+        listed.update(((s.partition_path, s.base_file), s.base_file_size)
                       for g in groups.values() for s in g.slices.values() if s.base_file)
         _check_written(groups, listed, written, replaced, completion, partitions)
         return cls({k: g for k, g in groups.items() if g.slices}, replaced, set(pending))
@@ -151,15 +152,15 @@ class FileSystemView:
                 out.append(latest)
         return out
 
-    def log_targets(self, delta_commit: str | None = None) -> list[tuple[str, str | None, str, int]]:
-        """Per live file group: (file id, base file of its latest slice, the instant and version
-        its new log file is named by). On timeline layout 1 a log file is named by its slice's base
-        instant, with the slice's next version; on layout 2 by its own ``delta_commit``, version 1
-        (a slice takes the logs whose delta commit completed after its base)."""
+    def log_targets(self, delta_commit: str | None = None) -> list[tuple[str, str, str | None, str, int]]:
+        """Per live file group: (partition path, file id, base file of its latest slice, the
+        instant and version its new log file is named by). On timeline layout 1 a log file is
+        named by its slice's base instant, with the slice's next version; on layout 2 by its own
+        ``delta_commit``, version 1 (a slice takes the logs whose delta commit completed after its base)."""
         return [
-            (s.file_id, s.base_file, s.base_instant,
+            (s.partition_path, s.file_id, s.base_file, s.base_instant,
              self.groups[(s.partition_path, s.file_id)].next_log_version(s.base_instant))
-            if delta_commit is None else (s.file_id, s.base_file, delta_commit, 1)
+            if delta_commit is None else (s.partition_path, s.file_id, s.base_file, delta_commit, 1)
             for s in self.latest_slices()
         ]
 
@@ -172,8 +173,11 @@ class FileSystemView:
             merged = ordered.pop()
             while merged.base_file is None and merged.base_instant in self.pending_compactions and ordered:
                 before = ordered.pop()
+                # One slice's logs, in Hudi's log order: a delta commit that completed after the plan
+                # may have begun before one the plan holds (non-blocking concurrency control).
                 merged = FileSlice(before.partition_path, before.file_id, before.base_instant, before.base_file,
-                                   before.base_file_size, before.log_files + merged.log_files,
+                                   before.base_file_size,
+                                   sorted(before.log_files + merged.log_files, key=_log_sort_key),
                                    before.log_size + merged.log_size)
             out.append(merged)
         return out
@@ -285,7 +289,7 @@ def _written_since(timeline: Timeline, since: str) -> list[_Written]:
 
 def _check_written(
     groups: dict[tuple[str, str], FileGroup],
-    listed: dict[str, int],
+    listed: dict[tuple[str, str], int],
     written: list[_Written],
     replaced: set[tuple[str, str]],
     completion: dict[str, str],
@@ -297,6 +301,9 @@ def _check_written(
     A file is live unless a newer base file of its file group was written (cleaning may then
     remove it) or its file group was replaced. A base file cannot be empty.
     """
+    by_identity: dict[tuple, int] = {}  # a log file named with another write token than its stats name
+    for (partition, name), size in listed.items():
+        by_identity[_identity(partition, name)] = max(size, by_identity.get(_identity(partition, name), 0))
     newest_base: dict[tuple[str, str], str] = {}
     for key, group in groups.items():
         for t, slice_ in group.slices.items():
@@ -320,9 +327,10 @@ def _check_written(
                     f"the base file of file group {w.file_id} in partition '{w.partition_path}'",
                     f"is missing (compaction {w.instant.file_name} wrote it)",
                 )
-        elif _identity(w.partition_path, w.name) not in listed:
+        elif (size := listed.get((w.partition_path, w.name),
+                                 by_identity.get(_identity(w.partition_path, w.name)))) is None:
             raise damaged_file(w.path, f"is missing ({w.instant.file_name} wrote it)")
-        elif (size := listed[_identity(w.partition_path, w.name)]) < w.size:
+        elif size < w.size:
             raise damaged_file(w.path, f"is truncated: {size} bytes, {w.instant.file_name} wrote {w.size}")
     for key, newest in newest_base.items():
         slice_ = groups[key].slices.get(newest) if key in groups else None
@@ -332,7 +340,9 @@ def _check_written(
 
 def _identity(partition_path: str, name: str) -> tuple:
     """What identifies a data file: a base file by its name, a log file by its file group,
-    instant and version, not by the write token (which names the task attempt that wrote it)."""
+    instant and version, not by the write token (which names the task attempt that wrote it).
+    Only a file listed under no exact name is looked up by it: on table version 6 two writers of
+    one file group name their logs alike but for the token, and the loser's may still be growing."""
     parsed = parse_data_file_name(name)
     if parsed is None or not parsed.is_log:
         return (partition_path, name)

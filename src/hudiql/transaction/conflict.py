@@ -38,7 +38,7 @@ from hudiql.record.schema import (
     from_avro,
     without_meta_columns,
 )
-from hudiql.timeline.active import COMPACTION, WRITE_ACTIONS, Instant, Timeline, as_layout_1
+from hudiql.timeline.active import COMPACTION, REPLACE_COMMIT, WRITE_ACTIONS, Instant, Timeline, as_layout_1
 from hudiql.timeline.commit import CommitMetadata, WriteStat
 from hudiql.timeline.compaction_plan import decode_plan
 from hudiql.timeline.replace_plan import pending_clusterings
@@ -57,6 +57,15 @@ class ConflictRule:
     #: A table service run from a plan made at this instant (clustering): the writes completed
     #: since the plan count, even those its run's snapshot knew.
     planned_at: str | None = None
+
+
+#: Non-blocking concurrency control (Hudi 1.x): a delta commit conflicts with no other write of
+#: its file groups, nor with a compaction planned while it ran: each writer keeps its own log
+#: files, which readers merge by the ordering field, and a log whose delta commit completed after
+#: a compaction was planned belongs to the slice that compaction opens (``fsview.log_slice``).
+#: Hudi checks nothing more; hudiql still fails a write to a file group that an overwrite or a
+#: clustering replaced meanwhile, whose logs no reader would merge.
+NON_BLOCKING = ConflictRule(actions=(REPLACE_COMMIT,))
 
 
 @dataclass(frozen=True)

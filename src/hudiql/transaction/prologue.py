@@ -54,6 +54,7 @@ def open_for_write(table: HudiTable) -> None:
         return
     ensure_writable(table.config, table.base_uri)
     registry.check_metadata_table(table.settings, table.config.name, table.config.version)
+    registry.check_concurrency_mode(table.settings, table.config.name, table.config.version, table.config.is_mor)
     if not keeps_metadata_table(table) and has_metadata_table(table.storage, table.config):
         with commit_lock(table.storage, table.settings, "metadata table removal"):
             config = remove_metadata_table(table.storage)

@@ -65,6 +65,7 @@ class _GroupBuffer:
     base_file: str | None
     log_base: str
     log_version: int
+    new: bool = False  # the write starts the group: its records are inserts
     pieces: list[pa.Table] = field(default_factory=list)
     size: int = 0
     stream: object = None
@@ -91,7 +92,9 @@ class AppendTask:
     avro_schema: dict  # writer schema with meta columns (block header)
     ordering_field: str | None
     ordering_wrapper: str | None
-    targets: dict[str, LogTarget]  # per file id; rows carry only the file id
+    #: Per (partition path, file id): file ids repeat across partitions (the fixed ids of the bucket
+    #: index under non-blocking concurrency control).
+    targets: dict[tuple[str, str], LogTarget]
     block_format: str = "avro"  # or "parquet"
     batch_size: int = DEFAULT_BATCH_SIZE
     task_max_size: int = DEFAULT_TASK_MAX_SIZE
@@ -99,6 +102,9 @@ class AppendTask:
     populate_meta_fields: bool = True
     #: The columns whose ranges the stats rows report (``transaction.metadata_commit.ranged_columns``).
     ranged_columns: tuple[str, ...] = ()
+    #: Where a file group this write starts with its log file goes (non-blocking concurrency
+    #: control's buckets); ``None``: every row's group must be one of ``targets``.
+    new_group: LogTarget | None = None
 
     def udf(self):
         """The function ``mapInArrow`` calls once per Spark partition."""
@@ -120,17 +126,24 @@ class AppendTask:
         task = _TaskState(partition_id, layout.log_write_token(partition_id, self.instant_time,
                                                                ctx.attemptNumber() if ctx else 0))
         storage = Storage(self.base_uri)
-        groups: dict[str, _GroupBuffer] = {}
+        groups: dict[tuple[str, str], _GroupBuffer] = {}
         for batch in batches:
             table = pa.Table.from_batches([batch])
-            for file_id in pc.unique(table.column(FILE_ID)).to_pylist():
-                rows = table.filter(pc.equal(table.column(FILE_ID), file_id))
-                group = groups.get(file_id)
+            for key in table.group_by([PARTITION_PATH, FILE_ID]).aggregate([]).to_pylist():
+                partition_path, file_id = key[PARTITION_PATH], key[FILE_ID]
+                rows = table.filter(pc.and_(pc.equal(table.column(FILE_ID), file_id),
+                                            pc.equal(table.column(PARTITION_PATH), partition_path)))
+                group = groups.get((partition_path, file_id))
                 if group is None:
-                    target = self.targets[file_id]
-                    partition_path = rows.column(PARTITION_PATH)[0].as_py()
-                    group = _GroupBuffer(file_id, partition_path, target.base_file, target.log_instant, target.version)
-                    groups[file_id] = group
+                    target = self.targets.get((partition_path, file_id))
+                    new = target is None
+                    if new:
+                        if self.new_group is None:
+                            raise KeyError(f"no log target for file group {file_id} in partition '{partition_path}'")
+                        target = self.new_group
+                    group = _GroupBuffer(file_id, partition_path, target.base_file, target.log_instant, target.version,
+                                         new)
+                    groups[(partition_path, file_id)] = group
                 group.pieces.append(rows)
                 group.size += rows.nbytes
                 if group.size >= self.batch_size:
@@ -202,7 +215,8 @@ class AppendTask:
         name = group.path.rsplit("/", 1)[-1]
         return WriteStat(
             group.file_id, group.partition_path, group.path, group.log_base, num_writes=group.updates,
-            num_deletes=group.deletes, num_update_writes=group.updates, total_write_bytes=size,
+            num_deletes=group.deletes, num_update_writes=0 if group.new else group.updates,
+            num_inserts=group.updates if group.new else 0, total_write_bytes=size,
             file_size_in_bytes=size, base_file=group.base_file or "", log_files=[name], log_version=group.log_version,
             total_log_records=group.updates + group.deletes, total_log_blocks=group.blocks, total_log_files=1,
             total_upsert_time_ms=int((time.monotonic() - group.started) * 1000),

@@ -69,15 +69,19 @@ def tag(
     partitions: list[str],
     view: FileSystemView,
     lookup: bool,
+    logs_start_groups: bool = False,
 ) -> tuple[DataFrame, int | None]:
     """``incoming`` with ``FILE_ID``, the file group storing each key, and
     how many file groups the index may start (``None``: bucket assignment decides).
 
     The simple index tags only keys it finds (and only when ``lookup``: upserts); the bucket
     index tags every row, and sets ``NEW_GROUP`` where the group is still to be created.
+    ``logs_start_groups`` (non-blocking concurrency control): a bucket without a file group is
+    started by the write's log file, as an update of its fixed file id, not as a new group.
     """
     if index.is_bucket:
-        return _tag_buckets(index, incoming, partitions, view)
+        return _tag_buckets(index, incoming, partitions, view, K.is_non_blocking(table.settings),
+                            logs_start_groups)
     if lookup and _uses_record_index(table):
         return _placed(table, incoming, _located_by_record_index(table, incoming, view), view), None
     slices = [s for s in view.read_slices() if s.base_file]
@@ -212,7 +216,8 @@ def stored_rows(table: HudiTable, view: FileSystemView, ordering: str | None) ->
 
 
 def _tag_buckets(
-    index: IndexConfig, incoming: DataFrame, partitions: list[str], view: FileSystemView
+    index: IndexConfig, incoming: DataFrame, partitions: list[str], view: FileSystemView, fixed_ids: bool,
+    logs_start_groups: bool,
 ) -> tuple[DataFrame, int]:
     groups: dict[str, list[dict]] = {}  # per partition, per bucket: its file group
     for partition in partitions:
@@ -228,7 +233,8 @@ def _tag_buckets(
                 raise HudiqlError(f"partition '{partition}' has two file groups for bucket {bucket}: {existing[bucket]} and {s.file_id}")
             existing[bucket] = s.file_id
         groups[partition] = [
-            {"file_id": existing.get(bucket, bucket_file_id(bucket)), "new": bucket not in existing}
+            {"file_id": existing.get(bucket, bucket_file_id(bucket, fixed_ids)),
+             "new": bucket not in existing and not logs_start_groups}
             for bucket in range(index.num_buckets)
         ]
     located = plan_constant(groups, "map<string, array<struct<file_id: string, new: boolean>>>")

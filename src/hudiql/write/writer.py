@@ -40,7 +40,7 @@ from pyspark.sql import types as T
 
 from hudiql.config import registry
 from hudiql.config.index_config import IndexConfig
-from hudiql.errors import DataError, SqlError
+from hudiql.errors import DataError, OptionError, SqlError
 from hudiql.formats.log_file import wrapper_for
 from hudiql.index import record_index as RI
 from hudiql.index import secondary_index
@@ -68,7 +68,7 @@ from hudiql.table.table import HudiTable
 from hudiql.timeline.active import COMMIT  # noqa: F401 - the docstring example
 from hudiql.timeline.commit import STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.timeline.replace_plan import pending_clusterings
-from hudiql.transaction.conflict import ConflictRule
+from hudiql.transaction.conflict import NON_BLOCKING, ConflictRule
 from hudiql.index.bloom import filter_spec
 from hudiql.transaction.metadata_commit import ranged_columns
 from hudiql.transaction.write_transaction import WriteTransaction
@@ -234,6 +234,10 @@ def write_rows(
     SQL INSERT, whose dup policy is always set (``Operation.merges_into_stored``)."""
     spark, table = txn.spark, txn.table
     index = txn.table.index
+    if replacement is not None and registry.is_non_blocking(table.settings):
+        # Its new file groups would take the fixed ids of the bucket groups it replaces (Hudi refuses it too).
+        raise OptionError(f"INSERT OVERWRITE is not supported under {registry.CONCURRENCY_MODE}="
+                          f"{registry.NON_BLOCKING}; SET {registry.CONCURRENCY_MODE}={registry.OPTIMISTIC} for it")
     # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
     # bucket assignment counts the inserts, and deleting a new key drops it. The bucket index
     # does it in the shuffle by file group that the write needs anyway.
@@ -399,7 +403,9 @@ def _commit(
             return None  # nothing written, nothing replaced: the transaction rolls its instant back
         metadata.partition_to_replace_file_ids = replaced
     unique_keys = table.has_record_key and operation is Operation.UPSERT
-    txn.commit(metadata, ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys), index_writes)
+    rule = (NON_BLOCKING if replacement is None and _non_blocking(table, operation)
+            else ConflictRule(bucket_index=index.is_bucket, unique_keys=unique_keys))
+    txn.commit(metadata, rule, index_writes)
     return metadata
 
 
@@ -454,7 +460,8 @@ def _write_file_groups(
         view = FileSystemView.empty() if overwrite else table.file_system_view(
             None if lookup and is_global(table) else partitions)
         _write_partition_metadata(table, partitions, instant_time, view)
-        tagged, new_groups = tag(spark, table, index, incoming, partitions, view, lookup)
+        tagged, new_groups = tag(spark, table, index, incoming, partitions, view, lookup,
+                                 _non_blocking(table, operation))
         partitioned = new_groups is not None
         if partitioned:
             # Bucket index: every row is placed already. One shuffle by file group serves the write
@@ -532,7 +539,7 @@ def _write_tagged(
         return rows if partitioned else _by_file_group(spark, rows, groups)
 
     arrow_schema = to_arrow(with_meta_columns(table.schema))
-    append = _append_task(table, view, instant_time, arrow_schema) if mor else None
+    append = _append_task(table, view, instant_time, arrow_schema, _non_blocking(table, operation)) if mor else None
     merge = MergeTask(
         base_uri=table.base_uri,
         instant_time=instant_time,
@@ -660,14 +667,28 @@ def _assign_buckets(
     return inserts.withColumn(FILE_ID, F.try_element_at(chosen, F.lit(1))["file_id"]), buckets
 
 
+def _non_blocking(table: HudiTable, operation: Operation) -> bool:
+    """Whether the write runs under non-blocking concurrency control: it starts a bucket's file
+    group with its log file, under the bucket's fixed id (concurrent writers that start one bucket
+    then meet in one file group, each with its own log file, as Hudi's bucket partitioner places
+    them), and commits without conflicting with other writers (``conflict.NON_BLOCKING``). A bulk
+    insert writes base files and is checked, as in Hudi."""
+    return table.index.is_bucket and registry.is_non_blocking(table.settings) and operation is not Operation.BULK_INSERT
+
+
 def _append_task(
-    table: HudiTable, view: FileSystemView, instant_time: str, arrow_schema
+    table: HudiTable, view: FileSystemView, instant_time: str, arrow_schema, logs_start_groups: bool = False,
 ) -> AppendTask | None:
     """MOR: what turns updates and deletes of existing file groups (shuffled by file group)
-    into a new log file per group (``None`` when no group can take logs)."""
+    into a new log file per group (``None`` when no group can take logs); ``logs_start_groups``:
+    rows of a group the view does not hold start it with their log file (``index.tag``)."""
     delta_commit = instant_time if table.timeline.layout_version >= 2 else None
-    targets = {file_id: LogTarget(*target) for file_id, *target in view.log_targets(delta_commit)}
-    if not targets:
+    targets = {(partition, file_id): LogTarget(*target) for partition, file_id, *target in view.log_targets(delta_commit)}
+    new_group = None
+    if logs_start_groups:
+        assert delta_commit is not None  # non-blocking concurrency control needs table version 8+
+        new_group = LogTarget(None, delta_commit, 1)
+    if not targets and new_group is None:
         return None
     # Rows carry their file id only; what the group's log file needs travels once, in the task.
     schema = with_meta_columns(table.schema)
@@ -686,6 +707,7 @@ def _append_task(
         task_max_size=table.settings.size(registry.WRITE_TASK_MAX_SIZE),
         populate_meta_fields=table.config.populate_meta_fields,
         ranged_columns=ranged_columns(table),
+        new_group=new_group,
     )
 
 
