@@ -45,17 +45,19 @@ def new_file_id() -> str:
     return f"{uuid.uuid4()}-0"
 
 
-def bucket_file_id(bucket: int, fixed: bool = False) -> str:
+def bucket_file_id(bucket: int, fixed: bool = False, generation: int = 0) -> str:
     """A new file group id for a bucket of the bucket index: the uuid's first 8 characters are
     the bucket number, as in the file ids of Hudi's bucket index. ``fixed``: the id every writer
     gives the bucket, as Hudi names it under non-blocking concurrency control, where concurrent
-    writers may start the bucket's file group together and must meet in it.
+    writers may start the bucket's file group together and must meet in it; ``generation``
+    counts the bucket's earlier fixed file groups in the partition that were replaced (dropped
+    or truncated), whose id a new group cannot take again.
 
-    >>> bucket_file_id(3, fixed=True)
-    '00000003-0000-0000-0000-000000000000-0'
+    >>> bucket_file_id(3, fixed=True), bucket_file_id(3, fixed=True, generation=1)
+    ('00000003-0000-0000-0000-000000000000-0', '00000003-0000-0000-0000-000000000000-1')
     """
     suffix = "-0000-0000-0000-000000000000" if fixed else str(uuid.uuid4())[8:]
-    return f"{bucket:08d}{suffix}-0"
+    return f"{bucket:08d}{suffix}-{generation if fixed else 0}"
 
 
 def bucket_of_file_id(file_id: str) -> int | None:

@@ -70,6 +70,7 @@ from hudiql.write.replace import (
 from hudiql.write.writer import (
     Operation,
     Replacement,
+    check_overwrite,
     planned_shuffles,
     write_replacement,
     write_rows,
@@ -547,6 +548,7 @@ class Session:
     def _overwrite(self, table: HudiTable, st: S.Insert, overwrite: Operation | None, operation: Operation) -> Result:
         """INSERT OVERWRITE: the new rows (written as ``operation`` writes them) in one replacecommit
         (``write.replace`` decides what it replaces; ``overwrite``: the operation the settings ask for)."""
+        check_overwrite(table)
         mode = overwrite_mode(self.conf, table, self.spark)
         with transaction(self.spark, table, replace=True) as txn:
             static = static_partition_values(st.partition)

@@ -8,7 +8,9 @@ Starting a JVM costs 5-10 s, so one process runs many jobs. The protocol is line
   statements), ``until_file`` (repeat the statements until it exists), ``wait_for_pending`` (a
   glob of pending instant files, e.g. ``<table>/.hoodie/*.compaction.inflight``: every statement
   after the first waits, at most ``wait_limit`` seconds, until such an instant is in flight, so
-  that it starts while another process's action runs) and ``result_file``;
+  that it starts while another process's action runs), ``die_at`` (``completion``: the process
+  kills itself with SIGKILL when it is about to complete a data instant, after the metadata table
+  recorded it) and ``result_file``;
 - after the setup it prints ``WAITING <job>``, after the last statement ``DONE <job>``
   (``ABANDONED <job>`` when the start file never came, ``FAILED <job>`` when the setup failed).
 
@@ -96,6 +98,23 @@ def _run_statement(session, statement: dict) -> dict:
     return record
 
 
+def _die_at_completion() -> None:
+    """SIGKILL this process when it completes an instant of a data table (not of a metadata table,
+    which records a data instant before it completes)."""
+    import signal
+
+    from hudiql.timeline.active import Timeline
+
+    complete = Timeline.complete
+
+    def dying(self, instant, content):
+        if "/.hoodie/metadata" not in self.storage.base_uri:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return complete(self, instant, content)
+
+    Timeline.complete = dying
+
+
 def run_job(spark, job: dict) -> None:
     import hudiql
 
@@ -107,6 +126,8 @@ def run_job(spark, job: dict) -> None:
     if job.get("start_file") and not _wait_for(job["start_file"], _LIMIT):
         print(f"ABANDONED {job['name']}", flush=True)
         return
+    if job.get("die_at") == "completion":
+        _die_at_completion()
     results: list[dict] = []
     until = job.get("until_file")
     deadline = time.monotonic() + _LIMIT

@@ -100,14 +100,14 @@ class Writer:
 
     def submit(self, workdir: Path, warehouse: Path, statements: list[dict], setup: list[str] = (),
                start_file: Path | None = None, pause: float = 0, until_file: Path | None = None,
-               wait_for_pending: str | None = None) -> Job:
+               wait_for_pending: str | None = None, die_at: str | None = None) -> Job:
         """Send a job: it runs its setup, prints WAITING, waits for ``start_file``, runs its statements."""
         name = f"{self.name}-job{next(self._jobs)}"
         job = Job(name, workdir / f"{name}.json")
         spec = {"name": name, "warehouse": str(warehouse), "setup": list(setup), "statements": statements,
                 "start_file": str(start_file) if start_file else None, "pause": pause,
                 "until_file": str(until_file) if until_file else None, "wait_for_pending": wait_for_pending,
-                "result_file": str(job.result)}
+                "die_at": die_at, "result_file": str(job.result)}
         self.proc.stdin.write(json.dumps(spec) + "\n")
         self.proc.stdin.flush()
         return job
@@ -492,11 +492,12 @@ NON_BLOCKING_ROWS = 20_000
 
 def test_non_blocking_writers_and_a_compactor_all_commit(writers, session, warehouse, tmp_path):
     """Hudi 1.x's non-blocking concurrency control on a version 8 merge-on-read table with the
-    bucket index: two writers upsert overlapping keys (all in the same file groups) while a third
-    process keeps compacting. No statement fails; every key holds the row with the greatest
-    ordering value any statement gave it (the shared keys: the last statement of either writer,
-    whichever finished first), each writer's own keys its last statement's row, and the official
-    reader agrees, before and after a final compaction."""
+    bucket index: two writers upsert overlapping keys (all in the same file groups) and insert new
+    keys into a new partition (both start its buckets' file groups) while a third process keeps
+    compacting. No statement fails; every key holds the row with the greatest ordering value any
+    statement gave it (the shared keys: writer 2's last statement's), each writer's new keys their
+    statement's row, and after a final compaction the official reader agrees (it reads no file
+    group that has only log files)."""
     name = "nb"
     table = warehouse / name
     session.sql(f"CREATE TABLE {name} (id INT, src STRING, ts INT, p STRING) USING hudi PARTITIONED BY (p) "
@@ -512,9 +513,10 @@ def test_non_blocking_writers_and_a_compactor_all_commit(writers, session, wareh
         plans[w] = []
         for s in range(1, statements + 1):
             src = f"w{w}s{s}"
-            own[src] = [50_000 * w + s * 10 + j for j in range(3)]  # new keys, in the same buckets
+            own[src] = [50_000 * w + s * 10 + j for j in range(3)]  # new keys, in a new partition
             # A later statement orders after every earlier one of either writer: ts = s, then the writer.
-            rows = ", ".join(f"({k}, '{src}', {10 * s + w}, 'p{k % 4}')" for k in SHARED + own[src])
+            rows = ", ".join([*(f"({k}, '{src}', {10 * s + w}, 'p{k % 4}')" for k in SHARED),
+                              *(f"({k}, '{src}', {10 * s + w}, 'new')" for k in own[src])])
             plans[w].append({"id": src, "sql": f"INSERT INTO {name} VALUES {rows}"})
     stop, start = tmp_path / "stop-compacting", tmp_path / "start"
     warm = [f"SELECT count(*) FROM {name}"]
@@ -543,18 +545,20 @@ def test_non_blocking_writers_and_a_compactor_all_commit(writers, session, wareh
     overlapped = [(x["id"], y["id"]) for x in a for y in b if x["start"] < y["end"] and y["start"] < x["end"]]
     assert overlapped, "no two statements of the writers ran at the same time"
 
-    def expected() -> None:
-        rows = check_table(session, table, name, ("ts", "p"))
+    def expected(rows: dict[int, dict]) -> None:
         assert len(rows) == NON_BLOCKING_ROWS + sum(len(keys) for keys in own.values())
         for k in SHARED:
             assert (rows[k]["src"], rows[k]["ts"]) == (f"w2s{statements}", 10 * statements + 2), rows[k]
         for src, keys in own.items():
-            assert {rows[k]["src"] for k in keys} == {src}, (src, [rows[k] for k in keys])
+            assert {(rows[k]["src"], rows[k]["p"]) for k in keys} == {(src, "new")}, (src, [rows[k] for k in keys])
         assert {rows[k]["src"] for k in range(SHARED[-1] + 1, NON_BLOCKING_ROWS + 1)} == {"seed"}
 
-    expected()
+    ours = hudiql_rows(session, f"SELECT {', '.join(COLUMNS)}, ts, p FROM {name}")
+    expected({r[2]: dict(zip([*COLUMNS, "ts", "p"], r)) for r in ours})
+    new_groups = {p.name.split("_")[0].lstrip(".") for p in (table / "p=new").iterdir() if ".log." in p.name}
+    assert new_groups <= {f"0000000{b}-0000-0000-0000-000000000000-0" for b in range(4)}, new_groups
     session.sql(f"CALL run_compaction(table => '{name}')").collect()
-    expected()
+    expected(check_table(session, table, name, ("ts", "p")))
     assert official_rows(table, COLUMNS, read_optimized=True) == official_rows(table, COLUMNS)
 
 
@@ -684,6 +688,64 @@ def test_a_compaction_killed_mid_run_runs_again_at_once(session, warehouse, tmp_
     session.sql(f"CALL run_compaction(table => '{name}')").collect()  # at once: its heartbeat is fresh
     assert (table / ".hoodie" / f"{planned}.commit").exists(), "the killed compaction's plan did not run again"
     assert check_table(session, table, name, ("p",)) == expected
+    assert official_rows(table, COLUMNS, read_optimized=True) == official_rows(table, COLUMNS)
+
+
+KILL_ROWS = 200_000
+
+
+@pytest.mark.parametrize(("step", "version"), [("marker", 6), ("completion", 8), ("clustering", 8)])
+def test_a_process_killed_at_a_step_leaves_a_table_that_works_at_once(session, warehouse, tmp_path, step, version):
+    """A process killed (SIGKILL) at one step of its action: a write once its first file's marker
+    exists, a write about to complete its instant (on version 8, after its metadata table commit),
+    a clustering once it writes files. At once, long before its heartbeat could expire: a pending
+    clustering runs again, a write and a compaction commit, and both readers return the rows of
+    the statements that completed, nothing of the killed one."""
+    name = f"kill_{step}"
+    table = warehouse / name
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING, p STRING) USING hudi PARTITIONED BY (p) TBLPROPERTIES "
+                f"(primaryKey='id', type='mor', 'hoodie.write.table.version'='{version}', 'hoodie.compact.inline'='false', "
+                "'hoodie.spark.sql.insert.into.operation'='upsert')")
+    seed = "SELECT CAST(id AS INT), 'seed', concat('p', CAST(id % 2 AS STRING)) FROM range({}, {})"
+    session.sql(f"INSERT INTO {name} {seed.format(1, KILL_ROWS // 2)}")
+    session.sql(f"INSERT INTO {name} {seed.format(KILL_ROWS // 2, KILL_ROWS + 1)}")  # two file groups per partition
+    model = {i: ("seed", f"p{i % 2}") for i in range(1, KILL_ROWS + 1)}
+    if step == "clustering":
+        statement = f"CALL run_clustering(table => '{name}')"
+    else:
+        statement = (f"INSERT INTO {name} SELECT CAST(id AS INT), 'A', concat('p', CAST(id % 2 AS STRING)) "
+                     f"FROM range(1, {KILL_ROWS + 1})")
+    victim = Writer(tmp_path, f"victim-{step}")
+    go = tmp_path / "go"
+    try:
+        victim.expect("READY", timeout=STARTUP_TIMEOUT)
+        job = victim.submit(tmp_path, warehouse, [{"id": "A", "sql": statement}],
+                            HEARTBEAT_SETTINGS + [f"SELECT count(*) FROM {name}"], go,
+                            die_at="completion" if step == "completion" else None)
+        victim.expect("WAITING", job)
+        go.touch()
+        deadline = time.monotonic() + JOB_TIMEOUT
+        while victim.proc.poll() is None:
+            assert time.monotonic() < deadline, f"{step}: the victim never reached its step"
+            if step != "completion" and list((table / ".hoodie" / ".temp").glob("*/**/*.marker.*")):
+                os.kill(victim.proc.pid, signal.SIGKILL)
+            time.sleep(0.01)
+        killed_at = time.time()
+        assert victim.proc.returncode == -signal.SIGKILL, f"the victim ended otherwise:\n{victim.log_tail()}"
+    finally:
+        go.touch()
+        victim.close()
+    assert job.results() == [], f"{step}: the killed statement finished"
+    if step == "clustering":
+        [planned] = [ts for ts, s in timeline_files(table).items() if "replacecommit.inflight" in s]
+        session.sql(f"CALL run_clustering(table => '{name}', op => 'execute')").collect()
+        assert "replacecommit" in timeline_files(table)[planned], "the killed clustering did not run again"
+    session.sql(f"INSERT INTO {name} VALUES (1, 'B', 'p1'), (2, 'B', 'p0'), ({KILL_ROWS + 1}, 'B', 'p1')")
+    model.update({1: ("B", "p1"), 2: ("B", "p0"), KILL_ROWS + 1: ("B", "p1")})
+    session.sql(f"CALL run_compaction(table => '{name}')").collect()
+    assert time.time() - killed_at < HEARTBEAT_MS / 1000, "slower than the heartbeat's expiry: proves nothing"
+    rows = check_table(session, table, name, ("p",))
+    assert {i: (r["src"], r["p"]) for i, r in rows.items()} == model
     assert official_rows(table, COLUMNS, read_optimized=True) == official_rows(table, COLUMNS)
 
 

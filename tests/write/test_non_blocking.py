@@ -66,13 +66,35 @@ def test_buckets_start_with_log_files_under_their_fixed_ids(session, warehouse):
 def test_a_bulk_insert_writes_base_files_under_the_fixed_ids(session, warehouse):
     _table(session)
     session.sql("SET hoodie.spark.sql.insert.into.operation=bulk_insert")
-    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'x'), (2, 'b', 1, 'x')")
+    rows = [(i, f"n{i}", 1, ("x", "y", "z")[i % 3]) for i in range(1, 31)]
+    session.sql(f"INSERT INTO t VALUES {', '.join(map(str, rows))}")
     session.sql("SET hoodie.spark.sql.insert.into.operation=upsert")
-    session.sql("INSERT INTO t VALUES (1, 'a2', 2, 'x')")
-    names = [name for _, name in _data_files(warehouse / "t")]
-    assert [n for n in names if n.endswith(".parquet")] and all(
-        n.split("_")[0].lstrip(".") in (FIXED.format(0), FIXED.format(1)) for n in names), names
-    expected = [(1, "a2", 2, "x"), (2, "b", 1, "x")]
+    session.sql("INSERT INTO t VALUES (1, 'a2', 2, 'y'), (31, 'new', 1, 'x')")
+    files = _data_files(warehouse / "t")
+    assert {p for p, name in files if name.endswith(".parquet")} == {"dt=x", "dt=y", "dt=z"}
+    assert all(name.split("_")[0].lstrip(".") in (FIXED.format(0), FIXED.format(1)) for _, name in files), files
+    # Each partition's rows in its own files: a fixed id repeats in every partition.
+    assert hudiql_rows(session, "SELECT DISTINCT dt, _hoodie_partition_path FROM t") == [
+        ("x", "dt=x"), ("y", "dt=y"), ("z", "dt=z")]
+    expected = sorted([(1, "a2", 2, "y"), *rows[1:], (31, "new", 1, "x")])
+    assert hudiql_rows(session, QUERY) == expected == official_rows(warehouse / "t", COLUMNS)
+
+
+def test_a_bucket_begun_again_after_its_partition_was_dropped_is_read(session, warehouse):
+    """DROP PARTITION and TRUNCATE replace the buckets' fixed file groups; a bucket begun again
+    takes the next fixed id (a group of a replaced id would stay hidden)."""
+    _table(session)
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'x'), (2, 'b', 1, 'x'), (3, 'c', 1, 'y')")
+    session.sql("ALTER TABLE t DROP PARTITION (dt = 'x')")
+    session.sql("INSERT INTO t VALUES (1, 'again', 2, 'x')")
+    assert hudiql_rows(session, QUERY) == [(1, "again", 2, "x"), (3, "c", 1, "y")]
+    session.sql("TRUNCATE TABLE t")
+    session.sql("INSERT INTO t VALUES (1, 'third', 3, 'x'), (3, 'c2', 2, 'y')")
+    expected = [(1, "third", 3, "x"), (3, "c2", 2, "y")]
+    assert hudiql_rows(session, QUERY) == expected
+    ids = {name.split("_")[0].lstrip(".") for p, name in _data_files(warehouse / "t") if p == "dt=x"}
+    assert {i.rsplit("-", 1)[1] for i in ids} == {"0", "1", "2"}, ids  # three generations of one bucket
+    session.sql("CALL run_compaction(table => 't')").collect()
     assert hudiql_rows(session, QUERY) == expected == official_rows(warehouse / "t", COLUMNS)
 
 
@@ -106,6 +128,22 @@ def test_a_write_in_flight_when_a_compaction_is_planned_commits_into_the_new_sli
     assert official_rows(warehouse / "t", COLUMNS, read_optimized=True) == [(1, "a2", 2, "x"), (2, "b", 1, "x")]
     session.sql("CALL run_compaction(table => 't')").collect()
     assert official_rows(warehouse / "t", COLUMNS, read_optimized=True) == expected
+
+
+def test_cleaning_keeps_every_log_of_a_bucket_begun_by_logs(session, warehouse):
+    """The logs of a file group without a base file form one slice, begun at the oldest: cleaning
+    by file versions keeps them all (each is not a version of its own)."""
+    _table(session, "'hoodie.compact.inline'='false'", "'hoodie.cleaner.policy'='KEEP_LATEST_FILE_VERSIONS'",
+           "'hoodie.cleaner.fileversions.retained'='1'")
+    for i in range(1, 5):
+        session.sql(f"INSERT INTO t VALUES ({i}, 'n{i}', 1, 'x')")
+    logs = _data_files(warehouse / "t")
+    session.sql("CALL run_clean(table => 't')").collect()
+    assert _data_files(warehouse / "t") == logs
+    expected = [(i, f"n{i}", 1, "x") for i in range(1, 5)]
+    assert hudiql_rows(session, QUERY) == expected
+    session.sql("CALL run_compaction(table => 't')").collect()
+    assert official_rows(warehouse / "t", COLUMNS) == expected
 
 
 @pytest.mark.parametrize(

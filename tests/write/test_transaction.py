@@ -150,6 +150,29 @@ def test_a_compaction_planned_past_an_earlier_write_fails_it_and_a_later_write_g
     assert official_rows(path, ["id", "name"]) == expected
 
 
+def test_a_clustering_planned_past_an_earlier_write_fails_it_and_a_write_elsewhere_commits(session):
+    """Clustering, like compaction, is planned while writes are in flight: an earlier write to a
+    planned file group fails at its commit, one to a new file group commits, and the clustering
+    runs. A single writer's table waits for the write."""
+    path = create(session, "c")
+    with started(session, "c") as txn:
+        session.sql("CALL run_clustering(table => 'c', op => 'schedule')")
+        with pytest.raises(WriteConflictError, match="which clustering .* is rewriting"):
+            late_write(session, txn, "(2, 'early', 2, 'p1')")
+    with started(session, "c") as txn:  # a new partition: a new file group, no conflict with the plan
+        late_write(session, txn, "(5, 'new', 2, 'p5')")
+    session.sql("CALL run_clustering(table => 'c', op => 'execute')")
+    assert instants(path, "replacecommit")
+    session.sql("SET hoodie.write.concurrency.mode=SINGLE_WRITER")
+    with started(session, "c") as txn:
+        with pytest.raises(WriteConflictError, match=rf"write {txn.instant_time} is still in flight"):
+            session.sql("CALL run_clustering(table => 'c', op => 'schedule')")
+        late_write(session, txn, "(1, 'single', 2, 'p1')")
+    expected = [(1, "single"), (2, "b"), (3, "c"), (5, "new")]
+    assert hudiql_rows(session, "SELECT id, name FROM c") == expected
+    assert official_rows(path, ["id", "name"]) == expected
+
+
 def test_a_write_that_waited_for_the_lock_while_a_compaction_was_planned_is_newer_than_the_plan(session, monkeypatch):
     """Another process plans a compaction while this write waits for the table lock to start: the
     write's instant is later than the plan, and its rows survive that compaction and the next one

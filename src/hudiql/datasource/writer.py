@@ -94,7 +94,7 @@ from hudiql.write.dml import DmlPlanner
 from hudiql.write.index import is_global
 from hudiql.write.insert import prepare_insert, write_insert
 from hudiql.write.replace import overwrite_replacement
-from hudiql.write.writer import Operation
+from hudiql.write.writer import Operation, check_overwrite
 
 
 class WritingSession(Protocol):
@@ -338,6 +338,7 @@ def _write(session: WritingSession, table: HudiTable, rows: DataFrame, write: Wr
     operation = {INSERT: Operation.INSERT, BULK_INSERT: Operation.BULK_INSERT}.get(write.operation, default)
     replacement = None
     if write.replaces:
+        check_overwrite(table)
         replacement = overwrite_replacement(table.keygen.partition_fields, None, "STATIC", Operation(write.replaces))
     with transaction(spark, table, replace=replacement is not None) as txn:
         # Columns by name; a new one is added to the table, as Hudi's data source evolves the schema on write.

@@ -37,7 +37,7 @@ from hudiql.config import registry as K
 from hudiql.config.settings import Settings
 from hudiql.timeline.clean_plan import CleanerPlan, CleanMetadata, decode_metadata, decode_plan, encode_metadata, encode_plan
 from hudiql.timeline.compaction_plan import decode_plan as decode_compaction_plan
-from hudiql.table.fsview import completion_times, list_data_files, log_slice, read_commit_metadata
+from hudiql.table.fsview import completion_times, list_data_files, log_slices, read_commit_metadata
 from hudiql.table.metadata_table import FileChanges
 from hudiql.layout import DataFileName, parse_data_file_name, partition_of
 from hudiql.timeline.savepoint import savepointed_files
@@ -146,7 +146,7 @@ def _file_groups(table: HudiTable, partitions: list[str] | None,
     """Per file group, its slices of completed instants on storage (files of pending or failed
     writes are left out: they are not this service's to delete). A slice is named by its base
     instant; on timeline layout 2 a log file, named by its delta commit, joins the slice its delta
-    commit completed in (``fsview.log_slice``)."""
+    commit completed in (``fsview.log_slices``)."""
     completion = completion_times(table.timeline) if table.timeline.layout_version >= 2 else {}
     files: dict[tuple[str, str], list[tuple[DataFileName, str]]] = {}
     for info in list_data_files(table.storage, partitions):
@@ -156,11 +156,10 @@ def _file_groups(table: HudiTable, partitions: list[str] | None,
     groups: dict[tuple[str, str], dict[str, _Slice]] = {}
     for key, named in files.items():
         bases = {p.instant_time for p, _ in named if not p.is_log}
+        placed = log_slices(bases, [p.instant_time for p, _ in named if p.is_log], completion) if completion else {}
         slices = groups[key] = {}
         for parsed, path in named:
-            slice_time = parsed.instant_time
-            if parsed.is_log and completion:
-                slice_time = log_slice(bases, slice_time, completion.get(slice_time, slice_time))
+            slice_time = placed.get(parsed.instant_time, parsed.instant_time) if parsed.is_log else parsed.instant_time
             slices.setdefault(slice_time, _Slice(slice_time)).files.append(path)
     return groups
 

@@ -116,7 +116,11 @@ def schedule(table: HudiTable, partitions: list[str] | None = None,
     ``every_slice``: of every file group, whatever its size (``rewrite_columns``).
 
     Under the table lock, from the timeline as it is then: a write that completes later sees the
-    plan in its conflict check, and a write that completed before is in the plan.
+    plan in its conflict check, and a write that completed before is in the plan. As with
+    compaction (Hudi's optimistic concurrency), writes in flight do not hold the plan back: it
+    covers completed slices, and a write to a planned file group fails at its commit (and runs
+    again, ``transaction.retry``). A single writer, and a plan of every slice (a column rewrite,
+    which a write of the old columns would undo), still wait for them.
     """
     check_settings(table.settings)
     if table.index.is_bucket:
@@ -130,7 +134,7 @@ def schedule(table: HudiTable, partitions: list[str] | None = None,
         instant_time = held.claim_instant_time()  # no writer takes the plan's instant time
         inflight = [i for i in table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
                     if i.timestamp < instant_time]
-        if inflight:
+        if inflight and (every_slice or table.settings.choice(K.CONCURRENCY_MODE) == K.SINGLE_WRITER):
             raise WriteConflictError(
                 f"cannot schedule clustering at {instant_time}: write {inflight[0].timestamp} is still in flight"
             )

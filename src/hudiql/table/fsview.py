@@ -106,13 +106,18 @@ class FileSystemView:
         committed_logs = (
             {w.path for w in written if w.is_log} if timeline.layout_version < 2 else set()
         )
-        # In log order: a file group without a base file begins its first slice at its oldest log.
-        for group, name_instant, name, path, size in sorted(candidates, key=lambda c: _log_sort_key(c[2])):
-            if not (path in committed_logs or name_instant in completion or committed.archived(name_instant)):
-                continue
-            base_instant = name_instant
-            if timeline.layout_version >= 2:
-                base_instant = log_slice(group.slices, name_instant, completion.get(name_instant, name_instant))
+        visible = [c for c in candidates
+                   if c[3] in committed_logs or c[1] in completion or committed.archived(c[1])]
+        slice_of: dict[tuple[int, str], str] = {}  # (group, delta commit) -> base instant, on layout 2
+        if timeline.layout_version >= 2:
+            delta_commits: dict[int, tuple[FileGroup, set[str]]] = {}
+            for group, name_instant, *_ in visible:
+                delta_commits.setdefault(id(group), (group, set()))[1].add(name_instant)
+            for group, instants in delta_commits.values():
+                placed = log_slices(group.slices, instants, completion)
+                slice_of.update(((id(group), t), base) for t, base in placed.items())
+        for group, name_instant, name, path, size in visible:
+            base_instant = slice_of.get((id(group), name_instant), name_instant)
             slice_ = group.slices.setdefault(
                 base_instant, FileSlice(group.partition_path, group.file_id, base_instant)
             )
@@ -203,6 +208,25 @@ def log_slice(base_instants: Iterable[str], delta_commit: str, completion_time: 
     return max(earlier) if earlier else delta_commit
 
 
+def log_slices(base_instants: Iterable[str], delta_commits: Iterable[str], completion: dict[str, str]) -> dict[str, str]:
+    """The base instant of the slice each of a file group's v8 log files belongs to, by the
+    delta commit that names it (``log_slice``), taken in instant order: a file group without a base
+    file (begun by logs, as non-blocking concurrency control begins a bucket) has its first slice
+    at its oldest log, which the later logs join.
+
+    >>> log_slices([], ["3", "1"], {"1": "2", "3": "4"})    # log-only: both join the slice begun at 1
+    {'1': '1', '3': '1'}
+    >>> log_slices(["2"], ["1", "3"], {"1": "4", "3": "5"})  # completed after the base at 2
+    {'1': '2', '3': '2'}
+    """
+    starts = set(base_instants)
+    out: dict[str, str] = {}
+    for delta_commit in sorted(set(delta_commits)):
+        out[delta_commit] = log_slice(starts, delta_commit, completion.get(delta_commit, delta_commit))
+        starts.add(out[delta_commit])
+    return out
+
+
 def _log_sort_key(name: str) -> tuple[str, int, str]:
     """Hudi's log file order: by the instant in the name, then version, then write token.
 
@@ -230,10 +254,12 @@ def _live_since(groups: dict[tuple[str, str], FileGroup], candidates: list[tuple
     """The oldest instant that can have written a file of a live slice: the newest committed base
     file of each file group (a group without one counts from its oldest log), the oldest of them.
 
-    A delta commit writes only to slices begun before it (a compaction is not scheduled before an
-    earlier write completes, and a write claims its instant under the lock plans are made under:
-    ``transaction.write_transaction``; a log older than its slice would be left out here), the live slices of a file group begin at its newest base file (later
-    ones are pending compactions), and readers never merge the files of older slices.
+    On layout 1 a delta commit writes only to slices begun before it (a write claims its instant
+    under the lock plans are made under, ``transaction.write_transaction``, and one to a file
+    group a compaction planned meanwhile fails at its commit, ``transaction.conflict``); on layout
+    2 a log belongs to the slice its delta commit's *completion* falls in (``_written_since``
+    compares completion times). The live slices of a file group begin at its newest base file
+    (later ones are pending compactions), and readers never merge the files of older slices.
     """
     oldest_log: dict[int, str] = {}  # per file group (by identity)
     for group, name_instant, *_ in candidates:
@@ -268,11 +294,12 @@ class _Written:
 
 
 def _written_since(timeline: Timeline, since: str) -> list[_Written]:
-    """The data files completed writes at or after ``since`` wrote: from their write stats, or
-    for a compaction from its plan (one base file per file group it compacts)."""
+    """The data files completed writes at or after ``since`` wrote (completed, on layout 2: a
+    delta commit begun before a compaction was planned may complete into the slice it opened):
+    from their write stats, or for a compaction from its plan (one base file per file group it compacts)."""
     out: list[_Written] = []
     for instant in timeline.completed():
-        if instant.timestamp < since:
+        if (instant.completion_time or instant.timestamp) < since:
             continue
         if instant.action == COMPACTION and timeline.storage.exists(timeline.requested_path(instant)):
             out.extend(_Written(instant, op.partition_path, op.file_id, None, 0)

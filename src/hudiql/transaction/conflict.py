@@ -57,15 +57,20 @@ class ConflictRule:
     #: A table service run from a plan made at this instant (clustering): the writes completed
     #: since the plan count, even those its run's snapshot knew.
     planned_at: str | None = None
+    #: The actions whose writes to this write's file groups (or buckets) conflict with it; None:
+    #: all of ``actions``. (Every one of ``actions`` conflicts when it changed the schema otherwise.)
+    overlapping: tuple[str, ...] | None = None
 
 
 #: Non-blocking concurrency control (Hudi 1.x): a delta commit conflicts with no other write of
 #: its file groups, nor with a compaction planned while it ran: each writer keeps its own log
 #: files, which readers merge by the ordering field, and a log whose delta commit completed after
-#: a compaction was planned belongs to the slice that compaction opens (``fsview.log_slice``).
-#: Hudi checks nothing more; hudiql still fails a write to a file group that an overwrite or a
-#: clustering replaced meanwhile, whose logs no reader would merge.
-NON_BLOCKING = ConflictRule(actions=(REPLACE_COMMIT,))
+#: a compaction was planned belongs to the slice that compaction opens (``fsview.log_slices``).
+#: Hudi checks nothing at all; hudiql still fails a write to a file group that a replacecommit
+#: (DROP PARTITION, TRUNCATE, or an overwrite run under optimistic control) replaced meanwhile,
+#: whose logs no reader would merge, and a write whose schema another changed meanwhile, whose
+#: commit would drop the other's new columns.
+NON_BLOCKING = ConflictRule(actions=WRITE_ACTIONS, overlapping=(REPLACE_COMMIT,))
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,8 @@ def check(
         if ours.schema and theirs.schema and _columns(ours.schema) != _columns(theirs.schema):
             # A commit's schema becomes the table's: the later one would undo the other's.
             raise _conflict(own, other, "the table's schema, differently")
+        if rule.overlapping is not None and as_layout_1(other.action) not in rule.overlapping:
+            continue
         both = mine.groups & theirs.groups
         if both:
             partition, file_id = sorted(both)[0]

@@ -51,7 +51,9 @@ class MergeTask:
     instant_time: str
     arrow_schema: pa.Schema  # meta columns + data columns, as stored
     merge_rule: MergeRule
-    base_files: dict[str, str]  # per file id: the base file of its latest slice (rows carry only the id)
+    #: Per (partition path, file id): the base file of its latest slice (file ids repeat across
+    #: partitions: the fixed bucket ids of non-blocking concurrency control).
+    base_files: dict[tuple[str, str], str]
     concat: bool  # insert / bulk_insert: keep duplicates instead of merging by key
     generate_keys: bool  # table without a record key: keys of new rows are made here
     compression: str = "snappy"
@@ -89,7 +91,7 @@ class MergeTask:
         storage = Storage(self.base_uri)
         file_id = incoming.column(FILE_ID)[0].as_py()
         partition_path = incoming.column(PARTITION_PATH)[0].as_py()
-        old_base = self.base_files.get(file_id)
+        old_base = self.base_files.get((partition_path, file_id))
         if self.append is not None and old_base and not pc.any(flag(incoming, NEW_KEY)).as_py():
             return self.append(incoming)
         new_name = layout.base_file_name(file_id, token, self.instant_time)

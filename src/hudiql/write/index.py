@@ -233,7 +233,7 @@ def _tag_buckets(
                 raise HudiqlError(f"partition '{partition}' has two file groups for bucket {bucket}: {existing[bucket]} and {s.file_id}")
             existing[bucket] = s.file_id
         groups[partition] = [
-            {"file_id": existing.get(bucket, bucket_file_id(bucket, fixed_ids)),
+            {"file_id": existing.get(bucket) or _new_bucket_file_id(partition, bucket, fixed_ids, view.replaced),
              "new": bucket not in existing and not logs_start_groups}
             for bucket in range(index.num_buckets)
         ]
@@ -242,6 +242,16 @@ def _tag_buckets(
     group = F.element_at(F.try_element_at(located, F.col(PARTITION_PATH)), bucket + 1)
     missing = sum(1 for slots in groups.values() for slot in slots if slot["new"])
     return incoming.withColumn(FILE_ID, group["file_id"]).withColumn(NEW_GROUP, group["new"]), missing
+
+
+def _new_bucket_file_id(partition: str, bucket: int, fixed: bool, replaced: set[tuple[str, str]]) -> str:
+    """The id of a bucket's new file group: random, or ``fixed`` (non-blocking concurrency
+    control), past the fixed ids of the bucket's groups a replacecommit replaced in the
+    partition: a group of a replaced id would stay hidden from readers."""
+    generation = 0
+    while fixed and (partition, bucket_file_id(bucket, True, generation)) in replaced:
+        generation += 1
+    return bucket_file_id(bucket, fixed, generation)
 
 
 def plan_constant(value: object, spark_type: str) -> Column:

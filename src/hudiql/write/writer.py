@@ -234,10 +234,6 @@ def write_rows(
     SQL INSERT, whose dup policy is always set (``Operation.merges_into_stored``)."""
     spark, table = txn.spark, txn.table
     index = txn.table.index
-    if replacement is not None and registry.is_non_blocking(table.settings):
-        # Its new file groups would take the fixed ids of the bucket groups it replaces (Hudi refuses it too).
-        raise OptionError(f"INSERT OVERWRITE is not supported under {registry.CONCURRENCY_MODE}="
-                          f"{registry.NON_BLOCKING}; SET {registry.CONCURRENCY_MODE}={registry.OPTIMISTIC} for it")
     # Upserts keep one row per key (precombine). The simple index needs it before the lookup:
     # bucket assignment counts the inserts, and deleting a new key drops it. The bucket index
     # does it in the shuffle by file group that the write needs anyway.
@@ -312,7 +308,9 @@ def write_decided(
     moves, deletes: ``write.dml``), and the rows carry their key columns, input sequence, delete
     flag and ``FILE_ID``, the file group of the stored row (null for a new key). So no index
     lookup runs again, and each row replaces its key's stored version: the transaction's
-    conflict check makes sure that version is still the one the statement read. ``inserts``:
+    conflict check makes sure that version is still the one the statement read (but under
+    non-blocking concurrency control, where readers merge concurrent writes by the ordering
+    field, as Hudi's do). ``inserts``:
     rows without a file group, per partition path (every partition the write touches is a key).
     ``inserts_checked``: the statement's join saw every stored row a new key could match (a
     MERGE ON the record key over the whole table), else the index looks the new keys up.
@@ -375,6 +373,15 @@ def check_write_settings(table: HudiTable) -> None:
     if table.config.is_mor:
         table.settings.check(registry.MERGE_ON_READ_WRITE_KEYS)
     table.index.check_unchanged(table.config.props, table.settings.given, table.config.record_key_fields)
+
+
+def check_overwrite(table: HudiTable) -> None:
+    """Refuse an INSERT OVERWRITE (or a data source overwrite) of ``table`` with its statement's
+    settings, before its transaction starts: under non-blocking concurrency control its new file
+    groups would take the fixed ids of the bucket groups it replaces (Hudi refuses it too)."""
+    if registry.is_non_blocking(table.settings):
+        raise OptionError(f"INSERT OVERWRITE is not supported under {registry.CONCURRENCY_MODE}="
+                          f"{registry.NON_BLOCKING}; SET {registry.CONCURRENCY_MODE}={registry.OPTIMISTIC} for it")
 
 
 def _commit(
@@ -466,7 +473,9 @@ def _write_file_groups(
         if partitioned:
             # Bucket index: every row is placed already. One shuffle by file group serves the write
             # and the precombine: a window within each file group needs no exchange of its own.
-            tagged = _by_file_group(spark, tagged, len(view.latest_slices()) + new_groups)
+            # (Groups a non-blocking write starts with logs count too: every bucket of its partitions may.)
+            started = len(partitions) * index.num_buckets if _non_blocking(table, operation) else new_groups
+            tagged = _by_file_group(spark, tagged, len(view.latest_slices()) + started)
             if precombine:
                 # The record key leads the window's sort: Spark sorts on a key's first bytes, which
                 # file ids of one bucket share.
@@ -545,7 +554,7 @@ def _write_tagged(
         instant_time=instant_time,
         arrow_schema=arrow_schema,
         merge_rule=merge_rule,
-        base_files={s.file_id: s.base_file for s in view.latest_slices() if s.base_file},
+        base_files={(s.partition_path, s.file_id): s.base_file for s in view.latest_slices() if s.base_file},
         # (a table without a record key upserts only stored rows' keys)
         concat=operation is not Operation.UPSERT and not merges_inserts,
         combines_incoming=merges_inserts,
@@ -574,7 +583,7 @@ def _write_tagged(
     else:
         to_merge = updates.unionByName(inserts) if inserts is not None else updates
     if to_merge is not None:
-        stats.append(by_file_group(to_merge).groupBy(FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA))
+        stats.append(by_file_group(to_merge).groupBy(PARTITION_PATH, FILE_ID).applyInArrow(merge.udf(), STATS_SCHEMA))
     if record is not None:  # its logs are written in the same Spark job as the data files
         stats.append(record.change_logs(_key_changes(updates, inserts, merge_rule), instant_time))
         written = updates.where(~_deletes(updates))
@@ -608,12 +617,14 @@ def _by_file_group(spark: SparkSession, rows: DataFrame, groups: int) -> DataFra
     """``rows`` shuffled by file group, one partition per group (bounded by the cores): with
     no explicit count, adaptive execution may fold every file write into one task on one core."""
     parallel = max(1, min(groups, spark.sparkContext.defaultParallelism * 4))
-    return rows.repartition(parallel, FILE_ID)
+    return rows.repartition(parallel, PARTITION_PATH, FILE_ID)  # a file id may repeat across partitions
 
 
 def _split(tagged: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(rows for existing file groups, rows that need a new one); deleting a key that is not
-    stored is a no-op. Rows of the simple index get their new file group by bucket assignment."""
+    stored is a no-op (but in a bucket a non-blocking write starts with a log file, where it is a
+    delete block, as Hudi writes it). Rows of the simple index get their new file group by bucket
+    assignment."""
     if NEW_GROUP in tagged.columns:
         updates = tagged.where(~F.col(NEW_GROUP)).drop(NEW_GROUP)
         inserts = tagged.where(F.col(NEW_GROUP) & ~_deletes(tagged)).drop(NEW_GROUP)
@@ -684,10 +695,9 @@ def _append_task(
     rows of a group the view does not hold start it with their log file (``index.tag``)."""
     delta_commit = instant_time if table.timeline.layout_version >= 2 else None
     targets = {(partition, file_id): LogTarget(*target) for partition, file_id, *target in view.log_targets(delta_commit)}
-    new_group = None
-    if logs_start_groups:
-        assert delta_commit is not None  # non-blocking concurrency control needs table version 8+
-        new_group = LogTarget(None, delta_commit, 1)
+    # Non-blocking concurrency control runs on version 8+ tables (registry.check_concurrency_mode),
+    # whose logs are named by their delta commit.
+    new_group = LogTarget(None, instant_time, 1) if logs_start_groups else None
     if not targets and new_group is None:
         return None
     # Rows carry their file id only; what the group's log file needs travels once, in the task.
