@@ -502,9 +502,9 @@ _KEY_LIST: list[Key] = [
     Key(LOCK_EXPIRE_MINUTES, BOTH, INT, "1", unit=" of minutes", alterable=True,
         doc="a lock older than this is stale (0: only a lock whose process died is); Hudi's default is 0"),
     Key(CONFLICT_RETRIES, BOTH, INT, "3", unit=" of retries", alterable=True,
-        doc="how many times a statement that lost a write conflict runs again, on the new snapshot, after a short "
-            f"growing wait ({LOCK_RETRY_WAIT_MS} doubled each time); Hudi's default is 0, which fails a statement on "
-            "its first lost conflict"),
+        doc="how many times a statement that lost a write conflict runs again, on the new snapshot, after a random "
+            f"wait of up to the lost attempt's length (at least {LOCK_RETRY_WAIT_MS}), doubled after each loss; "
+            "Hudi's default is 0, which fails a statement on its first lost conflict"),
     Key(HEARTBEAT_INTERVAL_MS, BOTH, INT, "60000", minimum=100, unit=" of milliseconds", alterable=True),
     Key(HEARTBEAT_MISSES, BOTH, INT, "2", minimum=1, unit=" of heartbeats", alterable=True,
         doc="a pending write is rolled back once its heartbeat is this many intervals old"),

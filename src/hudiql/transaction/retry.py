@@ -36,9 +36,11 @@ def retrying(attempt: Callable[[], Result], settings: Callable[[], Mapping[str, 
     tried = 0
     while True:
         tried += 1
+        began = time.monotonic()
         try:
             return attempt()
         except LostConflictError as exc:
+            lasted = time.monotonic() - began
             given = settings()
             single = registry.choice(given, registry.CONCURRENCY_MODE) == registry.SINGLE_WRITER
             retries = 0 if single else registry.number(given, CONFLICT_RETRIES)
@@ -48,6 +50,17 @@ def retrying(attempt: Callable[[], Result], settings: Callable[[], Mapping[str, 
                 raise
             warn(f"{str(exc).splitlines()[0]}; running the statement again on the new snapshot "
                  f"(attempt {tried + 1} of {retries + 1})")
-            # A growing, jittered wait: writers that lost to each other do not meet again at once.
-            wait_ms = registry.number(given, LOCK_RETRY_WAIT_MS)
-            time.sleep(wait_ms * 2 ** (tried - 1) * random.uniform(0.5, 1.5) / 1000)
+            time.sleep(backoff_seconds(tried, lasted, registry.number(given, LOCK_RETRY_WAIT_MS)))
+
+
+def backoff_seconds(tried: int, lasted: float, wait_ms: int) -> float:
+    """How long a statement waits before its next attempt, after losing its ``tried``-th one,
+    which ``lasted`` seconds: a random wait of up to the lost attempt's length (at least
+    ``wait_ms``), doubled after each loss. Writers that keep writing the same file groups lose to
+    each other as long as their attempts overlap; spread over an attempt's length, the losers
+    meet again less often, and each gets a turn.
+
+    >>> all(0 <= backoff_seconds(2, 4.0, 50) <= 8.0 for _ in range(100))
+    True
+    """
+    return random.uniform(0, max(lasted, wait_ms / 1000) * 2 ** (tried - 1))
