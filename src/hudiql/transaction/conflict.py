@@ -11,6 +11,8 @@ overlap check of Hudi's default conflict resolution strategy, with two checks mo
   Only this check reads data: the keys of the files both wrote in their shared partitions, in a
   Spark job that runs only when another write committed in such a partition meanwhile.
 A compaction planned before the snapshot is no conflict: the write went to the slice it opened.
+Under non-blocking concurrency control (``NON_BLOCKING``) only replaced file groups and schema
+changes conflict.
 
 Clustering (Hudi's defaults): a write to a file group under a pending clustering plan is
 rejected, whenever the plan was made (Hudi's reject-update strategy; a compaction, which
