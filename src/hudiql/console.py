@@ -69,13 +69,22 @@ class _Py4jNoise(logging.Filter):
 
 def quiet(session: Session) -> None:
     """Errors reach the user as one hudiql line: silence Spark's and Py4J's own error records."""
+    session.spark.sparkContext.setLogLevel("ERROR")
+    quiet_python_errors()
+
+
+def quiet_python_errors() -> None:
+    """Silence the error records PySpark and Py4J log on the Python side before the error reaches
+    its caller: PySpark's query-context loggers print each failed query's Java stack trace as JSON
+    (about 10 KB), and Py4J an interrupted call's traceback."""
     from pyspark.logger import PySparkLogger
 
-    session.spark.sparkContext.setLogLevel("ERROR")
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         PySparkLogger.getLogger(name).disabled = True
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
-    logging.getLogger().addFilter(_Py4jNoise())
+    root = logging.getLogger()
+    if not any(isinstance(f, _Py4jNoise) for f in root.filters):
+        root.addFilter(_Py4jNoise())
 
 
 def parse_script(text: str, source: str | None = None) -> list[S.Statement]:

@@ -41,3 +41,20 @@ class TestHudiConfigs:
         assert self.rows(project, "merged") == [(1, "a2", "2024-01-01"), (2, "b", "2024-01-01"), (3, "c", "2024-01-02")]
         # insert_overwrite: the partition the new rows land in is replaced, the other kept
         assert self.rows(project, "overwritten") == [(1, "a2", "2024-01-01"), (2, "old", "2024-01-01"), (9, "z", "2024-01-02")]
+
+
+class TestErrorsInOneLine:
+    """A model whose SQL Spark refuses: dbt's one-line message, no Java stack trace before it
+    (PySpark's query-context logger is quiet, as under ``hudiql run``)."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def models(cls):
+        return {"broken.sql": "select no_such_column from (select 1 as id)"}
+
+    def test_a_spark_error_is_one_line(self, project, capfd):
+        capfd.readouterr()
+        [result] = run_dbt(["run"], expect_pass=False)
+        out, err = capfd.readouterr()
+        assert result.status == "error" and "no_such_column" in result.message
+        assert "JVM stacktrace" not in out + err and "org.apache.spark.sql" not in out + err, (out + err)[-3000:]

@@ -73,6 +73,87 @@ def test_project_unknown_key_names_the_closest(tmp_path):
         load_project(root, {})
 
 
+DBT_PROJECT_YML = """
+name: p
+require-dbt-version: [">=1.3.0", "<2.0.0"]
+source-paths: [m]
+docs-paths: [docs]
+query-comment: hudiql
+dbt-cloud: {project-id: 1}
+semantic-models: {+enabled: true}
+saved-queries: {}
+dispatch: [{macro_namespace: dbt_utils, search_order: [p, dbt_utils]}]
+"""
+
+
+def test_a_project_dbt_loads_loads_and_names_what_hudiql_does_not_run(tmp_path):
+    """Every key dbt-core 1.11 accepts is accepted; what dbt runs and hudiql does not is named in
+    one warning of the run (``compile``), not an error."""
+    root = write_project(tmp_path / "p", {
+        "m/a.sql": "SELECT 1 AS id",
+        "m/a.yml": """
+            version: 2
+            models:
+              - name: a
+                access: public
+                columns:
+                  - name: id
+                    constraints: [{type: not_null}]
+            semantic_models:
+              - name: a_sm
+                model: ref('a')
+            metrics: []
+            unit_tests:
+              - name: t
+                model: a
+            sources:
+              - name: raw
+                schema: "{{ target.schema }}_raw"
+                loader: fivetran
+                loaded_at_field: _loaded_at
+                freshness: {warn_after: {count: 12, period: hour}}
+                tables:
+                  - name: orders
+                    identifier: "{{ var('orders_table', 'orders_v2') }}"
+        """,
+    }, DBT_PROJECT_YML)
+    project = load_project(root, {})
+    assert project.model_paths == ["m"]
+    assert project.not_run == {"dbt Cloud settings", "macro dispatch", "query comments", "saved queries",
+                               "semantic models"}
+    manifest = loaded(root).manifest
+    source = manifest.sources["source.p.raw.orders"]
+    assert (source.relation.schema, source.relation.identifier) == ("default_raw", "orders_v2")
+    code, out = run(root, "compile")
+    assert code == 0, out
+    [warning] = [line for line in out.splitlines() if "[WARNING]" in line]
+    assert warning.split("  ", 1)[1] == ("[WARNING]: hudiql does not run this project's constraints, dbt Cloud settings, macro dispatch, "
+                       "metrics, model access, query comments, saved queries, semantic models, source freshness, "
+                       "unit tests; dbt-core would")
+
+
+@pytest.mark.parametrize(
+    ("project_yml", "files", "message"),
+    [
+        ("name: p\nrequire-dbt-version: '>=2.0.0'\n", {},
+         "dbt_project.yml: project 'p' requires dbt ['>=2.0.0']; hudiql follows dbt 1.11.6"),
+        ("name: p\non-run-start: ['GRANT ...']\n", {},
+         "dbt_project.yml: on-run-start: hudiql does not run on-run-start hooks; run their SQL before hudiql, or move "
+         "it into a model's pre_hook"),
+        ("name: p\ntests: {}\ndata_tests: {}\n", {},
+         "dbt_project.yml: 'tests' and 'data_tests' name the same thing; keep 'data_tests'"),
+        ("name: p\n", {"models/a.sql": "SELECT 1", "models/a.yml": "models: [{name: a, versions: [{v: 1}]}]"},
+         "models/a.yml model a: versions: hudiql does not build model versions; describe one model per file"),
+    ],
+    ids=["require-dbt-version", "on-run-start", "tests-twice", "model-versions"],
+)
+def test_what_dbt_would_run_differently_is_refused_in_one_line(tmp_path, project_yml, files, message):
+    root = write_project(tmp_path / "p", files, project_yml)
+    with pytest.raises(ProjectError) as caught:
+        loaded(root)
+    assert str(caught.value).endswith(message) and "\n" not in str(caught.value)
+
+
 def test_missing_project_file(tmp_path):
     with pytest.raises(ProjectError, match="no dbt_project.yml"):
         load_project(tmp_path, {})

@@ -21,23 +21,50 @@ from hudiql.project.artifacts.manifest import Manifest
 from hudiql.project.artifacts.nodes import EPHEMERAL_PREFIX, Node, Relation, Source, TestMetadata
 from hudiql.project.config import model_config as configs
 from hudiql.project.config.project import Project
-from hudiql.project.config.renderer import read_yaml
+from hudiql.project.config.renderer import read_yaml, render_values
 from hudiql.project.context.providers import Invocation, ParseProvider
 from hudiql.project.errors import ConfigError, ProjectError
 from hudiql.config.registry import closest
 
-ENTRY_KEYS = {"name", "description", "config", "columns", "tests", "data_tests", "meta", "docs"}
-COLUMN_KEYS = {"name", "description", "tests", "data_tests", "meta", "data_type", "quote"}
-SOURCE_KEYS = {"name", "description", "schema", "database", "tables", "meta", "tags", "config"}
-SOURCE_TABLE_KEYS = {"name", "description", "identifier", "columns", "tests", "data_tests", "meta", "tags"}
-PROPERTY_FILE_KEYS = {"version", "models", "seeds", "sources"}
+# The keys dbt-core 1.11 accepts in property files (``contracts/graph/unparsed.py``): each one is
+# used, or leaves the results alone (documentation), or is named in the run's warning (``_NOT_RUN``).
+ENTRY_KEYS = {"name", "description", "config", "columns", "tests", "data_tests", "meta", "docs", "data_type",
+              "constraints", "quote_columns", "access", "latest_version", "versions", "deprecation_date",
+              "time_spine", "group", "contract"}
+COLUMN_KEYS = {"name", "description", "tests", "data_tests", "meta", "data_type", "quote", "constraints", "docs",
+               "config", "tags", "granularity"}
+SOURCE_KEYS = {"name", "description", "schema", "database", "tables", "meta", "tags", "config", "loader",
+               "quoting", "freshness", "loaded_at_field", "loaded_at_query", "overrides"}
+SOURCE_TABLE_KEYS = {"name", "description", "identifier", "columns", "tests", "data_tests", "meta", "tags",
+                     "data_type", "constraints", "docs", "config", "loaded_at_field", "loaded_at_query", "quoting",
+                     "freshness", "external"}
+PROPERTY_FILE_KEYS = {"version", "models", "seeds", "sources", "snapshots", "macros", "data_tests", "tests",
+                      "analyses", "exposures", "functions", "metrics", "groups", "semantic_models", "unit_tests",
+                      "saved_queries", "anchors"}
+#: Property file content dbt runs or checks and hudiql does not: key -> what the run's warning names.
+_NOT_RUN = {
+    "snapshots": "snapshots", "analyses": "analyses", "exposures": "exposures", "functions": "functions",
+    "metrics": "metrics", "groups": "groups", "semantic_models": "semantic models", "unit_tests": "unit tests",
+    "saved_queries": "saved queries", "constraints": "constraints", "contract": "model contracts",
+    "access": "model access", "group": "groups", "deprecation_date": "deprecation dates",
+    "time_spine": "time spines", "freshness": "source freshness", "loaded_at_field": "source freshness",
+    "loaded_at_query": "source freshness", "external": "external tables", "overrides": "source overrides",
+    "quoting": "quoting", "quote_columns": "quoting",
+}
+#: Source keys whose Jinja is rendered when the project loads (``target``, ``var``, ``env_var``).
+_RENDERED_SOURCE_KEYS = ("schema", "database", "identifier")
 
 
-def _check_keys(entry: dict[str, Any], allowed: set[str], where: str) -> None:
+def _check_keys(entry: dict[str, Any], allowed: set[str], where: str, not_run: set[str] | None = None) -> None:
+    """Refuse a key dbt does not accept either; add what the entry holds that hudiql does not run to ``not_run``."""
     for key in entry:
         if key not in allowed:
             guess = closest(str(key), allowed)
             raise ProjectError(f"{where}: unknown key '{key}'" + (f"; did you mean '{guess}'?" if guess else ""))
+        if key in ("versions", "latest_version"):
+            raise ProjectError(f"{where}: {key}: hudiql does not build model versions; describe one model per file")
+        if not_run is not None and key in _NOT_RUN:
+            not_run.add(_NOT_RUN[key])
 
 
 def _files(root: Path, folders: list[str], suffixes: tuple[str, ...]) -> list[tuple[Path, Path]]:
@@ -103,14 +130,16 @@ class ProjectParser:
             data = read_yaml(path) or {}
             if not isinstance(data, dict):
                 raise ProjectError(f"{rel} must be a mapping with models:, seeds: or sources:")
-            _check_keys(data, PROPERTY_FILE_KEYS, rel)
+            not_run = self.project.not_run
+            _check_keys(data, PROPERTY_FILE_KEYS, rel, not_run)
             for resource_type, key in (("model", "models"), ("seed", "seeds")):
                 for entry in data.get(key) or []:
                     if not isinstance(entry, dict) or "name" not in entry:
                         raise ProjectError(f"{rel}: each entry under {key}: needs a name")
-                    _check_keys(entry, ENTRY_KEYS, f"{rel} {resource_type} {entry['name']}")
+                    _check_keys(entry, ENTRY_KEYS, f"{rel} {resource_type} {entry['name']}", not_run)
                     for column in entry.get("columns") or []:
-                        _check_keys(column, COLUMN_KEYS, f"{rel} {resource_type} {entry['name']} column {column.get('name')}")
+                        _check_keys(column, COLUMN_KEYS, f"{rel} {resource_type} {entry['name']} column {column.get('name')}",
+                                    not_run)
                     if (resource_type, entry["name"]) in self.properties:
                         raise ProjectError(f"{rel}: {resource_type} {entry['name']} is described twice")
                     self.properties[(resource_type, entry["name"])] = (entry, rel)
@@ -118,11 +147,14 @@ class ProjectParser:
                 self._source(source, rel)
 
     def _source(self, entry: dict[str, Any], rel: str) -> None:
-        _check_keys(entry, SOURCE_KEYS, f"{rel} source {entry.get('name')}")
+        not_run = self.project.not_run
+        _check_keys(entry, SOURCE_KEYS, f"{rel} source {entry.get('name')}", not_run)
+        entry = self._rendered(entry, f"{rel} source {entry.get('name')}")
         name = entry["name"]
         schema = check_name("database", str(entry.get("schema") or name))
         for table in entry.get("tables") or []:
-            _check_keys(table, SOURCE_TABLE_KEYS, f"{rel} source {name} table {table.get('name')}")
+            _check_keys(table, SOURCE_TABLE_KEYS, f"{rel} source {name} table {table.get('name')}", not_run)
+            table = self._rendered(table, f"{rel} source {name} table {table.get('name')}")
             unique_id = f"source.{self.project.name}.{name}.{table['name']}"
             identifier = check_name("table", str(table.get("identifier") or table["name"]))
             self.manifest.sources[unique_id] = Source(
@@ -130,6 +162,12 @@ class ProjectParser:
                 table.get("description", ""), _columns(table), table.get("tests") or table.get("data_tests") or [],
                 source_description=str(entry.get("description", "")),
             )
+
+    def _rendered(self, entry: dict[str, Any], where: str) -> dict[str, Any]:
+        """``entry`` with the Jinja of its names rendered (``schema: "{{ target.schema }}"``), as dbt renders them."""
+        functions = {"var": self.invocation.var, "target": self.invocation.target.as_context()}
+        return {k: render_values(v, functions, f"{where} {k}") if k in _RENDERED_SOURCE_KEYS else v
+                for k, v in entry.items()}
 
     # ---- models, seeds, singular tests --------------------------------------------------------
     def _node(self, resource_type: str, path: Path, folder: Path, raw: str) -> Node:

@@ -46,6 +46,7 @@ from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 import hudiql
+from hudiql.console import quiet_python_errors
 from hudiql.errors import HudiqlError, OptionError
 from hudiql.io.storage import checked_options
 from hudiql.session import Result, Session
@@ -177,6 +178,7 @@ class HudiqlConnectionManager(SQLConnectionManager):
                                      storage_options=credentials.storage_options)
             if session.catalog.database_exists(credentials.schema):
                 session.database = credentials.schema
+            quiet_python_errors()  # dbt's one-line message, without PySpark's Java stack trace before it
         except Exception as exc:
             connection.handle, connection.state = None, ConnectionState.FAIL
             raise FailedToConnectError(f"hudiql: cannot open warehouse {credentials.warehouse}: {exc}") from exc

@@ -20,9 +20,8 @@ from typing import Any
 
 import hudiql
 from hudiql.project.artifacts.nodes import Node
+from hudiql.project.config.project import DBT_VERSION
 from hudiql.project.config.runtime import RuntimeConfig
-
-DBT_VERSION = "1.11.6"  # the dbt-core release that generated the schema files the artifacts follow
 
 
 def compiled_path(node: Node) -> str:

@@ -17,11 +17,36 @@ from hudiql.project.config.renderer import read_yaml, render_values
 from hudiql.project.errors import ProjectError
 
 PROJECT_FILE = "dbt_project.yml"
+#: The dbt-core release hudiql follows: what ``require-dbt-version`` is checked against, and the
+#: release whose schema files the artifacts follow (``artifacts.writer``).
+DBT_VERSION = "1.11.6"
+#: The keys dbt-core 1.11 accepts (``contracts/project.py``), each used, or named in the run's
+#: warning (``NOT_RUN``), or refused (``REFUSED``).
 KEYS = {
     "name", "version", "config-version", "profile", "model-paths", "macro-paths", "seed-paths",
     "test-paths", "snapshot-paths", "analysis-paths", "target-path", "clean-targets", "vars", "models",
-    "seeds", "tests", "data_tests",
+    "seeds", "tests", "data_tests", "require-dbt-version",
+    # legacy spellings of model-paths and seed-paths
+    "source-paths", "data-paths",
+    # what only other dbt commands read (docs, deps, logs)
+    "project-root", "docs-paths", "asset-paths", "log-path", "packages-install-path",
 }
+#: What dbt runs or checks and hudiql does not: named once in a warning per run, never an error.
+NOT_RUN = {
+    "semantic-models": "semantic models", "saved-queries": "saved queries", "metrics": "metrics",
+    "exposures": "exposures", "dbt-cloud": "dbt Cloud settings", "snapshots": "snapshot configs",
+    "analyses": "analysis configs", "unit_tests": "unit test configs", "sources": "source configs",
+    "functions": "functions", "packages": "packages", "dispatch": "macro dispatch", "quoting": "quoting",
+    "query-comment": "query comments", "flags": "behaviour flags", "restrict-access": "access restrictions",
+}
+#: What dbt runs and hudiql would leave out, changing the project's results: refused.
+REFUSED = {
+    "on-run-start": "hudiql does not run on-run-start hooks; run their SQL before hudiql, or move it into a "
+                    "model's pre_hook",
+    "on-run-end": "hudiql does not run on-run-end hooks; run their SQL after hudiql, or move it into a model's "
+                  "post_hook",
+}
+_ALIASES = {"source-paths": "model-paths", "data-paths": "seed-paths"}
 _MISSING = object()
 
 
@@ -41,6 +66,9 @@ class Project:
     target_path: str = "target"
     vars: dict[str, Any] = field(default_factory=dict)
     trees: dict[str, dict[str, Any]] = field(default_factory=dict)  # resource type -> config tree
+    #: What the project holds that dbt runs and hudiql does not (``NOT_RUN``; the parser adds what
+    #: its property files hold): the run names it in one warning.
+    not_run: set[str] = field(default_factory=set)
 
     @property
     def target_dir(self) -> Path:
@@ -68,9 +96,18 @@ def load_project(root: Path, cli_vars: dict[str, Any]) -> Project:
     if not isinstance(raw, dict):
         raise ProjectError(f"{path} must be a mapping")
     for key in raw:
-        if key not in KEYS:
-            guess = closest(str(key), KEYS)
+        if key in REFUSED:
+            raise ProjectError(f"{path}: {key}: {REFUSED[key]}")
+        if key not in KEYS and key not in NOT_RUN:
+            known = KEYS | set(NOT_RUN) | set(REFUSED)
+            guess = closest(str(key), known)
             raise ProjectError(f"{path}: unknown key '{key}'" + (f"; did you mean '{guess}'?" if guess else ""))
+    for legacy, key in (*_ALIASES.items(), ("tests", "data_tests")):
+        if legacy in raw and key in raw:
+            raise ProjectError(f"{path}: '{legacy}' and '{key}' name the same thing; keep '{key}'")
+    raw = {_ALIASES.get(k, k): v for k, v in raw.items()}
+    if "require-dbt-version" in raw:
+        check_dbt_version(raw["require-dbt-version"], str(raw.get("name")), path)
     vars_ = {**(raw.get("vars") or {}), **cli_vars}
     functions = {"var": lambda name, default=_MISSING: lookup_var(vars_, name, default)}
     data = render_values({k: v for k, v in raw.items() if k != "vars"}, functions, PROJECT_FILE)
@@ -98,9 +135,42 @@ def load_project(root: Path, cli_vars: dict[str, Any]) -> Project:
         analysis_paths=paths("analysis-paths", "analyses"),
         target_path=str(data.get("target-path", "target")),
         vars=vars_,
+        not_run={NOT_RUN[k] for k in raw if k in NOT_RUN},
         trees={
             "model": data.get("models") or {},
             "seed": data.get("seeds") or {},
             "test": data.get("data_tests") or data.get("tests") or {},
         },
     )
+
+
+def check_dbt_version(required: Any, project: str, path: Path) -> None:
+    """``require-dbt-version`` (a string of comma-separated specifiers, or a list of them) against
+    the dbt-core release hudiql follows (``DBT_VERSION``), as dbt checks it.
+
+    >>> check_dbt_version(">=1.3.0,<2.0.0", "p", Path(PROJECT_FILE))
+    >>> check_dbt_version([">=1.11.0", "<1.12"], "p", Path(PROJECT_FILE))
+    >>> check_dbt_version(">=2.0.0", "p", Path(PROJECT_FILE))
+    Traceback (most recent call last):
+    ...
+    hudiql.project.errors.ProjectError: dbt_project.yml: project 'p' requires dbt ['>=2.0.0']; hudiql follows dbt 1.11.6
+    """
+    specs = [required] if isinstance(required, str) else required
+    if not isinstance(specs, list) or not all(isinstance(s, str) for s in specs):
+        raise ProjectError(f"{path}: require-dbt-version must be a string or a list of strings, like '>=1.0.0,<2.0.0'")
+    parts = [p.strip() for spec in specs for p in spec.split(",") if p.strip()]
+    if not all(_satisfies(DBT_VERSION, part, path) for part in parts):
+        raise ProjectError(f"{path}: project '{project}' requires dbt {parts}; hudiql follows dbt {DBT_VERSION}")
+
+
+def _satisfies(version: str, spec: str, path: Path) -> bool:
+    """Whether ``version`` meets one specifier: an operator (``>=``, ``>``, ``<=``, ``<``, ``=``,
+    none: equal) and a version of one to three numbers."""
+    operator = next((op for op in (">=", "<=", "==", ">", "<", "=") if spec.startswith(op)), "")
+    wanted = spec[len(operator):].strip()
+    if not all(n.isdigit() for n in wanted.split(".")) or not 1 <= len(wanted.split(".")) <= 3:
+        raise ProjectError(f"{path}: require-dbt-version '{spec}' is not a version specifier like '>=1.0.0'")
+    have = tuple(int(n) for n in version.split(".")[:3])
+    want = tuple(int(n) for n in wanted.split("."))
+    have = have[:len(want)]
+    return {">=": have >= want, "<=": have <= want, ">": have > want, "<": have < want}.get(operator, have == want)

@@ -88,6 +88,9 @@ class ConfiguredTask(BaseTask):
             self.console.line("Encountered an error:")
             self.console.line(str(e))
             return EXIT_ERROR
+        if self.announce and loaded.invocation.project.not_run:
+            self.console.line(f"[WARNING]: hudiql does not run this project's {', '.join(sorted(loaded.invocation.project.not_run))}; "
+                              "dbt-core would")
         for criterion in chosen.unmatched:
             self.console.line(f"[WARNING]: The selection criterion '{criterion}' does not match any enabled nodes")
         return self.run_selected(loaded, chosen.nodes)
