@@ -132,6 +132,26 @@ def test_a_project_dbt_loads_loads_and_names_what_hudiql_does_not_run(tmp_path):
                        "unit tests; dbt-core would")
 
 
+def test_generic_test_blocks_in_macro_and_generic_test_folders(tmp_path):
+    """``{% test name(...) %}`` blocks define the macro ``test_<name>``, as in dbt; the files of
+    ``tests/generic/`` define generic tests and are no singular tests."""
+    root = write_project(tmp_path / "p", {
+        "models/a.sql": "SELECT 1 AS id",
+        "models/a.yml": "models: [{name: a, columns: [{name: id, tests: [even, small]}]}]",
+        "tests/generic/even.sql": """
+            {%- test even(model, column_name) -%}
+            SELECT * FROM {{ model }} WHERE {{ column_name }} % 2 = 1
+            {%- endtest %}
+        """,
+        "macros/small.sql": "{% test small(model, column_name, limit=10) %}SELECT 1{% endtest %}",
+        "tests/one_row.sql": "SELECT 1 WHERE false",
+    }, "name: p\n")
+    manifest = loaded(root).manifest
+    assert sorted(n.name for n in manifest.nodes.values() if n.resource_type == "test") == [
+        "even_a_id", "one_row", "small_a_id"]
+    assert {"macro.p.test_even", "macro.p.test_small"} <= set(manifest.macros)
+
+
 @pytest.mark.parametrize(
     ("project_yml", "files", "message"),
     [

@@ -186,7 +186,8 @@ BUILD_PROJECT = {
                 tests:
                   - accepted_values: {values: [ANN], config: {severity: warn}}
     """,
-    "macros/positive.sql": "{% macro test_positive(model, column_name) %}SELECT * FROM {{ model }} WHERE {{ column_name }} <= 0{% endmacro %}",
+    # dbt's generic test block, in dbt's folder for them (no singular test)
+    "tests/generic/positive.sql": "{% test positive(model, column_name) %}SELECT * FROM {{ model }} WHERE {{ column_name }} <= 0{% endtest %}",
 }
 
 

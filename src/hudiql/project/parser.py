@@ -101,8 +101,10 @@ class ProjectParser:
             self._add(found, self._model(path, folder))
         for path, folder in _files(root, self.project.seed_paths, (".csv",)):
             self._add(found, self._seed(path, folder))
+        generic = self.project.generic_test_paths()
         for path, folder in _files(root, self.project.test_paths, (".sql",)):
-            self._add(found, self._singular_test(path, folder))
+            if not any(path.is_relative_to(g) for g in generic):
+                self._add(found, self._singular_test(path, folder))
         for (resource_type, name), (_, yml) in self.properties.items():
             if not any(n.name == name and n.resource_type == resource_type for n in found.values()):
                 raise ProjectError(f"{yml} describes {resource_type} '{name}', but there is no such {resource_type} file")

@@ -74,6 +74,11 @@ class Project:
     def target_dir(self) -> Path:
         return self.root / self.target_path
 
+    def generic_test_paths(self) -> list[Path]:
+        """The ``generic`` folders of the test paths: their files define generic tests
+        (``{% test %}`` blocks), as macro files do; they are no singular tests."""
+        return [self.root / p / "generic" for p in self.test_paths]
+
     def var(self, name: str, default: Any = _MISSING) -> Any:
         """``var()`` in models: ``--vars`` were merged over ``vars:`` when loading."""
         return lookup_var(self.vars, name, default)

@@ -67,6 +67,19 @@ def make_environment() -> jinja2.Environment:
 
 # One ``{% macro %} ... {% endmacro %}`` block (macros in macro files do not nest).
 _MACRO_BLOCK = re.compile(r"{%-?\s*macro\s.*?{%-?\s*endmacro\s*-?%}", re.DOTALL)
+# dbt's generic test block, ``{% test name(model, column_name) %} ... {% endtest %}``: the macro
+# ``test_<name>``, as dbt names it.
+_TEST_OPEN = re.compile(r"({%-?\s*)test(\s+)(\w+\s*\()")
+_TEST_CLOSE = re.compile(r"({%-?\s*)endtest(\s*-?%})")
+
+
+def as_macros(source: str) -> str:
+    """``source`` with dbt's generic test blocks written as the macros they define (same lines).
+
+    >>> as_macros("{% test even(model, column_name) %}SELECT 1{% endtest %}")
+    '{% macro test_even(model, column_name) %}SELECT 1{% endmacro %}'
+    """
+    return _TEST_CLOSE.sub(r"\1endmacro\2", _TEST_OPEN.sub(r"\1macro\2test_\3", source))
 
 
 @dataclass
@@ -102,7 +115,7 @@ class MacroLibrary:
 
     @staticmethod
     def _read(env: jinja2.Environment, path: Path, package: str, shown: Path) -> MacroFile:
-        source = path.read_text(encoding="utf-8")
+        source = as_macros(path.read_text(encoding="utf-8"))
         templates: dict[str, jinja2.Template] = {}
         blocks: dict[str, str] = {}
         try:
