@@ -152,6 +152,60 @@ def test_generic_test_blocks_in_macro_and_generic_test_folders(tmp_path):
     assert {"macro.p.test_even", "macro.p.test_small"} <= set(manifest.macros)
 
 
+def test_generic_test_names_and_unique_ids_are_dbts(tmp_path):
+    """The same project parsed by hudiql and by dbt-core 1.11 (``dbt parse``, in a process of its
+    own, with hudiql's dbt-core adapter): every generic test has dbt's name, unique id, fqn and
+    compiled file name, so ``--select`` by a dbt test name selects it."""
+    import subprocess
+    import sys
+
+    root = write_project(tmp_path / "p", {
+        "models/orders.sql": "SELECT 1 AS id, 'placed' AS status, 1 AS customer_id",
+        "models/staging/customers.sql": "SELECT 1 AS id",
+        "models/staging/schema.yml": """
+            version: 2
+            sources:
+              - name: raw
+                tables:
+                  - name: orders
+                    columns:
+                      - name: id
+                        data_tests: [not_null]
+            models:
+              - name: customers
+                columns:
+                  - name: id
+                    tests: [unique]
+        """,
+        "models/schema.yml": """
+            version: 2
+            models:
+              - name: orders
+                columns:
+                  - name: id
+                    tests: [not_null, unique]
+                  - name: status
+                    tests:
+                      - accepted_values: {values: [placed, shipped, completed, return_pending, returned]}
+                      - accepted_values: {arguments: {values: [placed]}, config: {severity: warn}}
+                  - name: customer_id
+                    tests:
+                      - relationships: {to: ref('customers'), field: id}
+                      - not_null: {name: my_custom_nn}
+        """,
+        "profiles/profiles.yml": f"p: {{target: dev, outputs: {{dev: {{type: hudiql, warehouse: '{tmp_path}/wh', threads: 1}}}}}}",
+    }, "name: p\nprofile: p\n")
+    ours = {n.unique_id: (n.fqn, n.config.get("alias")) for n in loaded(root).manifest.nodes.values()
+            if n.resource_type == "test"}
+    parse = ("from dbt.cli.main import dbtRunner; import sys; "
+             "sys.exit(0 if dbtRunner().invoke(['parse', '--profiles-dir', 'profiles', '--no-partial-parse']).success else 1)")
+    done = subprocess.run([sys.executable, "-c", parse], cwd=root, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
+    nodes = json.loads((root / "target" / "manifest.json").read_text())["nodes"]
+    dbts = {u: (n["fqn"], n["config"].get("alias")) for u, n in nodes.items() if n["resource_type"] == "test"}
+    assert len(ours) == 8 and ours == dbts
+
+
 @pytest.mark.parametrize(
     ("project_yml", "files", "message"),
     [

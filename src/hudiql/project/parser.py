@@ -258,11 +258,18 @@ class ProjectParser:
         kwargs.update(kwargs.pop("arguments", None) or {})
         if column_name:
             kwargs["column_name"] = column_name
-        name = custom_name or _test_name(test_name, parent.name, kwargs)
-        digest = hashlib.md5(f"{parent.unique_id}{name}{sorted(kwargs.items())}".encode()).hexdigest()[:10]
+        if isinstance(parent, Source):
+            prefix, target, model = "source_", f"{parent.source_name}_{parent.name}", f"source('{parent.source_name}', '{parent.name}')"
+        else:
+            prefix, target, model = "", parent.name, f"ref('{parent.name}')"
+        name, compiled = generic_test_names(prefix + test_name, target, kwargs)
+        if custom_name:
+            name = compiled = str(custom_name)
+        unique_id = generic_test_unique_id(self.project.name, name, test_name,
+                                           {**kwargs, "model": f"{{{{ get_where_subquery({model}) }}}}"})
         folder = Path(yml).parent.parts[1:] if len(Path(yml).parts) > 1 else ()
         node = Node(
-            unique_id=f"test.{self.project.name}.{name}.{digest}", resource_type="test", name=name,
+            unique_id=unique_id, resource_type="test", name=name,
             original_file_path=yml, fqn=[self.project.name, *folder, name],
             raw_code=f"{{{{ test_{test_name}(**_dbt_generic_test_kwargs) }}}}",
             test_metadata=TestMetadata(test_name, kwargs, parent.unique_id),
@@ -278,6 +285,8 @@ class ProjectParser:
         node.refs, node.sources = recorder.refs, recorder.sources
         tree = configs.tree_configs(self.project.trees["test"], node.fqn, "test", "dbt_project.yml tests")
         node.config = configs.validate("test", configs.merge(tree, test_config), where)
+        if compiled != name and not node.config.get("alias"):
+            node.config["alias"] = compiled  # dbt's name of its compiled file
         if node.config["enabled"]:
             if node.unique_id in self.manifest.nodes:
                 raise ProjectError(f"{where}: the same test is declared twice")
@@ -293,20 +302,49 @@ def _columns(entry: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(c["name"]): dict(c) for c in entry.get("columns") or [] if isinstance(c, dict) and "name" in c}
 
 
-def _test_name(test_name: str, parent_name: str, kwargs: dict[str, Any]) -> str:
-    """dbt's naming: ``not_null_orders_order_id``, ``accepted_values_orders_status__placed__shipped``."""
-    parts = [test_name, parent_name]
-    if "column_name" in kwargs:
-        parts.append(str(kwargs["column_name"]))
-    name = "_".join(parts)
-    extra = [v for k, v in sorted(kwargs.items()) if k != "column_name"]
-    if extra:
-        flat = [str(x) for v in extra for x in (v if isinstance(v, list) else [v])]
-        name += "__" + "__".join(flat)
-    name = re.sub(r"[^A-Za-z0-9_]+", "_", name)
-    if len(name) > 80:
-        name = name[:60] + "_" + hashlib.md5(name.encode()).hexdigest()[:10]
-    return name
+def generic_test_names(test_name: str, target_name: str, args: dict[str, Any]) -> tuple[str, str]:
+    """dbt's names of a generic test (``generic_test_builders.synthesize_generic_test_names``):
+    (its name, which its unique id and fqn carry; the name of its compiled file, shortened with a
+    hash of the name when that reaches 64 characters). Every argument (``column_name`` too) in
+    name order, its values flattened and cleaned.
+
+    >>> generic_test_names("accepted_values", "orders", {"column_name": "status", "values": ["placed", "shipped"]})
+    ('accepted_values_orders_status__placed__shipped', 'accepted_values_orders_status__placed__shipped')
+    >>> generic_test_names("unique", "orders", {})
+    ('unique_orders_', 'unique_orders_')
+    >>> generic_test_names("accepted_values", "orders", {"column_name": "status", "values": ["a" * 20, "b" * 20]})[1]
+    'accepted_values_orders_68537a34214affa4fa16a909611ec82b'
+    """
+    flat: list[str] = []
+    for key in sorted(args):
+        value = args[key]
+        parts = list(value.values()) if isinstance(value, dict) else list(value) if isinstance(value, (list, tuple)) else [value]
+        flat += [re.sub(r"[^0-9a-zA-Z_]+", "_", str(part)) for part in parts]
+    identifier = f"{test_name}_{target_name}"
+    name = f"{identifier}_{'__'.join(flat)}"
+    compiled = f"{identifier[:30]}_{hashlib.md5(name.encode()).hexdigest()}" if len(name) >= 64 else name
+    return name, compiled
+
+
+def generic_test_unique_id(project: str, name: str, test_name: str, args: dict[str, Any]) -> str:
+    """dbt's unique id of a generic test: ``test.<project>.<name>.<hash>``, the hash of its name and
+    its metadata as dbt hashes it (``schema_generic_tests.create_test_node``); ``args`` hold
+    ``model`` as dbt writes it (``{{ get_where_subquery(ref('orders')) }}``).
+
+    >>> generic_test_unique_id("p", "not_null_orders_id", "not_null",
+    ...                        {"column_name": "id", "model": "{{ get_where_subquery(ref('orders')) }}"})
+    'test.p.not_null_orders_id.84ef11d8fe'
+    """
+    def hashable(value: Any) -> Any:
+        if type(value) is dict:
+            return {k: hashable(value[k]) for k in sorted(value)}
+        if type(value) is list:
+            return [hashable(v) for v in value]
+        return str(value)
+
+    metadata = {"namespace": None, "name": test_name, "kwargs": args}
+    digest = hashlib.md5((name + repr(hashable(metadata))).encode()).hexdigest()[-10:]
+    return f"test.{project}.{name}.{digest}"
 
 
 def parse_project(invocation: Invocation) -> Manifest:
