@@ -119,15 +119,15 @@ def test_a_project_dbt_loads_loads_and_names_what_hudiql_does_not_run(tmp_path):
     }, DBT_PROJECT_YML)
     project = load_project(root, {})
     assert project.model_paths == ["m"]
-    assert project.not_run == {"dbt Cloud settings", "macro dispatch", "query comments", "saved queries",
-                               "semantic models"}
+    assert project.not_run == {"dbt Cloud settings", "query comments", "saved queries", "semantic models"}
+    assert project.dispatch == {"dbt_utils": ["p", "dbt_utils"]}
     manifest = loaded(root).manifest
     source = manifest.sources["source.p.raw.orders"]
     assert (source.relation.schema, source.relation.identifier) == ("default_raw", "orders_v2")
     code, out = run(root, "compile")
     assert code == 0, out
     [warning] = [line for line in out.splitlines() if "[WARNING]" in line]
-    assert warning.split("  ", 1)[1] == ("[WARNING]: hudiql does not run this project's constraints, dbt Cloud settings, macro dispatch, "
+    assert warning.split("  ", 1)[1] == ("[WARNING]: hudiql does not run this project's constraints, dbt Cloud settings, "
                        "metrics, model access, query comments, saved queries, semantic models, source freshness, "
                        "unit tests; dbt-core would")
 
@@ -204,6 +204,29 @@ def test_generic_test_names_and_unique_ids_are_dbts(tmp_path):
     nodes = json.loads((root / "target" / "manifest.json").read_text())["nodes"]
     dbts = {u: (n["fqn"], n["config"].get("alias")) for u, n in nodes.items() if n["resource_type"] == "test"}
     assert len(ours) == 8 and ours == dbts
+
+
+@pytest.mark.parametrize(
+    ("project_yml", "model", "message"),
+    [
+        ("name: p\n", "{{ adapter.dispatch('nothing', 'dbt')() }}",
+         "In dispatch: No macro named 'nothing' found within namespace: 'dbt'; searched for: 'p.hudiql__nothing', "
+         "'p.spark__nothing', 'p.default__nothing', 'dbt.hudiql__nothing', 'dbt.spark__nothing', 'dbt.default__nothing'"),
+        ("name: p\ndispatch: [{macro_namespace: dbt_utils, search_order: [p]}]\n",
+         "{{ adapter.dispatch('nothing', 'dbt_utils')() }}",
+         "No macro named 'nothing' found within namespace: 'dbt_utils'; searched for: 'p.hudiql__nothing', "
+         "'p.spark__nothing', 'p.default__nothing'"),
+        ("name: p\n", "{{ adapter.get_relation('d', 's', 't') }}",
+         "adapter.get_relation is not available while the project is parsed; guard it with {% if execute %}"),
+        ("name: p\n", "{{ dbt.no_such_macro() }}", "no macro 'no_such_macro'"),
+    ],
+    ids=["no-macro", "search-order", "adapter-while-parsing", "not-in-dbt"],
+)
+def test_dispatch_and_the_dbt_namespace_refuse_in_one_line(tmp_path, project_yml, model, message):
+    root = write_project(tmp_path / "p", {"models/a.sql": model}, project_yml)
+    with pytest.raises(HudiqlError) as caught:
+        loaded(root)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize(

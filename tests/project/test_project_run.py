@@ -3,6 +3,8 @@ closed, skips and artifacts. Each test runs a few commands in-process (``invoke`
 
 from __future__ import annotations
 
+import datetime
+import hashlib
 import io
 import json
 import shutil
@@ -373,3 +375,52 @@ def test_a_model_picks_its_table_version_with_its_options(spark, tmp_path):
     table = location(root, "nine").removeprefix("file://")
     assert "hoodie.table.version=9" in open(f"{table}/.hoodie/hoodie.properties").read()
     assert rows(spark, root, "SELECT id, v FROM nine") == [(1, "a2"), (2, "b")] == official_rows(table, ["id", "v"])
+
+
+CROSS_DATABASE = """{{ config(materialized='table') }}
+select {{ dbt.date_trunc('month', "to_date('2024-02-15')") }} as month_start,
+  {{ dbt.dateadd('month', 1, "to_date('2024-01-31')") }} as plus_month,
+  {{ dbt.datediff("to_date('2024-01-31')", "to_date('2024-02-01')", 'month') }} as months_between,
+  {{ dbt.datediff("timestamp'2024-01-01 10:59:00'", "timestamp'2024-01-01 11:00:00'", 'hour') }} as hours_between,
+  {{ dbt.last_day("to_date('2024-02-10')", 'month') }} as last_day,
+  {{ dbt.hash("'a'") }} as hashed,
+  {{ dbt.split_part("'a-b-c'", "'-'", -1) }} as last_part,
+  {{ dbt.safe_cast("'x'", dbt.type_int()) }} as not_an_int,
+  {{ dbt.concat(["'a'", "'b'"]) }} as ab,
+  {{ dbt.array_append(dbt.array_construct([1, 2]), 3) }} as arr,
+  {{ dbt.date(2024, 2, 29) }} as leap_day,
+  {{ dbt.position("'b'", "'abc'") }} as pos,
+  {{ dbt.right("'abc'", 2) }} as tail,
+  {{ greeting() }} as greeting
+"""
+
+
+def test_dbt_cross_database_macros_and_dispatch(spark, tmp_path):
+    """dbt's ``dbt`` namespace (cross-database macros in Spark SQL) and ``adapter.dispatch``, with
+    dbt's search order: a project's ``spark__`` beats its ``default__``, and a project's
+    ``default__hash`` beats the built-in one."""
+    root = write_project(tmp_path / "p", {
+        "models/x.sql": CROSS_DATABASE,
+        "models/spine.sql": "{{ config(materialized='table') }} "
+                            "{{ dbt.date_spine('day', \"to_date('2024-01-30')\", \"to_date('2024-02-02')\") }}",
+        "models/agg.sql": "{{ config(materialized='table') }} select {{ dbt.listagg('v', \"'|'\") }} as l, "
+                          "{{ dbt.bool_or('v > 1') }} as b from (select 1 as v union all select 2)",
+        "macros/greeting.sql": """
+            {% macro greeting() %}{{ return(adapter.dispatch('greeting')()) }}{% endmacro %}
+            {% macro default__greeting() %}'default'{% endmacro %}
+            {% macro spark__greeting() %}'spark'{% endmacro %}
+            {% macro default__hash(field) %}sha1(cast({{ field }} as string)){% endmacro %}
+        """,
+    }, "name: p\n")
+    code, out = run(root, "run", spark)
+    assert code == 0, out
+    session = hudiql.connect(warehouse=str(root / "warehouse"), spark=spark)
+    [x] = [r.asDict() for r in session.sql("SELECT * FROM x").collect()]
+    assert {k: v for k, v in x.items() if not k.startswith("_hoodie")} == {
+        "month_start": datetime.datetime(2024, 2, 1), "plus_month": datetime.datetime(2024, 2, 29), "months_between": 1,
+        "hours_between": 1, "last_day": datetime.date(2024, 2, 29), "hashed": hashlib.sha1(b"a").hexdigest(),
+        "last_part": "c", "not_an_int": None, "ab": "ab", "arr": [1, 2, 3], "leap_day": datetime.date(2024, 2, 29),
+        "pos": 2, "tail": "bc", "greeting": "spark"}
+    assert rows(spark, root, "SELECT date_day FROM spine") == [
+        (datetime.datetime(2024, 1, 30),), (datetime.datetime(2024, 1, 31),), (datetime.datetime(2024, 2, 1),)]
+    assert rows(spark, root, "SELECT l, b FROM agg") == [("1|2", True)]

@@ -29,14 +29,14 @@ KEYS = {
     # legacy spellings of model-paths and seed-paths
     "source-paths", "data-paths",
     # what only other dbt commands read (docs, deps, logs)
-    "project-root", "docs-paths", "asset-paths", "log-path", "packages-install-path",
+    "project-root", "docs-paths", "asset-paths", "log-path", "packages-install-path", "dispatch",
 }
 #: What dbt runs or checks and hudiql does not: named once in a warning per run, never an error.
 NOT_RUN = {
     "semantic-models": "semantic models", "saved-queries": "saved queries", "metrics": "metrics",
     "exposures": "exposures", "dbt-cloud": "dbt Cloud settings", "snapshots": "snapshot configs",
     "analyses": "analysis configs", "unit_tests": "unit test configs", "sources": "source configs",
-    "functions": "functions", "packages": "packages", "dispatch": "macro dispatch", "quoting": "quoting",
+    "functions": "functions", "packages": "packages", "quoting": "quoting",
     "query-comment": "query comments", "flags": "behaviour flags", "restrict-access": "access restrictions",
 }
 #: What dbt runs and hudiql would leave out, changing the project's results: refused.
@@ -69,6 +69,8 @@ class Project:
     #: What the project holds that dbt runs and hudiql does not (``NOT_RUN``; the parser adds what
     #: its property files hold): the run names it in one warning.
     not_run: set[str] = field(default_factory=set)
+    #: ``dispatch:``: macro namespace -> the packages ``adapter.dispatch`` searches, in order.
+    dispatch: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def target_dir(self) -> Path:
@@ -141,12 +143,27 @@ def load_project(root: Path, cli_vars: dict[str, Any]) -> Project:
         target_path=str(data.get("target-path", "target")),
         vars=vars_,
         not_run={NOT_RUN[k] for k in raw if k in NOT_RUN},
+        dispatch=_dispatch(data.get("dispatch"), path),
         trees={
             "model": data.get("models") or {},
             "seed": data.get("seeds") or {},
             "test": data.get("data_tests") or data.get("tests") or {},
         },
     )
+
+
+def _dispatch(value: Any, path: Path) -> dict[str, list[str]]:
+    """``dispatch: [{macro_namespace: ns, search_order: [p1, p2]}]`` as namespace -> packages."""
+    if value is None:
+        return {}
+    entries = value if isinstance(value, list) else [value]
+    out = {}
+    for entry in entries:
+        if (not isinstance(entry, dict) or not isinstance(entry.get("macro_namespace"), str)
+                or not isinstance(entry.get("search_order"), list)):
+            raise ProjectError(f"{path}: each dispatch entry needs a macro_namespace and a search_order list")
+        out[entry["macro_namespace"]] = [str(p) for p in entry["search_order"]]
+    return out
 
 
 def check_dbt_version(required: Any, project: str, path: Path) -> None:

@@ -51,7 +51,7 @@ def load(flags: Flags, console: Console, spark: SparkSession | None, quiet: bool
     project = load_project(Path(flags.project_dir), flags.vars)
     target = load_target(project, flags.profiles_dir, flags.target, flags.threads)
     library = MacroLibrary.load([project.root / p for p in project.macro_paths] + project.generic_test_paths(),
-                                project.name, project.root)
+                                project.name, project.root, project.dispatch)
     invocation = Invocation(project, target, full_refresh=flags.full_refresh, library=library, log=console.line)
     manifest = parse_project(invocation)
     graph = Graph.build(manifest)
