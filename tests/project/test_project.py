@@ -171,10 +171,18 @@ def test_generic_test_names_and_unique_ids_are_dbts(tmp_path):
                     columns:
                       - name: id
                         data_tests: [not_null]
+              - name: retired
+                config: {enabled: false}
+                tables:
+                  - name: old_orders
+                    columns:
+                      - name: id
+                        data_tests: [not_null]
             models:
               - name: customers
                 columns:
                   - name: id
+                    tags: [keys]
                     tests: [unique]
         """,
         "models/schema.yml": """
@@ -188,6 +196,7 @@ def test_generic_test_names_and_unique_ids_are_dbts(tmp_path):
                     tests:
                       - accepted_values: {values: [placed, shipped, completed, return_pending, returned]}
                       - accepted_values: {arguments: {values: [placed]}, config: {severity: warn}}
+                      - not_null: {severity: warn, where: "id > 0", tags: [nightly]}
                   - name: customer_id
                     tests:
                       - relationships: {to: ref('customers'), field: id}
@@ -195,15 +204,17 @@ def test_generic_test_names_and_unique_ids_are_dbts(tmp_path):
         """,
         "profiles/profiles.yml": f"p: {{target: dev, outputs: {{dev: {{type: hudiql, warehouse: '{tmp_path}/wh', threads: 1}}}}}}",
     }, "name: p\nprofile: p\n")
-    ours = {n.unique_id: (n.fqn, n.config.get("alias")) for n in loaded(root).manifest.nodes.values()
-            if n.resource_type == "test"}
+    ours = {n.unique_id: (n.fqn, n.config.get("alias"), n.config["severity"].lower(), sorted(n.config.get("tags") or []))
+            for n in loaded(root).manifest.nodes.values() if n.resource_type == "test"}
     parse = ("from dbt.cli.main import dbtRunner; import sys; "
              "sys.exit(0 if dbtRunner().invoke(['parse', '--profiles-dir', 'profiles', '--no-partial-parse']).success else 1)")
     done = subprocess.run([sys.executable, "-c", parse], cwd=root, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:]
     nodes = json.loads((root / "target" / "manifest.json").read_text())["nodes"]
-    dbts = {u: (n["fqn"], n["config"].get("alias")) for u, n in nodes.items() if n["resource_type"] == "test"}
-    assert len(ours) == 8 and ours == dbts
+    # (dbt keeps a disabled source's tests among its nodes, disabled; a column's tags are its tests' tags)
+    dbts = {u: (n["fqn"], n["config"].get("alias"), n["config"]["severity"].lower(), sorted(n["tags"]))
+            for u, n in nodes.items() if n["resource_type"] == "test" and n["config"]["enabled"]}
+    assert len(ours) == 9 and ours == dbts
 
 
 @pytest.mark.parametrize(
@@ -237,7 +248,7 @@ def test_dispatch_and_the_dbt_namespace_refuse_in_one_line(tmp_path, project_yml
         ("name: p\non-run-start: ['GRANT ...']\n", {},
          "dbt_project.yml: on-run-start: hudiql does not run on-run-start hooks; run their SQL before hudiql, or move "
          "it into a model's pre_hook"),
-        ("name: p\ntests: {}\ndata_tests: {}\n", {},
+        ("name: p\ntests: {+severity: warn}\ndata_tests: {+severity: warn}\n", {},
          "dbt_project.yml: 'tests' and 'data_tests' name the same thing; keep 'data_tests'"),
         ("name: p\n", {"models/a.sql": "SELECT 1", "models/a.yml": "models: [{name: a, versions: [{v: 1}]}]"},
          "models/a.yml model a: versions: hudiql does not build model versions; describe one model per file"),

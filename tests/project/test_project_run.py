@@ -403,8 +403,8 @@ def test_dbt_cross_database_macros_and_dispatch(spark, tmp_path):
         "models/x.sql": CROSS_DATABASE,
         "models/spine.sql": "{{ config(materialized='table') }} "
                             "{{ dbt.date_spine('day', \"to_date('2024-01-30')\", \"to_date('2024-02-02')\") }}",
-        "models/agg.sql": "{{ config(materialized='table') }} select {{ dbt.listagg('v', \"'|'\") }} as l, "
-                          "{{ dbt.bool_or('v > 1') }} as b from (select 1 as v union all select 2)",
+        "models/agg.sql": "{{ config(materialized='table') }} select {{ dbt.listagg('v', \"'|'\", 'order by v desc') }} "
+                          "as l, {{ dbt.bool_or('v > 1') }} as b from (select 1 as v union all select 2)",
         "macros/greeting.sql": """
             {% macro greeting() %}{{ return(adapter.dispatch('greeting')()) }}{% endmacro %}
             {% macro default__greeting() %}'default'{% endmacro %}
@@ -423,4 +423,9 @@ def test_dbt_cross_database_macros_and_dispatch(spark, tmp_path):
         "pos": 2, "tail": "bc", "greeting": "spark"}
     assert rows(spark, root, "SELECT date_day FROM spine") == [
         (datetime.datetime(2024, 1, 30),), (datetime.datetime(2024, 1, 31),), (datetime.datetime(2024, 2, 1),)]
-    assert rows(spark, root, "SELECT l, b FROM agg") == [("1|2", True)]
+    assert rows(spark, root, "SELECT l, b FROM agg") == [("2|1", True)]
+    # a spine of no day is refused, as dbt refuses it
+    (root / "models" / "spine.sql").write_text("{{ config(materialized='table') }} "
+                                               "{{ dbt.date_spine('day', \"to_date('2024-01-30')\", \"to_date('2024-01-30')\") }}")
+    code, out = run(root, "run", spark, select=["spine"])
+    assert code == 1 and "generate_series: upper bound must be positive" in out

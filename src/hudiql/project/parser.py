@@ -51,20 +51,24 @@ _NOT_RUN = {
     "loaded_at_query": "source freshness", "external": "external tables", "overrides": "source overrides",
     "quoting": "quoting", "quote_columns": "quoting",
 }
+#: The same, of a property file's top level (``data_tests:`` there describes singular tests).
+_NOT_RUN_AT_TOP = {**_NOT_RUN, "data_tests": "singular test properties", "tests": "singular test properties"}
 #: Source keys whose Jinja is rendered when the project loads (``target``, ``var``, ``env_var``).
 _RENDERED_SOURCE_KEYS = ("schema", "database", "identifier")
 
 
-def _check_keys(entry: dict[str, Any], allowed: set[str], where: str, not_run: set[str] | None = None) -> None:
-    """Refuse a key dbt does not accept either; add what the entry holds that hudiql does not run to ``not_run``."""
+def _check_keys(entry: dict[str, Any], allowed: set[str], where: str, not_run: set[str] | None = None,
+                named: dict[str, str] = _NOT_RUN) -> None:
+    """Refuse a key dbt does not accept either; add what the entry holds that hudiql does not run
+    (``named``) to ``not_run``."""
     for key in entry:
         if key not in allowed:
             guess = closest(str(key), allowed)
             raise ProjectError(f"{where}: unknown key '{key}'" + (f"; did you mean '{guess}'?" if guess else ""))
         if key in ("versions", "latest_version"):
             raise ProjectError(f"{where}: {key}: hudiql does not build model versions; describe one model per file")
-        if not_run is not None and key in _NOT_RUN:
-            not_run.add(_NOT_RUN[key])
+        if not_run is not None and key in named:
+            not_run.add(named[key])
 
 
 def _files(root: Path, folders: list[str], suffixes: tuple[str, ...]) -> list[tuple[Path, Path]]:
@@ -133,7 +137,7 @@ class ProjectParser:
             if not isinstance(data, dict):
                 raise ProjectError(f"{rel} must be a mapping with models:, seeds: or sources:")
             not_run = self.project.not_run
-            _check_keys(data, PROPERTY_FILE_KEYS, rel, not_run)
+            _check_keys(data, PROPERTY_FILE_KEYS, rel, not_run, _NOT_RUN_AT_TOP)
             for resource_type, key in (("model", "models"), ("seed", "seeds")):
                 for entry in data.get(key) or []:
                     if not isinstance(entry, dict) or "name" not in entry:
@@ -157,6 +161,8 @@ class ProjectParser:
         for table in entry.get("tables") or []:
             _check_keys(table, SOURCE_TABLE_KEYS, f"{rel} source {name} table {table.get('name')}", not_run)
             table = self._rendered(table, f"{rel} source {name} table {table.get('name')}")
+            if not {**(entry.get("config") or {}), **(table.get("config") or {})}.get("enabled", True):
+                continue  # a disabled source table, as dbt leaves it out (its tests too)
             unique_id = f"source.{self.project.name}.{name}.{table['name']}"
             identifier = check_name("table", str(table.get("identifier") or table["name"]))
             self.manifest.sources[unique_id] = Source(
@@ -253,10 +259,22 @@ class ProjectParser:
             known = [n.removeprefix("test_") for n in self.invocation.library.origin if n.startswith("test_")]
             guess = closest(test_name, known)
             raise ConfigError(f"{where}: unknown test" + (f"; did you mean '{guess}'?" if guess else f"; tests are {', '.join(sorted(known))}"))
-        test_config = kwargs.pop("config", None) or {}
+        test_config = dict(kwargs.pop("config", None) or {})
         custom_name = kwargs.pop("name", None)
+        kwargs.pop("description", None)
         kwargs.update(kwargs.pop("arguments", None) or {})
+        for key in _TEST_CONFIG_ARGUMENTS:  # the older way to write a test's config: among its arguments
+            if key in kwargs:
+                if key in test_config:
+                    raise ConfigError(f"{where}: '{key}' is given both as an argument and under config; keep one")
+                test_config[key] = kwargs.pop(key)
         if column_name:
+            # A column's tags are its tests' tags too, as in dbt.
+            column = parent.columns.get(column_name, {})
+            tags = [*_tags(test_config.get("tags")), *_tags(column.get("tags")),
+                    *_tags((column.get("config") or {}).get("tags"))]
+            if tags:
+                test_config["tags"] = list(dict.fromkeys(tags))
             kwargs["column_name"] = column_name
         if isinstance(parent, Source):
             prefix, target, model = "source_", f"{parent.source_name}_{parent.name}", f"source('{parent.source_name}', '{parent.name}')"
@@ -300,6 +318,15 @@ def is_relation_argument(value: Any) -> bool:
 
 def _columns(entry: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(c["name"]): dict(c) for c in entry.get("columns") or [] if isinstance(c, dict) and "name" in c}
+
+
+#: Test arguments dbt takes as the test's config (``generic_test_builders.CONFIG_ARGS``).
+_TEST_CONFIG_ARGUMENTS = ("severity", "tags", "enabled", "where", "limit", "warn_if", "error_if", "fail_calc",
+                          "store_failures", "store_failures_as", "meta", "database", "schema", "alias")
+
+
+def _tags(value: Any) -> list[str]:
+    return [] if value is None else [str(value)] if isinstance(value, str) else [str(v) for v in value]
 
 
 def generic_test_names(test_name: str, target_name: str, args: dict[str, Any]) -> tuple[str, str]:

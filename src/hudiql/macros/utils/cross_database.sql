@@ -58,17 +58,18 @@ cast({{ dbt.dateadd('day', '-1', dbt.dateadd(datepart, '1', dbt.date_trunc(datep
 {% macro length(expression) %}{{ return(adapter.dispatch('length', 'dbt')(expression)) }}{% endmacro %}
 {% macro default__length(expression) -%} length({{ expression }}) {%- endmacro %}
 
-{#- The measure's values joined by the delimiter (a SQL string literal); Spark keeps no order, so an
-    `order_by_clause` is refused rather than ignored. -#}
+{#- The measure's values joined by the delimiter (a SQL string literal), in the order of
+    `order_by_clause` ("order by ..."), the first `limit_num` of them. -#}
 {% macro listagg(measure, delimiter_text="','", order_by_clause=none, limit_num=none) %}{{ return(adapter.dispatch('listagg', 'dbt')(measure, delimiter_text, order_by_clause, limit_num)) }}{% endmacro %}
 {% macro default__listagg(measure, delimiter_text, order_by_clause, limit_num) -%}
-{%- if order_by_clause -%}
-{{ exceptions.raise_compiler_error("listagg: Spark cannot order the values it collects; remove order_by_clause '" ~ order_by_clause ~ "'") }}
-{%- endif -%}
-{%- if limit_num -%}
+{%- if limit_num and order_by_clause -%}
+{{ exceptions.raise_compiler_error("listagg: order_by_clause and limit_num together are not supported on Spark; drop one") }}
+{%- elif order_by_clause -%}
+listagg({{ measure }}, {{ delimiter_text }}) within group ({{ order_by_clause }})
+{%- elif limit_num -%}
 array_join(slice(collect_list({{ measure }}), 1, {{ limit_num }}), {{ delimiter_text }})
 {%- else -%}
-array_join(collect_list({{ measure }}), {{ delimiter_text }})
+listagg({{ measure }}, {{ delimiter_text }})
 {%- endif -%}
 {%- endmacro %}
 
@@ -144,6 +145,7 @@ split_part({{ string_text }}, {{ delimiter_text }}, {{ part_number }})
 {#- The numbers 1 to upper_bound, as the column generated_number. -#}
 {% macro generate_series(upper_bound) %}{{ return(adapter.dispatch('generate_series', 'dbt')(upper_bound)) }}{% endmacro %}
 {% macro default__generate_series(upper_bound) -%}
+{%- if upper_bound <= 0 -%}{{ exceptions.raise_compiler_error("generate_series: upper bound must be positive") }}{%- endif -%}
 select explode(sequence(1, {{ upper_bound }})) as generated_number
 {%- endmacro %}
 

@@ -29,7 +29,7 @@ KEYS = {
     # legacy spellings of model-paths and seed-paths
     "source-paths", "data-paths",
     # what only other dbt commands read (docs, deps, logs)
-    "project-root", "docs-paths", "asset-paths", "log-path", "packages-install-path", "dispatch",
+    "project-root", "docs-paths", "asset-paths", "log-path", "packages-install-path", "dispatch", "function-paths",
 }
 #: What dbt runs or checks and hudiql does not: named once in a warning per run, never an error.
 NOT_RUN = {
@@ -103,16 +103,17 @@ def load_project(root: Path, cli_vars: dict[str, Any]) -> Project:
     if not isinstance(raw, dict):
         raise ProjectError(f"{path} must be a mapping")
     for key in raw:
-        if key in REFUSED:
+        if key in REFUSED and raw[key]:  # (an empty list of hooks runs nothing)
             raise ProjectError(f"{path}: {key}: {REFUSED[key]}")
         if key not in KEYS and key not in NOT_RUN:
             known = KEYS | set(NOT_RUN) | set(REFUSED)
             guess = closest(str(key), known)
             raise ProjectError(f"{path}: unknown key '{key}'" + (f"; did you mean '{guess}'?" if guess else ""))
     for legacy, key in (*_ALIASES.items(), ("tests", "data_tests")):
-        if legacy in raw and key in raw:
+        if raw.get(legacy) and raw.get(key):
             raise ProjectError(f"{path}: '{legacy}' and '{key}' name the same thing; keep '{key}'")
-    raw = {_ALIASES.get(k, k): v for k, v in raw.items()}
+    raw = {k: v for k, v in raw.items() if k not in _ALIASES} | {
+        new: raw[old] for old, new in _ALIASES.items() if old in raw and not raw.get(new)}
     if "require-dbt-version" in raw:
         check_dbt_version(raw["require-dbt-version"], str(raw.get("name")), path)
     vars_ = {**(raw.get("vars") or {}), **cli_vars}

@@ -4,7 +4,9 @@ resolves them to real relations when compiling.
 
 ``ref``, ``source``, ``config``, ``var``, ``env_var``, ``is_incremental``, ``changes``, ``this``, ``target``,
 ``run_started_at``, ``invocation_id``, ``log``, ``return``, ``exceptions``, ``modules``, ``model``,
-``execute``, ``tojson`` / ``fromjson``, and every macro. Parsing renders each model once with
+``execute``, ``tojson`` / ``fromjson``, every macro, ``dbt`` (the built-in macros as dbt's namespace)
+and ``adapter`` (``adapter.dispatch`` always; the warehouse's adapter while a node runs:
+``context.macros.JinjaAdapter``). Parsing renders each model once with
 ``execute`` false to record its ``ref``/``source``/``config`` calls; compiling renders it again
 with real relations.
 
@@ -141,7 +143,8 @@ class Invocation(RuntimeConfig):
         """A fresh context for ``node`` with every macro bound to it.
 
         ``recorded_config`` collects ``config()`` calls (parsing); ``extra`` adds what only a run
-        has: ``adapter``, ``run_query``, ``sql``, a real ``is_incremental``.
+        has: the warehouse's ``adapter`` (behind ``adapter.dispatch``), ``run_query``, ``sql``, a real
+        ``is_incremental``.
         """
         ctx: dict[str, Any] = {
             **self.library.env.globals,
