@@ -405,6 +405,12 @@ def test_dbt_cross_database_macros_and_dispatch(spark, tmp_path):
                             "{{ dbt.date_spine('day', \"to_date('2024-01-30')\", \"to_date('2024-02-02')\") }}",
         "models/agg.sql": "{{ config(materialized='table') }} select {{ dbt.listagg('v', \"'|'\", 'order by v desc') }} "
                           "as l, {{ dbt.bool_or('v > 1') }} as b from (select 1 as v union all select 2)",
+        "models/lookup.sql": """
+            -- depends_on: {{ ref('agg') }}
+            {% set found = adapter.get_relation(database=none, schema=target.schema, identifier='agg') if execute %}
+            {% set missing = adapter.get_relation(database=none, schema=target.schema, identifier='nope') if execute %}
+            select '{{ found }}' as found, '{{ found.type if found }}' as kind, {{ missing is none }} as missing
+        """,
         "macros/greeting.sql": """
             {% macro greeting() %}{{ return(adapter.dispatch('greeting')()) }}{% endmacro %}
             {% macro default__greeting() %}'default'{% endmacro %}
@@ -424,6 +430,7 @@ def test_dbt_cross_database_macros_and_dispatch(spark, tmp_path):
     assert rows(spark, root, "SELECT date_day FROM spine") == [
         (datetime.datetime(2024, 1, 30),), (datetime.datetime(2024, 1, 31),), (datetime.datetime(2024, 2, 1),)]
     assert rows(spark, root, "SELECT l, b FROM agg") == [("2|1", True)]
+    assert rows(spark, root, "SELECT found, kind, missing FROM lookup") == [("default.agg", "table", True)]
     # a spine of no day is refused, as dbt refuses it
     (root / "models" / "spine.sql").write_text("{{ config(materialized='table') }} "
                                                "{{ dbt.date_spine('day', \"to_date('2024-01-30')\", \"to_date('2024-01-30')\") }}")

@@ -145,6 +145,17 @@ class Adapter:
     def table_exists(self, relation: Relation) -> bool:
         return table_exists(self.catalog, relation)
 
+    def get_relation(self, database: str | None, schema: str, identifier: str) -> Relation | None:
+        """dbt's ``adapter.get_relation``: the table or view ``schema.identifier`` (Spark has no level
+        above the schema: ``database`` is ``None`` or the schema), else ``None``."""
+        if database not in (None, "", schema):
+            raise ProjectError(f"adapter.get_relation: database '{database}' differs from schema '{schema}'; "
+                               "Spark has one level of namespace: pass database=none")
+        relation = Relation(schema, identifier, "table")
+        if self.table_exists(relation):
+            return relation
+        return Relation(schema, identifier, "view") if self.catalog.view(schema, identifier) else None
+
     def get_columns(self, relation: Relation) -> list[Column]:
         table = HudiTable.load(table_location(self.catalog, relation)[0])
         return [Column(f.name, f.dataType.simpleString()) for f in table.schema.fields]

@@ -30,6 +30,11 @@ class Relation:
         return self.identifier
 
     @property
+    def type(self) -> str:
+        """dbt's name of ``kind`` (``relation.type``)."""
+        return self.kind
+
+    @property
     def database(self) -> str | None:
         return self.schema
 
