@@ -159,6 +159,8 @@ def test_generic_test_names_and_unique_ids_are_dbts(tmp_path):
     import subprocess
     import sys
 
+    from hudiql.project.artifacts.writer import compiled_path
+
     root = write_project(tmp_path / "p", {
         "models/orders.sql": "SELECT 1 AS id, 'placed' AS status, 1 AS customer_id",
         "models/staging/customers.sql": "SELECT 1 AS id",
@@ -204,7 +206,8 @@ def test_generic_test_names_and_unique_ids_are_dbts(tmp_path):
         """,
         "profiles/profiles.yml": f"p: {{target: dev, outputs: {{dev: {{type: hudiql, warehouse: '{tmp_path}/wh', threads: 1}}}}}}",
     }, "name: p\nprofile: p\n")
-    ours = {n.unique_id: (n.fqn, n.config.get("alias"), n.config["severity"].lower(), sorted(n.config.get("tags") or []))
+    ours = {n.unique_id: (n.fqn, n.config.get("alias"), n.config["severity"].lower(), sorted(n.config.get("tags") or []),
+                          compiled_path(n).rsplit("/", 1)[1])
             for n in loaded(root).manifest.nodes.values() if n.resource_type == "test"}
     parse = ("from dbt.cli.main import dbtRunner; import sys; "
              "sys.exit(0 if dbtRunner().invoke(['parse', '--profiles-dir', 'profiles', '--no-partial-parse']).success else 1)")
@@ -212,7 +215,7 @@ def test_generic_test_names_and_unique_ids_are_dbts(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:]
     nodes = json.loads((root / "target" / "manifest.json").read_text())["nodes"]
     # (dbt keeps a disabled source's tests among its nodes, disabled; a column's tags are its tests' tags)
-    dbts = {u: (n["fqn"], n["config"].get("alias"), n["config"]["severity"].lower(), sorted(n["tags"]))
+    dbts = {u: (n["fqn"], n["config"].get("alias"), n["config"]["severity"].lower(), sorted(n["tags"]), n["path"])
             for u, n in nodes.items() if n["resource_type"] == "test" and n["config"]["enabled"]}
     assert len(ours) == 9 and ours == dbts
 

@@ -290,7 +290,7 @@ class ProjectParser:
             unique_id=unique_id, resource_type="test", name=name,
             original_file_path=yml, fqn=[self.project.name, *folder, name],
             raw_code=f"{{{{ test_{test_name}(**_dbt_generic_test_kwargs) }}}}",
-            test_metadata=TestMetadata(test_name, kwargs, parent.unique_id),
+            test_metadata=TestMetadata(test_name, kwargs, parent.unique_id, compiled),
         )
         recorder = ParseProvider()
         if isinstance(parent, Source):

@@ -71,6 +71,8 @@ class TestMetadata:
     name: str
     kwargs: dict[str, Any]
     attached_node: str | None  # the model, seed or source the test is about
+    #: The name of its compiled file: dbt's name, shortened when long (whatever alias it is given).
+    compiled_name: str
 
 
 @dataclass

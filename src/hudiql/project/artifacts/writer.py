@@ -27,7 +27,7 @@ from hudiql.project.config.runtime import RuntimeConfig
 def compiled_path(node: Node) -> str:
     """dbt's layout: a generic test is a file below its ``.yml`` (``models/x.yml/not_null_m_id.sql``)."""
     if node.test_metadata is not None:
-        return f"{node.original_file_path}/{node.config.get('alias') or node.name}.sql"
+        return f"{node.original_file_path}/{node.test_metadata.compiled_name}.sql"
     return node.original_file_path
 
 
