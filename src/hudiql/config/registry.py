@@ -649,6 +649,11 @@ def asks_record_index(settings: Mapping[str, str]) -> bool:
     return flag(settings, RECORD_INDEX_ENABLE) or choice(settings, INDEX_TYPE) == RECORD_INDEX
 
 
+def is_single_writer(settings: Mapping[str, str]) -> bool:
+    """Whether ``settings`` promise one writer (no lock, no conflict check, nothing to retry)."""
+    return choice(settings, CONCURRENCY_MODE) == SINGLE_WRITER
+
+
 def is_non_blocking(settings: Mapping[str, str]) -> bool:
     """Whether ``settings`` ask for Hudi 1.x's non-blocking concurrency control."""
     return choice(settings, CONCURRENCY_MODE) == NON_BLOCKING

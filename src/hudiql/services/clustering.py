@@ -63,7 +63,7 @@ from hudiql.timeline.replace_plan import (
 from hudiql.record.keygen import KeyGenerator, record_keys_of
 from hudiql.record.schema import FILE_NAME, META_COLUMNS, conform, to_arrow, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
-from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, WRITE_ACTIONS, Instant, as_layout_1
+from hudiql.timeline.active import REPLACE_COMMIT, WRITE_ACTIONS, Instant, as_layout_1
 from hudiql.transaction.conflict import ConflictRule
 from hudiql.transaction.metadata_commit import ranged_columns
 from hudiql.transaction.prologue import locked
@@ -132,12 +132,7 @@ def schedule(table: HudiTable, partitions: list[str] | None = None,
         table = held.table
         _refuse_pending(table)
         instant_time = held.claim_instant_time()  # no writer takes the plan's instant time
-        inflight = [i for i in table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
-                    if i.timestamp < instant_time]
-        if inflight and (every_slice or table.settings.choice(K.CONCURRENCY_MODE) == K.SINGLE_WRITER):
-            raise WriteConflictError(
-                f"cannot schedule clustering at {instant_time}: write {inflight[0].timestamp} is still in flight"
-            )
+        held.wait_for_writes_in_flight("clustering", always=every_slice)
         if every_slice and table.file_system_view().pending_compactions:
             raise HudiqlError(f"table {table.config.name} has a pending compaction; run it first (CALL run_compaction)")
         plan = plan_clustering(table, partitions, columns, every_slice)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from hudiql.errors import HudiqlError, WriteConflictError
+from hudiql.errors import HudiqlError
 from hudiql.file_group.reader import SliceReader
 from hudiql.index.record_index import KEYS_STAY
 from hudiql.io.storage import Storage
@@ -38,7 +38,6 @@ from hudiql.record.keygen import record_keys_of
 from hudiql.record.schema import FILE_NAME, to_avro_json, with_meta_columns
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import (
-    COMMIT,
     COMPACTION,
     DELTA_COMMIT,
     REPLACE_COMMIT,
@@ -100,11 +99,7 @@ def schedule(table: HudiTable) -> Instant | None:
         table = held.table
         timeline = table.timeline
         instant_time = held.claim_instant_time()  # no writer takes the plan's instant time
-        inflight = [i for i in timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT)) if i.timestamp < instant_time]
-        if inflight and table.settings.choice(K.CONCURRENCY_MODE) == K.SINGLE_WRITER:
-            raise WriteConflictError(
-                f"cannot schedule compaction at {instant_time}: write {inflight[0].timestamp} is still in flight"
-            )
+        held.wait_for_writes_in_flight("compaction")
         view = table.file_system_view()
         # A file group whose compaction is still pending waits for it, as in Hudi.
         operations = [

@@ -124,6 +124,6 @@ def _holder(content: bytes | None) -> dict | None:
 
 def commit_lock(storage: Storage, settings: Mapping[str, str], holder: str) -> AbstractContextManager:
     """The table lock, unless ``hoodie.write.concurrency.mode=SINGLE_WRITER`` promises one writer."""
-    if registry.choice(settings, registry.CONCURRENCY_MODE) == registry.SINGLE_WRITER:
+    if registry.is_single_writer(settings):
         return nullcontext()
     return TableLock(storage, settings, holder)

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pyspark.sql import SparkSession
 
 from hudiql.config import registry
-from hudiql.errors import HudiqlError, warn
+from hudiql.errors import HudiqlError, WriteConflictError, warn
 from hudiql.index import column_stats, partition_stats, record_index
 from hudiql.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
 from hudiql.metadata.records import FILES_PARTITION
@@ -34,7 +34,7 @@ from hudiql.read.snapshot import stored_locations
 from hudiql.table import metadata_table
 from hudiql.table.metadata_table import has_metadata_table, remove_metadata_table
 from hudiql.table.table import HudiTable
-from hudiql.timeline.active import RESTORE, ROLLBACK, ensure_writable
+from hudiql.timeline.active import COMMIT, DELTA_COMMIT, REPLACE_COMMIT, RESTORE, ROLLBACK, ensure_writable
 from hudiql.transaction.heartbeat import WriterHeartbeat, claim_instant_time
 from hudiql.transaction.lock import commit_lock
 from hudiql.transaction.metadata_commit import (
@@ -120,6 +120,20 @@ class LockedTable:
         if self._heartbeat is None:
             self._heartbeat = claim_instant_time(self.table)
         return self._heartbeat.instant_time
+
+    def wait_for_writes_in_flight(self, service: str, always: bool = False) -> None:
+        """Refuse to plan ``service`` while a write older than its instant is in flight, on a
+        single writer's table (no conflict check would fail that write) or ``always``. Otherwise a
+        plan is made past such writes, as Hudi's optimistic concurrency makes it: it covers the
+        completed slices, and an earlier write to a planned file group fails at its commit."""
+        if not (always or registry.is_single_writer(self.table.settings)):
+            return
+        instant_time = self.claim_instant_time()
+        inflight = [i for i in self.table.timeline.pending((COMMIT, DELTA_COMMIT, REPLACE_COMMIT))
+                    if i.timestamp < instant_time]
+        if inflight:
+            raise WriteConflictError(
+                f"cannot schedule {service} at {instant_time}: write {inflight[0].timestamp} is still in flight")
 
     def release(self) -> None:
         if self._heartbeat is not None:

@@ -42,8 +42,7 @@ def retrying(attempt: Callable[[], Result], settings: Callable[[], Mapping[str, 
         except LostConflictError as exc:
             lasted = time.monotonic() - began
             given = settings()
-            single = registry.choice(given, registry.CONCURRENCY_MODE) == registry.SINGLE_WRITER
-            retries = 0 if single else registry.number(given, CONFLICT_RETRIES)
+            retries = 0 if registry.is_single_writer(given) else registry.number(given, CONFLICT_RETRIES)
             if tried > retries:
                 if retries:
                     raise LostConflictError(f"{exc} (tried {tried} times; {CONFLICT_RETRIES}={retries})") from None

@@ -700,7 +700,7 @@ def _append_task(
     new_group = LogTarget(None, instant_time, 1) if logs_start_groups else None
     if not targets and new_group is None:
         return None
-    # Rows carry their file id only; what the group's log file needs travels once, in the task.
+    # Rows carry their file group (partition path, file id) only; what its log file needs travels once, in the task.
     schema = with_meta_columns(table.schema)
     ordering = table.config.ordering_field
     avro_schema = to_avro(schema, table.config.name)
