@@ -19,7 +19,7 @@ from hudiql.io.storage import Storage
 from hudiql.config import table_config as C
 from hudiql.timeline.commit import CommitMetadata, WriteStat
 from hudiql.timeline.compaction_plan import CompactionOperation, encode_plan
-from hudiql.table.fsview import FileSystemView
+from hudiql.table.fsview import FileSystemView, list_data_files
 from hudiql.layout import base_file_name, join_partition, log_file_name, parse_data_file_name
 from hudiql.timeline.active import COMMIT, COMPACTION, DELTA_COMMIT, REPLACE_COMMIT, Timeline
 
@@ -347,6 +347,12 @@ def test_a_log_named_as_a_committed_one_but_for_its_token_is_not_damage(mor):
     mor.storage.write(growing, b"x" * 5)
     mor.start(DELTA_COMMIT, T3, [growing])
     assert slices(mor.view()) == [("p", F1, T1, name(base), [name(log)])]
+    # whichever of the two a listing names last (storage lists in no set order)
+    timeline = Timeline.load(mor.storage)
+    files = list_data_files(mor.storage, None)
+    for listing in (sorted(files, key=lambda f: f.path), sorted(files, key=lambda f: f.path, reverse=True)):
+        view = FileSystemView.load(mor.storage, timeline, None, listing)
+        assert slices(view) == [("p", F1, T1, name(base), [name(log)])]
 
 
 def test_an_empty_base_file_is_an_error(mor):
