@@ -220,6 +220,16 @@ def test_generic_test_names_and_unique_ids_are_dbts(tmp_path):
     assert len(ours) == 9 and ours == dbts
 
 
+def test_a_macro_the_dbt_namespace_lacks_is_not_defined():
+    """As in dbt, a package can test for a macro: ``dbt.x is defined``."""
+    from hudiql.project.context.macros import MacroLibrary
+
+    library = MacroLibrary.load([], "p")
+    context: dict = {}
+    library.bind(context)
+    assert library.render("{{ dbt.nope is defined }} {{ dbt.date_trunc is defined }}", context, "model a") == "False True"
+
+
 @pytest.mark.parametrize(
     ("project_yml", "model", "message"),
     [
@@ -232,7 +242,7 @@ def test_generic_test_names_and_unique_ids_are_dbts(tmp_path):
          "'p.spark__nothing', 'p.default__nothing'"),
         ("name: p\n", "{{ adapter.get_relation('d', 's', 't') }}",
          "adapter.get_relation is not available while the project is parsed; guard it with {% if execute %}"),
-        ("name: p\n", "{{ dbt.no_such_macro() }}", "no macro 'no_such_macro'"),
+        ("name: p\n", "{{ dbt.no_such_macro() }}", "dbt has no macro 'no_such_macro'"),
     ],
     ids=["no-macro", "search-order", "adapter-while-parsing", "not-in-dbt"],
 )

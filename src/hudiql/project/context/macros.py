@@ -111,12 +111,13 @@ class MacroNamespace:
         self._package = package
         self._macros = macros
 
-    def __getattr__(self, name: str) -> MacroFunction:
+    def __getattr__(self, name: str) -> MacroFunction | jinja2.StrictUndefined:
         macros = self.__dict__["_macros"]
         if name not in macros:
             if name.startswith("__"):
                 raise AttributeError(name)  # Python's and Jinja's own probes
-            raise CompilationError(f"{self.__dict__['_package']} has no macro '{name}'")
+            # ``dbt.x is defined`` is false; a call names what is missing
+            return jinja2.StrictUndefined(hint=f"{self.__dict__['_package']} has no macro '{name}'")
         return macros[name]
 
 
