@@ -694,11 +694,12 @@ def test_a_compaction_killed_mid_run_runs_again_at_once(session, warehouse, tmp_
 KILL_ROWS = 200_000
 
 
-@pytest.mark.parametrize(("step", "version"), [("marker", 6), ("completion", 8), ("clustering", 8)])
+@pytest.mark.parametrize(("step", "version"), [("marker", 6), ("bulk_insert", 6), ("completion", 8), ("clustering", 8)])
 def test_a_process_killed_at_a_step_leaves_a_table_that_works_at_once(session, warehouse, tmp_path, step, version):
-    """A process killed (SIGKILL) at one step of its action: a write once its first file's marker
-    exists, a write about to complete its instant (on version 8, after its metadata table commit),
-    a clustering once it writes files. At once, long before its heartbeat could expire: a pending
+    """A process killed (SIGKILL) at one step of its action: a write (an upsert, or a bulk insert,
+    whose tasks write files as their rows arrive) once its first file's marker exists, a write
+    about to complete its instant (on version 8, after its metadata table commit), a clustering
+    once it writes files. At once, long before its heartbeat could expire: a pending
     clustering runs again, a write and a compaction commit, and both readers return the rows of
     the statements that completed, nothing of the killed one."""
     name = f"kill_{step}"
@@ -719,8 +720,9 @@ def test_a_process_killed_at_a_step_leaves_a_table_that_works_at_once(session, w
     go = tmp_path / "go"
     try:
         victim.expect("READY", timeout=STARTUP_TIMEOUT)
+        bulk = ["SET hoodie.spark.sql.insert.into.operation=bulk_insert"] if step == "bulk_insert" else []
         job = victim.submit(tmp_path, warehouse, [{"id": "A", "sql": statement}],
-                            HEARTBEAT_SETTINGS + [f"SELECT count(*) FROM {name}"], go,
+                            HEARTBEAT_SETTINGS + bulk + [f"SELECT count(*) FROM {name}"], go,
                             die_at="completion" if step == "completion" else None)
         victim.expect("WAITING", job)
         go.touch()

@@ -27,14 +27,12 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import reduce
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -42,10 +40,7 @@ from pyspark.sql import types as T
 from hudiql.errors import ColumnError, HudiqlError, WriteConflictError
 from hudiql.file_group import FileSlice
 from hudiql.io.storage import Storage
-from hudiql.formats.bloom_filter import FilterSpec, KeyFooter
 from hudiql.index import secondary_index
-from hudiql.index.bloom import filter_spec
-from hudiql.metadata.column_stats import ColumnRange, encode_ranges, ranges_of, widened_ranges
 from hudiql.read.snapshot import snapshot
 from hudiql.config import registry as K
 from hudiql.config.settings import Settings
@@ -60,14 +55,14 @@ from hudiql.timeline.replace_plan import (
     encode_clustering,
     pending_clusterings,
 )
-from hudiql.record.keygen import KeyGenerator, record_keys_of
-from hudiql.record.schema import FILE_NAME, META_COLUMNS, conform, to_arrow, to_avro_json, with_meta_columns
+from hudiql.record.schema import META_COLUMNS, conform, to_avro_json
 from hudiql.table.table import HudiTable
 from hudiql.timeline.active import REPLACE_COMMIT, WRITE_ACTIONS, Instant, as_layout_1
 from hudiql.transaction.conflict import ConflictRule
 from hudiql.transaction.metadata_commit import ranged_columns
 from hudiql.transaction.prologue import locked
 from hudiql.transaction.write_transaction import WriteTransaction
+from hudiql.write.create_handle import CreateHandle, NewBaseFiles, with_file_name
 
 INLINE = K.INLINE_CLUSTERING
 _NUMBER_KEYS = (K.CLUSTERING_MAX_COMMITS, K.CLUSTERING_SMALL_FILE_LIMIT, K.CLUSTERING_TARGET_FILE_SIZE,
@@ -186,18 +181,9 @@ class ClusteringTask:
     """Writes the rows of clustering groups, sorted by group then by the sort columns, into new
     base files of about ``target_bytes`` each (pickled to the executors)."""
 
-    base_uri: str
-    instant_time: str
-    arrow_schema: pa.Schema  # meta columns + data columns, as stored
+    files: NewBaseFiles
     partitions: tuple[str, ...]  # per group: its partition path
     target_bytes: int
-    compression: str = "snappy"
-    #: The columns whose ranges the stats rows report (``transaction.metadata_commit.ranged_columns``).
-    ranged_columns: tuple[str, ...] = ()
-    #: The bloom filter of each new base file's footer (``index.bloom.filter_spec``).
-    key_filter: FilterSpec | None = None
-    #: A table without meta fields: its rows' keys are derived from their key columns by this.
-    virtual_keys: KeyGenerator | None = None
 
     def udf(self):
         def cluster(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -210,72 +196,28 @@ class ClusteringTask:
 
         ctx = TaskContext.get()
         token = layout.write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber()) if ctx else "0-0-0"
-        storage = Storage(self.base_uri)
+        storage = Storage(self.files.base_uri)
         stats: list[dict] = []
-        out: _OutputFile | None = None
+        out: CreateHandle | None = None
+        group = -1
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             groups = batch.column(_GROUP).to_numpy()
             starts = [0, *(np.flatnonzero(np.diff(groups)) + 1), len(groups)]
             for begin, end in zip(starts, starts[1:]):
-                group = int(groups[begin])
-                if out is not None and (out.group != group or out.full(self.target_bytes)):
+                if out is not None and (group != int(groups[begin]) or out.written_bytes >= self.target_bytes):
                     stats.append(out.close())
                     out = None
+                group = int(groups[begin])
                 if out is None:
-                    out = _OutputFile.open(storage, self, group, token)
-                out.write(pa.Table.from_batches([batch.slice(begin, end - begin)]))
+                    out = CreateHandle(storage, self.files, self.partitions[group], token)
+                # The commit time and sequence number stay; the file name is the new file's.
+                rows = conform(pa.Table.from_batches([batch.slice(begin, end - begin)]), self.files.arrow_schema)
+                out.write(with_file_name(rows, out.name))
         if out is not None:
             stats.append(out.close())
         return stats
-
-
-class _OutputFile:
-    """One new base file being written: a new file group of one clustering group."""
-
-    def __init__(self, storage: Storage, task: ClusteringTask, group: int, name: str, path: str) -> None:
-        self.storage, self.task, self.group, self.name, self.path = storage, task, group, name, path
-        self.started = time.monotonic()
-        self.rows = 0
-        self.ranges: list[ColumnRange] = []
-        self.footer = KeyFooter(task.key_filter)
-        self.sink = storage.open_output_stream(path)
-        self.writer = pq.ParquetWriter(self.sink, task.arrow_schema, compression=task.compression)
-
-    @classmethod
-    def open(cls, storage: Storage, task: ClusteringTask, group: int, token: str) -> _OutputFile:
-        partition = task.partitions[group]
-        name = layout.base_file_name(layout.new_file_id(), token, task.instant_time)
-        storage.write(layout.marker_path(task.instant_time, partition, name, "CREATE"), b"")
-        return cls(storage, task, group, name, layout.join_partition(partition, name))
-
-    def full(self, target_bytes: int) -> bool:
-        return self.sink.tell() >= target_bytes
-
-    def write(self, rows: pa.Table) -> None:
-        # The commit time and sequence number stay; the file name is the new file's.
-        rows = conform(rows, self.task.arrow_schema)
-        rows = rows.set_column(rows.schema.get_field_index(FILE_NAME), FILE_NAME,
-                               pa.array([self.name] * rows.num_rows, pa.string()))
-        self.writer.write_table(rows)
-        self.footer.add(record_keys_of(rows, self.task.virtual_keys))
-        self.rows += rows.num_rows
-        if self.task.ranged_columns:
-            self.ranges = widened_ranges(self.ranges, ranges_of(self.name, rows, self.task.ranged_columns))
-
-    def close(self) -> dict:
-        self.writer.add_key_value_metadata(self.footer.entries())
-        self.writer.close()
-        self.sink.close()
-        size = self.storage.size(self.path)
-        file_id = layout.parse_data_file_name(self.name).file_id
-        return WriteStat(
-            file_id, self.task.partitions[self.group], self.path, num_writes=self.rows, num_inserts=self.rows,
-            total_write_bytes=size, file_size_in_bytes=size, base_file=self.name,
-            total_create_time_ms=int((time.monotonic() - self.started) * 1000),
-            column_stats=encode_ranges(self.ranges) if self.ranges else "",
-        ).as_row()
 
 
 def _group_rows(spark: SparkSession, table: HudiTable, plan: ClusteringPlan) -> DataFrame:
@@ -342,12 +284,9 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant,
         parallel = max(1, min(len(plan.groups), spark.sparkContext.defaultParallelism * 4))
         # One task writes each group, its rows in the plan's order: files hold ranges of it.
         rows = rows.repartition(parallel, _GROUP).sortWithinPartitions(_GROUP, *[f"`{c}`" for c in plan.sort_columns])
-        task = ClusteringTask(
-            table.base_uri, instant.timestamp, to_arrow(with_meta_columns(schema)),
-            tuple(g.partition_path for g in plan.groups), table.settings.number(K.CLUSTERING_TARGET_FILE_SIZE),
-            table.settings.choice(K.COMPRESSION), ranged, filter_spec(table),
-            None if table.config.populate_meta_fields else table.keygen,
-        )
+        files = NewBaseFiles.of(table, instant.timestamp, schema, ranged)
+        task = ClusteringTask(files, tuple(g.partition_path for g in plan.groups),
+                              table.settings.number(K.CLUSTERING_TARGET_FILE_SIZE))
         stats = [WriteStat.from_row(r.asDict()) for r in rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()]
         replaced: dict[str, list[str]] = {}
         for group in plan.groups:

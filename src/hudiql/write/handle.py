@@ -9,7 +9,6 @@ Incoming batches carry the table's data columns plus the helper columns below.
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,22 +19,21 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudiql import layout
-from hudiql.formats.bloom_filter import FilterSpec, write_with_footer
+from hudiql.formats.bloom_filter import write_with_footer
 from hudiql.io.storage import Storage
 from hudiql.metadata.column_stats import ranges_text
-from hudiql.record.keygen import KeyGenerator, record_keys_of
+from hudiql.record.keygen import record_keys_of
 from hudiql.record.merge import MergeRule
 from hudiql.record.schema import (
-    FILE_NAME,
     IS_DELETED,
     META_COLUMNS,
     PARTITION_PATH,
     RECORD_KEY,
     column_values,
     conform,
-    meta_values,
 )
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, WriteStat
+from hudiql.write.create_handle import NewBaseFiles, new_record_meta, with_generated_keys
 
 # Helper columns the driver adds to incoming records; never stored.
 FILE_ID = "__hudiql_file_id"
@@ -47,27 +45,17 @@ NEW_KEY = "__hudiql_new_key"  # MOR: a new key that bucket assignment placed in 
 class MergeTask:
     """Everything a task needs to write file groups of one commit (pickled to the executors)."""
 
-    base_uri: str
-    instant_time: str
-    arrow_schema: pa.Schema  # meta columns + data columns, as stored
+    files: NewBaseFiles  # how its new base files are written
     merge_rule: MergeRule
     #: Per (partition path, file id): the base file of its latest slice (file ids repeat across
     #: partitions: the fixed bucket ids of non-blocking concurrency control).
     base_files: dict[tuple[str, str], str]
     concat: bool  # insert / bulk_insert: keep duplicates instead of merging by key
     generate_keys: bool  # table without a record key: keys of new rows are made here
-    compression: str = "snappy"
-    #: A table without meta fields: stored rows' keys are derived by this key generator, and rows are
-    #: written with empty meta columns but their file name (as Hudi writes them).
-    virtual_keys: KeyGenerator | None = None
     # Merge-on-read: a small file group chosen to take inserts that receives none (the write
     # planned from a bound on its inserts, not a count) appends its updates as a log instead,
     # with this (``AppendTask.write_group``).
     append: Callable[[pa.Table], dict] | None = None
-    #: The columns whose ranges the stats row reports (``transaction.metadata_commit.ranged_columns``).
-    ranged_columns: tuple[str, ...] = ()
-    #: The bloom filter of the new base file's footer (``index.bloom.filter_spec``).
-    key_filter: FilterSpec | None = None
     #: An insert merged into stored rows (``Operation.merges_into_stored``): of the incoming rows of
     #: one key, the later is kept, as Hudi's merge handle keeps the last it is given.
     combines_incoming: bool = False
@@ -88,25 +76,21 @@ class MergeTask:
         ctx = TaskContext.get()
         partition_id = ctx.partitionId() if ctx else 0
         token = layout.write_token(partition_id, ctx.stageId() if ctx else 0, ctx.attemptNumber() if ctx else 0)
-        storage = Storage(self.base_uri)
+        storage = Storage(self.files.base_uri)
         file_id = incoming.column(FILE_ID)[0].as_py()
         partition_path = incoming.column(PARTITION_PATH)[0].as_py()
         old_base = self.base_files.get((partition_path, file_id))
         if self.append is not None and old_base and not pc.any(flag(incoming, NEW_KEY)).as_py():
             return self.append(incoming)
-        new_name = layout.base_file_name(file_id, token, self.instant_time)
+        new_name = layout.base_file_name(file_id, token, self.files.instant_time)
         new_path = layout.join_partition(partition_path, new_name)
-        storage.write(layout.marker_path(self.instant_time, partition_path, new_name,
+        storage.write(layout.marker_path(self.files.instant_time, partition_path, new_name,
                                          "MERGE" if old_base else "CREATE"), b"")
 
         incoming = incoming.sort_by(SEQUENCE)
-        data_schema = pa.schema([f for f in self.arrow_schema if f.name not in META_COLUMNS])
-        if self.generate_keys:
-            # New rows get keys made here; a stored row a statement changes keeps its key.
-            counter = _key_counter(ctx)
-            given = incoming.column(RECORD_KEY).to_pylist()
-            keys = [k if k is not None else f"{self.instant_time}_{partition_id}_{next(counter)}" for k in given]
-            incoming = incoming.set_column(incoming.schema.get_field_index(RECORD_KEY), RECORD_KEY, pa.array(keys, pa.string()))
+        data_schema = pa.schema([f for f in self.files.arrow_schema if f.name not in META_COLUMNS])
+        if self.generate_keys:  # (a stored row a statement changes keeps its key)
+            incoming = with_generated_keys(incoming, self.files.instant_time)
         deletes = _is_deleted(incoming)
         new_rows = conform(incoming, data_schema, extra=[RECORD_KEY])
         old = None
@@ -115,7 +99,7 @@ class MergeTask:
             prev_commit = layout.parse_data_file_name(old_base).instant_time
             with storage.open_input_file(layout.join_partition(partition_path, old_base)) as f:
                 old = pq.read_table(f)
-            old = conform(old, self.arrow_schema)
+            old = conform(old, self.files.arrow_schema)
 
         counts = {"updates": 0, "deletes": 0, "skipped": 0}
         if old is None or self.concat:
@@ -124,12 +108,12 @@ class MergeTask:
             if self.combines_incoming:
                 new_rows, deletes = _later_of_each_key(new_rows, deletes)
             kept, updates, inserts = self._merge(old, new_rows, deletes, counts)
-        written = self._with_meta(pa.concat_tables([updates, inserts]), partition_path, new_name, partition_id)
-        written = written.cast(self.arrow_schema)
+        written = new_record_meta(pa.concat_tables([updates, inserts]), self.files, partition_path, new_name, partition_id)
+        written = written.cast(self.files.arrow_schema)
         out = written if kept is None else pa.concat_tables([kept, written])
         counts["inserts"] = inserts.num_rows
         with storage.open_output_stream(new_path) as sink:
-            write_with_footer(sink, out, record_keys_of(out, self.virtual_keys), self.key_filter, self.compression)
+            write_with_footer(sink, out, record_keys_of(out, self.files.virtual_keys), self.files.key_filter, self.files.compression)
         size = storage.size(new_path)
         elapsed = int((time.monotonic() - started) * 1000)
         return WriteStat(
@@ -137,12 +121,12 @@ class MergeTask:
             num_update_writes=counts["updates"], num_inserts=counts["inserts"], num_skipped_older=counts["skipped"],
             total_write_bytes=size, file_size_in_bytes=size, base_file=new_name,
             total_upsert_time_ms=elapsed if old_base else 0, total_create_time_ms=0 if old_base else elapsed,
-            column_stats=ranges_text(new_name, out, self.ranged_columns),
+            column_stats=ranges_text(new_name, out, self.files.ranged_columns),
         ).as_row()
 
     def _merge(self, old: pa.Table, new: pa.Table, deletes: pa.Array, counts: dict) -> tuple[pa.Table, pa.Table, pa.Table]:
         """Split into (stored rows kept, incoming rows that replace stored ones, new inserts)."""
-        old_keys = record_keys_of(old, self.virtual_keys)
+        old_keys = record_keys_of(old, self.files.virtual_keys)
         new_keys = new.column(RECORD_KEY).combine_chunks()
         old_match = pc.index_in(old_keys, value_set=new_keys)  # position of the update, per stored row
         new_match = pc.is_in(new_keys, value_set=old_keys)
@@ -164,13 +148,6 @@ class MergeTask:
         updates = new.take(update_pos).filter(pc.and_(wins, pc.invert(win_deletes)))
         inserts = new.filter(pc.and_(pc.invert(new_match), pc.invert(deletes)))
         return kept, updates, inserts
-
-    def _with_meta(self, rows: pa.Table, partition_path: str, file_name: str, partition_id: int) -> pa.Table:
-        meta = meta_values(rows.column(RECORD_KEY), self.instant_time, partition_path, file_name, partition_id)
-        if self.virtual_keys is not None:
-            meta = {name: values if name == FILE_NAME else pa.nulls(rows.num_rows, pa.string()) for name, values in meta.items()}
-        data = {name: rows.column(name) for name in rows.column_names if name not in META_COLUMNS}
-        return pa.table({**meta, **data})
 
 
 def _later_of_each_key(rows: pa.Table, deletes: pa.Array) -> tuple[pa.Table, pa.Array]:
@@ -194,11 +171,3 @@ def _is_deleted(incoming: pa.Table) -> pa.Array:
     """Rows that delete their key: a DML delete, or ``_hoodie_is_deleted = true``."""
     return pc.or_(flag(incoming, DELETE), flag(incoming, IS_DELETED))
 
-
-_counters: dict[tuple[int, int, int], itertools.count] = {}
-
-
-def _key_counter(ctx) -> itertools.count:
-    """Row numbers for generated keys, continuing across the file groups of one task attempt."""
-    key = (ctx.stageId(), ctx.partitionId(), ctx.attemptNumber()) if ctx else (0, 0, 0)
-    return _counters.setdefault(key, itertools.count())

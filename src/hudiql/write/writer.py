@@ -27,6 +27,7 @@ Example (statements reach ``write_rows`` through ``Session.sql``):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -69,11 +70,12 @@ from hudiql.timeline.active import COMMIT  # noqa: F401 - the docstring example
 from hudiql.timeline.commit import STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.timeline.replace_plan import pending_clusterings
 from hudiql.transaction.conflict import NON_BLOCKING, ConflictRule
-from hudiql.index.bloom import filter_spec
 from hudiql.transaction.metadata_commit import ranged_columns
 from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.write.append_handle import AppendTask, LogTarget
 from hudiql.write.bucket import Bucket, assign_inserts
+from hudiql.write.bulk_insert import BulkInsertTask
+from hudiql.write.create_handle import NewBaseFiles
 from hudiql.write.handle import (
     DELETE,
     FILE_ID,
@@ -246,12 +248,49 @@ def write_rows(
     policy = table.settings.choice(registry.INSERT_DUP_POLICY)
     if policy != "none" and table.has_record_key and operation in (Operation.INSERT, Operation.BULK_INSERT):
         rows = _with_dup_policy(spark, table, rows, policy, replacement)
-    task_stats, index_writes = _write_file_groups(
-        spark, table, index, rows, operation, txn.instant_time, table.merge_rule, precombine and index.is_bucket,
-        overwrite=replacement is not None, record=_record_index(table, replacement is None),
-        merges_inserts=operation.merges_into_stored(table, sql_insert),
-    )
+    record = _record_index(table, replacement is None)
+    if _starts_file_groups_only(table, operation, replacement, record):
+        task_stats, index_writes = _bulk_insert(table, rows, operation, txn.instant_time), None
+    else:
+        task_stats, index_writes = _write_file_groups(
+            spark, table, index, rows, operation, txn.instant_time, table.merge_rule, precombine and index.is_bucket,
+            overwrite=replacement is not None, record=record, merges_inserts=operation.merges_into_stored(table, sql_insert),
+        )
     return _commit(txn, index, operation, task_stats, None, replacement, index_writes)
+
+
+def _starts_file_groups_only(table: HudiTable, operation: Operation, replacement: Replacement | None,
+                             record: RecordIndex | None) -> bool:
+    """Whether every row of the write starts a new file group, so that it can be written where it
+    is (``write.bulk_insert``): a bulk insert, an overwrite's rows, and an insert or upsert (its
+    rows combined already) into a table no write completed on yet (nothing to look up, no small
+    file to fill). Not with the bucket index, whose buckets place rows, nor when the write records
+    its keys in the record index, which is told each key's file group."""
+    if table.index.is_bucket or record is not None:
+        return False
+    empty = not table.timeline.completed()
+    return operation is Operation.BULK_INSERT or replacement is not None or (
+        empty and operation in (Operation.INSERT, Operation.UPSERT))
+
+
+def _bulk_insert(table: HudiTable, rows: DataFrame, operation: Operation, instant_time: str) -> list[dict]:
+    """Write the prepared ``rows`` into new base files in the Spark tasks that hold them; returns
+    the tasks' stats rows. Rows flagged ``_hoodie_is_deleted`` are left out, as an insert leaves them."""
+    if IS_DELETED in rows.columns:
+        rows = rows.where(~F.coalesce(F.col(IS_DELETED), F.lit(False)))
+    data = [f"`{c}`" for c in table.schema.fieldNames() if c in rows.columns]  # (the task fills the others with NULL)
+    task = BulkInsertTask(
+        NewBaseFiles.of(table, instant_time), table.settings.number(registry.MAX_FILE_SIZE),
+        table.settings.number(registry.RECORD_SIZE_ESTIMATE) or table.average_record_size(),
+        operation is not Operation.BULK_INSERT, table.settings.size(registry.WRITE_TASK_MAX_SIZE),
+        generate_keys=not table.has_record_key,
+    )
+    # Each task writes a file per partition path it meets: rows Spark estimates (without a job) to
+    # fill n files go through at most n tasks, so a small insert does not get a file per task.
+    estimate = rows._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+    rows = rows.coalesce(min(max(1, math.ceil(estimate / task.max_file_size)), 2 ** 31 - 1))
+    stats = rows.select(*data, RECORD_KEY, PARTITION_PATH).mapInArrow(task.udf(), STATS_SCHEMA)
+    return [r.asDict() for r in stats.collect()]
 
 
 def _with_dup_policy(spark: SparkSession, table: HudiTable, rows: DataFrame, policy: str,
@@ -550,20 +589,14 @@ def _write_tagged(
     arrow_schema = to_arrow(with_meta_columns(table.schema))
     append = _append_task(table, view, instant_time, arrow_schema, _non_blocking(table, operation)) if mor else None
     merge = MergeTask(
-        base_uri=table.base_uri,
-        instant_time=instant_time,
-        arrow_schema=arrow_schema,
+        files=NewBaseFiles.of(table, instant_time),
         merge_rule=merge_rule,
         base_files={(s.partition_path, s.file_id): s.base_file for s in view.latest_slices() if s.base_file},
         # (a table without a record key upserts only stored rows' keys)
         concat=operation is not Operation.UPSERT and not merges_inserts,
         combines_incoming=merges_inserts,
         generate_keys=not table.has_record_key,
-        compression=table.settings.choice(registry.COMPRESSION),
         append=append.write_group if append is not None else None,
-        virtual_keys=None if table.config.populate_meta_fields else table.keygen,
-        ranged_columns=ranged_columns(table),
-        key_filter=filter_spec(table),
     )
     stats: list[DataFrame] = []  # one collect for every task: one Spark job
     if mor:
