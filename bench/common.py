@@ -68,6 +68,19 @@ def base_rows(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
     )
 
 
+def arrow_base(rows: int, partitions: int):
+    """The base rows of ``base_rows`` built directly in Arrow (for delta-rs), without Spark."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    ids = pa.array(np.arange(rows, dtype=np.int64))
+    names = pc.binary_join_element_wise("name_", pc.cast(ids, pa.string()), "")
+    labels = pa.array([part_name(i, partitions) for i in range(partitions)])
+    part = pc.take(labels, pa.array(np.arange(rows, dtype=np.int64) % partitions))
+    return pa.table({"id": ids, "name": names, "value": pc.multiply(pc.cast(ids, pa.float64()), 1.5),
+                     "ts": pa.array(np.ones(rows, dtype=np.int64)), "part": part})
+
+
 def hudi_table_ddl(name: str, props: list[str] | None = None) -> str:
     """``CREATE TABLE`` of a hudiql table with the benchmark's columns, keyed on id, partitioned by part."""
     tblprops = ["primaryKey='id'", "preCombineField='ts'", *(props or [])]

@@ -64,7 +64,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from common import (
-    COLUMNS, Profile, base_rows, delta_merge, deltalake, du, fmt, hudi_table_ddl, part_name, part_of,
+    COLUMNS, Profile, arrow_base, base_rows, delta_merge, deltalake, du, fmt, hudi_table_ddl, part_of,
     ratio, report_profile, snapshot_hudiql, spark_session, timed,
 )
 
@@ -145,20 +145,6 @@ class RoundBatch:
 
     def expect(self, i: int) -> tuple:
         return (-float(i) - self.r, self.ts, f"u{self.r}_{i}")
-
-
-def arrow_base(rows: int, partitions: int):
-    """The base rows of ``base_rows`` built directly in Arrow (for delta-rs), without Spark."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    ids = pa.array(np.arange(rows, dtype=np.int64))
-    names = pc.binary_join_element_wise("name_", pc.cast(ids, pa.string()), "")
-    labels = pa.array([part_name(i, partitions) for i in range(partitions)])
-    part = pc.take(labels, pa.array(np.arange(rows, dtype=np.int64) % partitions))
-    return pa.table({"id": ids, "name": names, "value": pc.multiply(pc.cast(ids, pa.float64()), 1.5),
-                     "ts": pa.array(np.ones(rows, dtype=np.int64)), "part": part})
 
 
 # ---------------------------------------------------------------------------------------------
