@@ -45,11 +45,11 @@ def meta_values(
     n = len(keys)
     numbers = pa.array(np.arange(first, first + n, dtype=np.int64)).cast(pa.string())
     return {
-        COMMIT_TIME: pa.array(np.full(n, instant_time, dtype=object), pa.string()),
+        COMMIT_TIME: pa.repeat(pa.scalar(instant_time, pa.string()), n),
         COMMIT_SEQNO: pc.binary_join_element_wise(f"{instant_time}_{task}_", numbers, ""),
         RECORD_KEY: keys,
-        PARTITION_PATH: pa.array(np.full(n, partition_path, dtype=object), pa.string()),
-        FILE_NAME: pa.array(np.full(n, file_name, dtype=object), pa.string()),
+        PARTITION_PATH: pa.repeat(pa.scalar(partition_path, pa.string()), n),
+        FILE_NAME: pa.repeat(pa.scalar(file_name, pa.string()), n),
     }
 
 

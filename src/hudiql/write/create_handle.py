@@ -12,7 +12,6 @@ import itertools
 import time
 from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import types as T
@@ -133,4 +132,4 @@ def with_file_name(rows: pa.Table, file_name: str) -> pa.Table:
     """``rows`` moved to the file ``file_name``: their ``_hoodie_file_name`` set to it (a
     clustering's rows keep their other meta columns)."""
     return rows.set_column(rows.schema.get_field_index(FILE_NAME), FILE_NAME,
-                           pa.array(np.full(rows.num_rows, file_name, dtype=object), pa.string()))
+                           pa.repeat(pa.scalar(file_name, pa.string()), rows.num_rows))

@@ -285,10 +285,12 @@ def _bulk_insert(table: HudiTable, rows: DataFrame, operation: Operation, instan
         operation is not Operation.BULK_INSERT, table.settings.size(registry.WRITE_TASK_MAX_SIZE),
         generate_keys=not table.has_record_key,
     )
-    # Each task writes a file per partition path it meets: rows Spark estimates (without a job) to
-    # fill n files go through at most n tasks, so a small insert does not get a file per task.
+    # Each task writes a file per partition path it meets: a small write goes through few tasks, so
+    # that a partition does not get a file per task. Rows Spark estimates (without a job) to fill n
+    # files' shares of the cores (a file's size over the parallelism) go through at most n tasks.
     estimate = rows._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
-    rows = rows.coalesce(min(max(1, math.ceil(estimate / task.max_file_size)), 2 ** 31 - 1))
+    share = task.max_file_size / rows.sparkSession.sparkContext.defaultParallelism
+    rows = rows.coalesce(min(max(1, math.ceil(estimate / share)), 2 ** 31 - 1))
     stats = rows.select(*data, RECORD_KEY, PARTITION_PATH).mapInArrow(task.udf(), STATS_SCHEMA)
     return [r.asDict() for r in stats.collect()]
 
