@@ -129,6 +129,30 @@ def test_an_upsert_into_an_empty_table_keeps_one_row_per_key_and_leaves_deleted_
     assert hudiql_rows(session, "SELECT id, v FROM u") == [(1, "newer"), (2, "x")]
 
 
+def test_rows_combined_by_key_are_written_by_a_task_per_core(session, spark, warehouse):
+    """The precombine's shuffle feeds the tasks that write: one task per core, so a partition gets
+    at most a file per core, whatever ``spark.sql.shuffle.partitions`` says (the source's size is
+    unknown to Spark: no small write's single task)."""
+    spark.createDataFrame([(i, f"v{i}", 1, f"d{i % 3}") for i in range(300)] * 2, "id INT, v STRING, ts INT, dt STRING"
+                          ).createOrReplaceTempView("many")
+    session.sql("CREATE TABLE c (id INT, v STRING, ts INT, dt STRING) USING hudi PARTITIONED BY (dt) "
+                "TBLPROPERTIES (primaryKey='id', preCombineField='ts')")
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "50")
+    try:
+        session.sql("INSERT INTO c SELECT * FROM many")
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    table = warehouse / "c"
+    [(instant, _)] = completed_commits(table)
+    files = check_base_files(table, instant, lambda i, k: str(i))
+    per_partition = {}
+    for f in files.values():
+        per_partition[f["partition"]] = per_partition.get(f["partition"], 0) + 1
+    assert len(per_partition) == 3 and max(per_partition.values()) <= spark.sparkContext.defaultParallelism
+    assert hudiql_rows(session, "SELECT count(*), count(DISTINCT id) FROM c") == [(300, 300)]
+
+
 def test_a_bulk_insert_rolls_files_over_at_the_max_file_size(session, warehouse):
     """A bulk insert sizes its files by the bytes written, each task starting another file in a
     partition when one reaches ``hoodie.parquet.max.file.size``; an insert into an empty table
@@ -164,3 +188,19 @@ def test_an_overwrite_writes_its_rows_into_new_file_groups(session, warehouse):
     assert {parse_data_file_name(Path(s["path"]).name).instant_time for s in written} == {instant}
     assert hudiql_rows(session, "SELECT id FROM o") == [(i,) for i in range(10)]
     assert official_rows(table, ["id"]) == [(i,) for i in range(10)]
+
+
+def test_a_task_whose_buffers_fill_writes_the_largest_as_a_row_group(session, warehouse):
+    """Past ``write.task.max.size`` buffered in all, a task writes its largest buffer out: files of
+    several row groups, every row once, in input order within its file."""
+    session.sql("SET write.task.max.size=0.05")  # MB: a few thousand rows
+    session.sql("CREATE TABLE r USING hudi PARTITIONED BY (dt) TBLPROPERTIES (primaryKey='id') AS "
+                "SELECT id, sha2(CAST(id AS STRING), 256) AS pad, concat('d', CAST(id % 4 AS STRING)) AS dt FROM range(20000)")
+    table = warehouse / "r"
+    [(instant, _)] = completed_commits(table)
+    files = check_base_files(table, instant, lambda i, k: str(i))
+    assert min(f["row_groups"] for f in files.values()) > 1
+    for path in base_files(table):
+        ids = pq.read_table(path, columns=["id"]).column("id").to_pylist()
+        assert ids == sorted(ids)  # (range's ids arrive in order in each task)
+    assert official_rows(table, ["id"]) == [(i,) for i in range(20000)]

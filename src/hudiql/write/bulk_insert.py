@@ -1,6 +1,6 @@
 """Bulk insert: rows written into new base files by the Spark tasks that hold them, as Hudi's bulk
 insert row writer writes them with its default sort mode (``hoodie.bulkinsert.sort.mode=NONE``):
-no index lookup, no count, no shuffle. Each task opens a file per partition path it meets and
+no index lookup, no count, no shuffle of its own (rows combined by key were shuffled for that). Each task opens a file per partition path it meets and
 starts another when the file reaches ``hoodie.parquet.max.file.size``; so a load costs about what
 Spark's own parquet writer does, and the files come out as a Spark parquet write lays them out
 (one or more per task and partition).
@@ -10,7 +10,7 @@ batch would make a file of thousands of tiny row groups when the batches span ma
 When the task's buffers hold ``write.task.max.size`` in all, the largest is written out.
 
 The writer takes this path for rows that only start file groups (``writer.write_rows``): a bulk
-insert, an insert into a table that holds no file group yet, and the rows of an overwrite.
+insert, an insert or upsert into a table no write completed on yet, and the rows of an overwrite.
 """
 
 from __future__ import annotations
@@ -25,9 +25,15 @@ from hudiql import layout
 from hudiql.io.storage import Storage
 from hudiql.record.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, conform
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA
-from hudiql.write.create_handle import CreateHandle, NewBaseFiles, new_record_meta, with_generated_keys
+from hudiql.write.create_handle import (
+    CreateHandle,
+    NewBaseFiles,
+    new_record_meta,
+    with_generated_keys,
+    write_partition_metadata,
+)
 
-#: Arrow bytes a partition's buffer collects before they are written as a row group (as Hudi's
+#: Arrow bytes a partition's buffer collects before they are written as a row group (about Hudi's
 #: 120 MB parquet block, before compression).
 ROW_GROUP_BYTES = 128 * 1024 * 1024
 
@@ -62,15 +68,19 @@ class BulkInsertTask:
         writer = _TaskWriter(self, Storage(self.files.base_uri), ctx.partitionId() if ctx else 0,
                              layout.write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber()) if ctx else "0-0-0")
         data_schema = pa.schema([f for f in self.files.arrow_schema if f.name not in META_COLUMNS])
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            rows = pa.Table.from_batches([batch])
-            if self.generate_keys:
-                rows = with_generated_keys(rows, self.files.instant_time)
-            for partition_path, part in _by_partition_path(rows):
-                writer.add(partition_path, conform(part, data_schema, extra=[RECORD_KEY]))
-        return writer.finish()
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                rows = pa.Table.from_batches([batch])
+                if self.generate_keys:
+                    rows = with_generated_keys(rows, self.files.instant_time)
+                for partition_path, part in _by_partition_path(rows):
+                    writer.add(partition_path, conform(part, data_schema, extra=[RECORD_KEY]))
+            return writer.finish()
+        except BaseException:
+            writer.abort()
+            raise
 
 
 @dataclass
@@ -93,7 +103,7 @@ class _TaskWriter:
         part = self.partitions.get(partition_path)
         if part is None:
             part = self.partitions[partition_path] = _Partition()
-            self._write_partition_metadata(partition_path)
+            write_partition_metadata(self.storage, partition_path, self.task.files.instant_time)
         part.buffered.append(rows)
         part.buffered_bytes += rows.nbytes
         self.buffered_bytes += rows.nbytes
@@ -102,6 +112,11 @@ class _TaskWriter:
         while self.buffered_bytes > self.task.task_buffer_bytes:
             largest = max(self.partitions, key=lambda p: self.partitions[p].buffered_bytes)
             self._flush(largest, self.partitions[largest])
+
+    def abort(self) -> None:
+        for part in self.partitions.values():
+            if part.handle is not None:
+                part.handle.abort()
 
     def finish(self) -> list[dict]:
         for partition_path, part in self.partitions.items():
@@ -140,26 +155,19 @@ class _TaskWriter:
             per_record = handle.written_bytes / handle.rows
         return max(1, int((self.task.max_file_size - self._size(handle)) / max(per_record, 1.0)))
 
-    def _write_partition_metadata(self, partition_path: str) -> None:
-        """The partition's ``.hoodie_partition_metadata``, unless it is there (written before its
-        first file, as Hudi's write handles do; tasks that race write the same content)."""
-        path = layout.join_partition(partition_path, layout.PARTITION_METADATA_FILE)
-        if not self.storage.exists(path):
-            self.storage.write_atomic(path, layout.partition_metadata(self.task.files.instant_time, partition_path))
-
 
 def _by_partition_path(rows: pa.Table) -> Iterator[tuple[str, pa.Table]]:
-    """``rows`` split by their partition path, each part in input order (one stable sort, not a
-    filter per partition path)."""
+    """``rows`` split by their partition path, each part in input order and a copy of its own (a
+    buffered part must not hold on to the whole batch it came from)."""
     encoded = rows.column(PARTITION_PATH).combine_chunks().dictionary_encode()
     paths = encoded.dictionary.to_pylist()
     if len(paths) == 1:
         yield paths[0], rows
         return
     codes = encoded.indices.to_numpy(zero_copy_only=False)
-    ordered = rows.take(pa.array(np.argsort(codes, kind="stable")))
+    order = np.argsort(codes, kind="stable")
     start = 0
     for code, count in enumerate(np.bincount(codes, minlength=len(paths))):
         if count:
-            yield paths[code], ordered.slice(start, count)
+            yield paths[code], rows.take(pa.array(order[start:start + count]))
             start += count

@@ -85,6 +85,14 @@ def with_generated_keys(rows: pa.Table, instant_time: str) -> pa.Table:
 _key_counters: dict[tuple[int, int, int], itertools.count] = {}
 
 
+def write_partition_metadata(storage: Storage, partition_path: str, instant_time: str) -> None:
+    """The partition's ``.hoodie_partition_metadata``, unless it is there: written before the
+    partition's first file (writers that race write the same content, atomically)."""
+    path = layout.join_partition(partition_path, layout.PARTITION_METADATA_FILE)
+    if not storage.exists(path):
+        storage.write_atomic(path, layout.partition_metadata(instant_time, partition_path))
+
+
 class CreateHandle:
     """One new base file being written: ``write`` its rows in blocks (each a row group), then ``close``."""
 
@@ -113,6 +121,15 @@ class CreateHandle:
         self.rows += rows.num_rows
         if self.files.ranged_columns:
             self.ranges = widened_ranges(self.ranges, ranges_of(self.name, rows, self.files.ranged_columns))
+
+    def abort(self) -> None:
+        """Stop writing (the task failed): the unfinished file is left to the instant's rollback,
+        which finds it by its marker."""
+        for closing in (self.writer.close, self.sink.close):
+            try:
+                closing()
+            except Exception:  # (the task's own error is the one to report)
+                pass
 
     def close(self) -> dict:
         """Finish the file; its write stats row (``STATS_SCHEMA``)."""

@@ -27,7 +27,6 @@ Example (statements reach ``write_rows`` through ``Session.sql``):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -46,11 +45,6 @@ from hudiql.formats.log_file import wrapper_for
 from hudiql.index import record_index as RI
 from hudiql.index import secondary_index
 from hudiql.index.record_index import KEYS_STAY, IndexWrites, RecordIndex
-from hudiql.layout import (
-    PARTITION_METADATA_FILE,
-    join_partition,
-    partition_metadata,
-)
 from hudiql.table.fsview import FileSystemView
 from hudiql.record.keygen import check_virtual_keys
 from hudiql.record.merge import MergeRule
@@ -75,7 +69,7 @@ from hudiql.transaction.write_transaction import WriteTransaction
 from hudiql.write.append_handle import AppendTask, LogTarget
 from hudiql.write.bucket import Bucket, assign_inserts
 from hudiql.write.bulk_insert import BulkInsertTask
-from hudiql.write.create_handle import NewBaseFiles
+from hudiql.write.create_handle import NewBaseFiles, write_partition_metadata
 from hudiql.write.handle import (
     DELETE,
     FILE_ID,
@@ -240,16 +234,21 @@ def write_rows(
     # bucket assignment counts the inserts, and deleting a new key drops it. The bucket index
     # does it in the shuffle by file group that the write needs anyway.
     precombine = table.has_record_key and operation is Operation.UPSERT
+    record = _record_index(table, replacement is None)
+    bulk = _starts_file_groups_only(table, operation, replacement, record)
     rows = _prepare(table, rows)
     if (precombine and not index.is_bucket) or (combine and table.has_record_key and not precombine):
         # A global index keeps a key once in the table: rows of one key combine across partitions.
         keys = [RECORD_KEY] if is_global(table) else [RECORD_KEY, PARTITION_PATH]
+        if bulk:
+            # The tasks after this shuffle write the files, each a file per partition path it meets:
+            # one task per core (the window reuses this partitioning), not one per shuffle partition.
+            rows = rows.repartition(spark.sparkContext.defaultParallelism, *keys)
         rows = table.merge_rule.precombine(rows, keys, SEQUENCE)
     policy = table.settings.choice(registry.INSERT_DUP_POLICY)
     if policy != "none" and table.has_record_key and operation in (Operation.INSERT, Operation.BULK_INSERT):
         rows = _with_dup_policy(spark, table, rows, policy, replacement)
-    record = _record_index(table, replacement is None)
-    if _starts_file_groups_only(table, operation, replacement, record):
+    if bulk:
         task_stats, index_writes = _bulk_insert(table, rows, operation, txn.instant_time), None
     else:
         task_stats, index_writes = _write_file_groups(
@@ -262,8 +261,8 @@ def write_rows(
 def _starts_file_groups_only(table: HudiTable, operation: Operation, replacement: Replacement | None,
                              record: RecordIndex | None) -> bool:
     """Whether every row of the write starts a new file group, so that it can be written where it
-    is (``write.bulk_insert``): a bulk insert, an overwrite's rows, and an insert or upsert (its
-    rows combined already) into a table no write completed on yet (nothing to look up, no small
+    is (``write.bulk_insert``): a bulk insert, an overwrite's rows, and an insert or upsert into a
+    table no write completed on yet (an ALTER TABLE's commit counts: nothing to look up, no small
     file to fill). Not with the bucket index, whose buckets place rows, nor when the write records
     its keys in the record index, which is told each key's file group."""
     if table.index.is_bucket or record is not None:
@@ -275,24 +274,32 @@ def _starts_file_groups_only(table: HudiTable, operation: Operation, replacement
 
 def _bulk_insert(table: HudiTable, rows: DataFrame, operation: Operation, instant_time: str) -> list[dict]:
     """Write the prepared ``rows`` into new base files in the Spark tasks that hold them; returns
-    the tasks' stats rows. Rows flagged ``_hoodie_is_deleted`` are left out, as an insert leaves them."""
-    if IS_DELETED in rows.columns:
-        rows = rows.where(~F.coalesce(F.col(IS_DELETED), F.lit(False)))
+    the tasks' stats rows. Rows that delete their key are left out, as an insert leaves them."""
+    rows = rows.where(~_deletes(rows))
     data = [f"`{c}`" for c in table.schema.fieldNames() if c in rows.columns]  # (the task fills the others with NULL)
     task = BulkInsertTask(
-        NewBaseFiles.of(table, instant_time), table.settings.number(registry.MAX_FILE_SIZE),
-        table.settings.number(registry.RECORD_SIZE_ESTIMATE) or table.average_record_size(),
-        operation is not Operation.BULK_INSERT, table.settings.size(registry.WRITE_TASK_MAX_SIZE),
+        files=NewBaseFiles.of(table, instant_time),
+        max_file_size=table.settings.number(registry.MAX_FILE_SIZE),
+        bytes_per_record=_record_size(table),
+        sized_by_estimate=operation is not Operation.BULK_INSERT,
+        task_buffer_bytes=table.settings.size(registry.WRITE_TASK_MAX_SIZE),
         generate_keys=not table.has_record_key,
     )
-    # Each task writes a file per partition path it meets: a small write goes through few tasks, so
-    # that a partition does not get a file per task. Rows Spark estimates (without a job) to fill n
-    # files' shares of the cores (a file's size over the parallelism) go through at most n tasks.
+    # Each task writes a file per partition path it meets: a small write goes through one task, so
+    # that a partition does not get a file per task. Small: Spark's estimate of the rows (no job; a
+    # plan's size in bytes, in memory or on disk, Long.MaxValue when it cannot tell) is below a
+    # file's share of each core.
     estimate = rows._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
-    share = task.max_file_size / rows.sparkSession.sparkContext.defaultParallelism
-    rows = rows.coalesce(min(max(1, math.ceil(estimate / share)), 2 ** 31 - 1))
+    if estimate < task.max_file_size / rows.sparkSession.sparkContext.defaultParallelism:
+        rows = rows.coalesce(1)
     stats = rows.select(*data, RECORD_KEY, PARTITION_PATH).mapInArrow(task.udf(), STATS_SCHEMA)
     return [r.asDict() for r in stats.collect()]
+
+
+def _record_size(table: HudiTable) -> int:
+    """Bytes per record that new file groups are sized by: ``hoodie.copyonwrite.record.size.estimate``,
+    else the table's average."""
+    return table.settings.number(registry.RECORD_SIZE_ESTIMATE) or table.average_record_size()
 
 
 def _with_dup_policy(spark: SparkSession, table: HudiTable, rows: DataFrame, policy: str,
@@ -688,7 +695,7 @@ def _assign_buckets(
     as a log all the same: ``MergeTask.append``.)
     """
     max_file_size = table.settings.number(registry.MAX_FILE_SIZE)
-    record_size = table.settings.number(registry.RECORD_SIZE_ESTIMATE) or table.average_record_size()
+    record_size = _record_size(table)
     buckets = None
     if insert_counts is None and most_inserts is not None:
         buckets = assign_inserts(most_inserts, small_files, record_size, max_file_size)
@@ -765,9 +772,7 @@ def _ordering_wrapper(table: HudiTable) -> str:
 def _write_partition_metadata(table: HudiTable, partitions: list[str], instant_time: str,
                               view: FileSystemView) -> None:
     """Each of ``partitions``' ``.hoodie_partition_metadata``, unless it is there: a partition that
-    holds file groups of ``view`` has it (it is written before the first file)."""
+    holds file groups of ``view`` has it."""
     known = set(view.partitions())
     for partition in (p for p in partitions if p not in known):
-        path = join_partition(partition, PARTITION_METADATA_FILE)
-        if not table.storage.exists(path):
-            table.storage.write_atomic(path, partition_metadata(instant_time, partition))
+        write_partition_metadata(table.storage, partition, instant_time)
