@@ -436,3 +436,36 @@ def test_dbt_cross_database_macros_and_dispatch(spark, tmp_path):
                                                "{{ dbt.date_spine('day', \"to_date('2024-01-30')\", \"to_date('2024-01-30')\") }}")
     code, out = run(root, "run", spark, select=["spine"])
     assert code == 1 and "generate_series: upper bound must be positive" in out
+
+
+def test_statement_blocks_load_result_and_run_query_tables(spark, tmp_path):
+    """dbt's ``{% call statement(name, fetch_result=True) %}`` and ``load_result(name)`` (its
+    response, ``data`` and ``table``), and ``run_query``'s table as dbt's macros use it
+    (``.columns[...].values()``, ``.rows``, ``.column_names``); a statement without a name only runs."""
+    root = write_project(tmp_path / "p", {
+        "models/base.sql": "{{ config(materialized='table') }} select 1 as id, 'a' as v union all select 2, 'b'",
+        "models/uses.sql": """
+            -- depends_on: {{ ref('base') }}
+            {% call statement('ids', fetch_result=True) %}
+              select id, v from {{ ref('base') }} order by id
+            {% endcall %}
+            {% call statement() %}select 1{% endcall %}
+            {% if execute %}
+              {% set loaded = load_result('ids') %}
+              {% set ids = loaded['table'].columns['id'].values() %}
+              {% set found = run_query('select v from ' ~ ref('base') ~ ' order by v desc') %}
+              {% set firsts = found.columns[0].values() | join(',') %}
+              {% set shape = [loaded['data'] | length, loaded['table'].column_names | join('+'), found.rows[0]['v'],
+                              load_result('nothing') is none, loaded['response'].code] %}
+            {% else %}
+              {% set ids, firsts, shape = [], '', [] %}
+            {% endif %}
+            select {{ ids | sum }} as total, '{{ firsts }}' as firsts, '{{ shape | join("/") }}' as shape
+        """,
+        "models/bad.sql": "{% call statement('x', language='python') %}select 1{% endcall %} select 1 as one",
+    }, "name: p\n")
+    code, out = run(root, "run", spark, select=["base", "uses"])
+    assert code == 0, out
+    assert rows(spark, root, "SELECT total, firsts, shape FROM uses") == [(3, "b,a", "2/id+v/b/True/OK")]
+    code, out = run(root, "run", spark, select=["bad"])
+    assert code == 1 and "statement(language='python'): hudiql runs SQL statements only" in out

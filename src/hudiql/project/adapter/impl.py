@@ -30,6 +30,7 @@ from hudiql.project.adapter import materialization
 from hudiql.project.adapter.changes import Changes, consumed_key, plan_changes
 from hudiql.project.adapter.materialization import SchemaChange
 from hudiql.project.adapter.relation import table_exists, table_location
+from hudiql.project.adapter.result import AdapterResponse, QueryResult
 from hudiql.project.adapter.seed import read_seed
 from hudiql.project.artifacts.nodes import Column, Relation
 from hudiql.project.config.profile import Target
@@ -117,16 +118,31 @@ class Adapter:
             self._databases.add(name)
 
     # ---- statements -----------------------------------------------------------------------------
-    def run_query(self, sql: str) -> list[Row]:
+    def run_query(self, sql: str) -> QueryResult:
         """Run ``sql`` (one or more statements); the last one's rows. Recorded for ``target/run``."""
+        return self.execute(sql, fetch=True)[1]
+
+    def execute(self, sql: str, auto_begin: bool = False, fetch: bool = False, limit: int | None = None
+                ) -> tuple[AdapterResponse, QueryResult]:
+        """dbt's ``adapter.execute`` (the ``statement`` block's): run ``sql`` (one or more
+        statements; Spark SQL has no transaction to begin); the last one's response, and its rows
+        when ``fetch`` (the first ``limit``), else an empty table."""
         scope = self.scope
+        names: list[str] = []
         rows: list[Row] = []
+        response = AdapterResponse("OK")
         for statement in split_statements(str(sql)):
             scope.statements.append(statement)
-            rows = scope.session.sql(statement).collect()
-            if len(rows) == 1 and "num_affected_rows" in rows[0].asDict():
+            frame = scope.session.sql(statement)
+            names, rows = frame.columns, frame.collect()
+            if len(rows) == 1 and "num_affected_rows" in names:
                 scope.response = {"rows_affected": rows[0]["num_affected_rows"], **rows[0].asDict()}
-        return rows
+                response = AdapterResponse(f"OK {rows[0]['num_affected_rows']}", "OK", rows[0]["num_affected_rows"])
+            else:
+                response = AdapterResponse("OK", "OK", len(rows))
+        if not fetch:
+            return response, QueryResult(names, [])
+        return response, QueryResult(names, rows if limit is None else rows[:limit])
 
     # The SQL of the materializations (materialization.py), as macros call it.
     quote = staticmethod(materialization.quote)

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hudiql.project.adapter.result import AdapterResponse, QueryResult
 from hudiql.project.artifacts.manifest import Manifest
 from hudiql.project.artifacts.nodes import Node, Relation
 from hudiql.project.config.renderer import env_var
@@ -112,6 +113,26 @@ class ConfigFunction:
         return value
 
 
+class _SqlResults:
+    """What ``statement`` blocks stored by name in one context, for ``load_result`` (dbt's
+    ``store_result`` / ``store_raw_result`` / ``load_result``)."""
+
+    def __init__(self) -> None:
+        self._results: dict[str, dict[str, Any]] = {}
+
+    def store(self, name: str, response: Any, agate_table: QueryResult | None = None) -> str:
+        table = agate_table if agate_table is not None else QueryResult([], [])
+        self._results[name] = {"response": response, "data": table.as_matrix(), "table": table}
+        return ""
+
+    def store_raw(self, name: str, message: str | None = None, code: str | None = None,
+                  rows_affected: int | None = None, agate_table: QueryResult | None = None) -> str:
+        return self.store(name, AdapterResponse(str(message), code or "", rows_affected), agate_table)
+
+    def load(self, name: str) -> dict[str, Any] | None:
+        return self._results.get(name)
+
+
 class _Exceptions:
     @staticmethod
     def raise_compiler_error(message: str) -> None:
@@ -146,6 +167,7 @@ class Invocation(RuntimeConfig):
         has: the warehouse's ``adapter`` (behind ``adapter.dispatch``), ``run_query``, ``sql``, a real
         ``is_incremental``.
         """
+        results = _SqlResults()
         ctx: dict[str, Any] = {
             **self.library.env.globals,
             "ref": lambda *args: refs.ref(node, args[-1]),
@@ -170,6 +192,9 @@ class Invocation(RuntimeConfig):
             "execute": execute,
             "flags": {"FULL_REFRESH": self.full_refresh},
             "project_name": self.project.name,
+            "store_result": results.store,
+            "store_raw_result": results.store_raw,
+            "load_result": results.load,
         }
         ctx.update(extra or {})
         self.library.bind(ctx)
