@@ -469,3 +469,39 @@ def test_statement_blocks_load_result_and_run_query_tables(spark, tmp_path):
     assert rows(spark, root, "SELECT total, firsts, shape FROM uses") == [(3, "b,a", "2/id+v/b/True/OK")]
     code, out = run(root, "run", spark, select=["bad"])
     assert code == 1 and "statement(language='python'): hudiql runs SQL statements only" in out
+
+
+def said(out: str) -> list[str]:
+    """The console's lines after the first ("Running with ..."), without their time."""
+    return [line.split("  ", 1)[-1] for line in out.splitlines()[1:]]
+
+
+def test_run_operation_calls_a_macro_that_runs_statements(spark, tmp_path):
+    """``hudiql run-operation`` as dbt's: the macro runs with its ``--args`` and may run statements;
+    only what it logs is printed; a failure is one line and exit code 1; an unknown macro is refused;
+    ``run_results.json`` names the macro."""
+    root = write_project(tmp_path / "p", {
+        "models/base.sql": "{{ config(materialized='table') }} select 1 as id union all select 2",
+        "macros/ops.sql": """
+            {% macro grow(rows, label='added') %}
+              {% do run_query('INSERT INTO ' ~ target.schema ~ '.base VALUES (' ~ rows | join('), (') ~ ')') %}
+              {% set n = run_query('select count(*) as n from ' ~ target.schema ~ '.base').columns['n'].values()[0] %}
+              {{ log(label ~ ': ' ~ n ~ ' rows', info=True) }}
+            {% endmacro %}
+            {% macro broken() %}{% do run_query('select * from no_such_table') %}{% endmacro %}
+        """,
+    }, "name: p\n")
+    assert run(root, "run", spark)[0] == 0
+    code, out = run(root, "run-operation", spark, macro="grow", macro_args={"rows": [7, 8]})
+    assert code == 0, out
+    assert said(out) == ["added: 4 rows"]
+    assert rows(spark, root, "SELECT id FROM base") == [(1,), (2,), (7,), (8,)]
+    assert run_results(root)["macro.p.grow"]["status"] == "success"
+    code, out = run(root, "run-operation", spark, macro="p.grow", macro_args={"rows": [9], "label": "now"})
+    assert code == 0 and said(out) == ["now: 5 rows"], out
+    code, out = run(root, "run-operation", spark, macro="broken")
+    [line] = said(out)
+    assert code == 1 and line.startswith("Encountered an error while running operation: ") and "no_such_table" in line
+    assert run_results(root)["macro.p.broken"]["status"] == "error"
+    code, out = run(root, "run-operation", spark, macro="nope")
+    assert code == 2 and "could not find a macro with the name 'nope'" in out

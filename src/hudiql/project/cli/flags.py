@@ -38,19 +38,26 @@ class Flags:
     threads: int | None = None
     output: str = "selector"  # ls: selector, name, path or json
     resource_types: list[str] = field(default_factory=list)  # ls
+    macro: str = ""  # run-operation: the macro, or package.macro
+    macro_args: dict[str, Any] = field(default_factory=dict)  # run-operation: --args
 
 
 def flags_from_args(args: argparse.Namespace) -> Flags:
-    """``Flags`` from parsed arguments; ``--vars`` must be a YAML mapping."""
-    try:
-        cli_vars = yaml.safe_load(args.vars) or {}
-    except yaml.YAMLError as e:
-        raise ProjectError(f"--vars is not valid YAML: {e}") from None
-    if not isinstance(cli_vars, dict):
-        raise ProjectError(f"--vars must be a YAML mapping such as '{{key: value}}', got {args.vars!r}")
+    """``Flags`` from parsed arguments; ``--vars`` (and run-operation's ``--args``) must be YAML mappings."""
     return Flags(
         command=args.command, project_dir=args.project_dir, profiles_dir=args.profiles_dir, target=args.target,
-        select=getattr(args, "select", []), exclude=getattr(args, "exclude", []), vars=cli_vars,
+        select=getattr(args, "select", []), exclude=getattr(args, "exclude", []), vars=_yaml_mapping("--vars", args.vars),
         full_refresh=getattr(args, "full_refresh", False), threads=getattr(args, "threads", None),
         output=getattr(args, "output", "selector"), resource_types=getattr(args, "resource_types", []),
+        macro=getattr(args, "macro", ""), macro_args=_yaml_mapping("--args", getattr(args, "args", None) or "{}"),
     )
+
+
+def _yaml_mapping(flag: str, text: str) -> dict[str, Any]:
+    try:
+        value = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise ProjectError(f"{flag} is not valid YAML: {e}") from None
+    if not isinstance(value, dict):
+        raise ProjectError(f"{flag} must be a YAML mapping such as '{{key: value}}', got {text!r}")
+    return value

@@ -1,12 +1,14 @@
 """The project commands on the command line: ``add_commands(subparsers)`` registers ``run``,
-``build``, ``test``, ``seed``, ``compile``, ``ls`` and ``debug``; ``invoke(flags)`` runs one
-in-process (the task class of its command) and returns its exit code.
+``build``, ``test``, ``seed``, ``compile``, ``ls``, ``debug`` and ``run-operation``; ``invoke(flags)``
+runs one in-process (the task class of its command) and returns its exit code.
 
 Example:
     >>> parser = argparse.ArgumentParser(prog="hudiql")
     >>> add_commands(parser.add_subparsers(dest="command", required=True))
     >>> parser.parse_args(["run", "-s", "+fct_orders", "--threads", "2"]).select
     ['+fct_orders']
+    >>> parser.parse_args(["run-operation", "grant_select", "--args", "{role: analyst}"]).args
+    '{role: analyst}'
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from hudiql.project.task.compile import CompileTask
 from hudiql.project.task.debug import DebugTask
 from hudiql.project.task.list import ListTask
 from hudiql.project.task.run import RunTask
+from hudiql.project.task.run_operation import RunOperationTask
 from hudiql.project.task.seed import SeedTask
 from hudiql.project.task.test import TestTask
 
@@ -40,6 +43,7 @@ COMMANDS: dict[str, tuple[type[BaseTask], str]] = {
     "compile": (CompileTask, "write the compiled SQL of models and tests to target/compiled"),
     "ls": (ListTask, "list the selected nodes"),
     "debug": (DebugTask, "check the project, the profile, Java and the Spark connection"),
+    "run-operation": (RunOperationTask, "call a macro with arguments, where it can run statements"),
 }
 
 
@@ -58,6 +62,10 @@ def add_commands(subparsers: Any) -> None:
         parser.add_argument("--vars", default="{}", help="YAML mapping of vars, e.g. '{day: 2024-05-01}'")
         parser.set_defaults(handler=_handle)
         if command == "debug":
+            continue
+        if command == "run-operation":
+            parser.add_argument("macro", help="the macro to call, or package.macro")
+            parser.add_argument("--args", help="YAML mapping of the macro's arguments, e.g. '{days: 3}'")
             continue
         parser.add_argument("-s", "--select", "-m", "--models", nargs="+", default=[], help="nodes to include (dbt selection syntax)")
         parser.add_argument("--exclude", nargs="+", default=[], help="nodes to leave out")

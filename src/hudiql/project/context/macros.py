@@ -255,7 +255,7 @@ class MacroLibrary:
         except jinja2.TemplateError as e:
             raise CompilationError(f"Compilation Error in {label}: {e}") from None
 
-    def call(self, name: str, context: Mapping[str, Any], label: str, *args: Any, **kwargs: Any) -> Any:
+    def call(self, name: str, context: Mapping[str, Any], label: str, /, *args: Any, **kwargs: Any) -> Any:
         """Call macro ``name`` as bound in ``context``; Jinja errors name ``label``."""
         try:
             return context[name](*args, **kwargs)
