@@ -505,3 +505,27 @@ def test_run_operation_calls_a_macro_that_runs_statements(spark, tmp_path):
     assert run_results(root)["macro.p.broken"]["status"] == "error"
     code, out = run(root, "run-operation", spark, macro="nope")
     assert code == 2 and "could not find a macro with the name 'nope'" in out
+
+
+def test_show_previews_a_model_or_an_inline_query_as_dbt_does(spark, tmp_path):
+    """``hudiql show``: a model's first rows (``--limit``, 5 by default) drawn as agate draws them,
+    an ``--inline`` query with ``ref``, JSON output, and one line for a failing query."""
+    root = write_project(tmp_path / "p", {
+        "models/nums.sql": "{{ config(materialized='table') }} select id, id * 1.5 as half, concat('n', id) as name "
+                           "from range(1, 8)",
+    }, "name: p\n")
+    assert run(root, "run", spark)[0] == 0
+    code, out = run(root, "show", spark, select=["nums"])
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[1].endswith("Previewing node 'nums':")
+    assert lines[2:4] == ["| id | half | name |", "| -- | ---- | ---- |"]
+    assert len(lines[4:]) == 5 and lines[4:6] == ["|  1 |  1.5 | n1   |", "|  2 |  3.0 | n2   |"]
+    code, out = run(root, "show", spark, inline="select max(id) as top from {{ ref('nums') }}", limit=-1)
+    assert code == 0 and out.splitlines()[1].endswith("Previewing inline node:") and out.splitlines()[4] == "|   7 |"
+    code, out = run(root, "show", spark, inline="select id, name from {{ ref('nums') }} where id < 3", output="json")
+    shown = json.loads(out.split("\n", 1)[1].split("  ", 1)[1])
+    assert code == 0 and shown == {"show": [{"id": 1.0, "name": "n1"}, {"id": 2.0, "name": "n2"}]}
+    code, out = run(root, "show", spark, inline="select * from no_such_table")
+    assert code == 1 and "Encountered an error while previewing sql_operation inline_query" in out
+    assert run(root, "show", spark)[0] == 2  # neither --select nor --inline

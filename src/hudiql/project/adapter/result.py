@@ -12,12 +12,21 @@ Example:
     (('a', 'b'), 'id', 2, 2)
     >>> table[0][1], table.column_names
     ('a', ('id', 'name'))
+    >>> QueryResult(["n", "f", "s"], [Row(n=1234567, f=1.5, s=None), Row(n=2, f=1234.25, s="q")]).print_table()
+    |         n |        f | s |
+    | --------- | -------- | - |
+    | 1,234,567 |     1.50 |   |
+    |         2 | 1,234.25 | q |
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
 from pyspark.sql import Row
@@ -88,12 +97,78 @@ class QueryResult:
         """Each row as a list (``load_result(name)['data']``)."""
         return [list(r) for r in self.rows]
 
-    def print_table(self, max_rows: int = 20, max_columns: int = 6, output: Any = None, **_: Any) -> None:
-        """Print the first rows, as agate's ``print_table`` does for a macro's debugging."""
-        names = self.column_names[:max_columns]
-        lines = [" | ".join(names)]
-        lines += [" | ".join(str(v) for v in list(r)[:max_columns]) for r in self.rows[:max_rows]]
-        print("\n".join(lines), file=output)
+    def print_table(self, max_rows: int | None = 20, max_columns: int | None = 6, output: Any = None,
+                    max_column_width: int | None = 20, max_precision: int | None = 3, **_: Any) -> None:
+        """The rows as agate's ``print_table`` draws them (``dbt show``): a Markdown table of the
+        first ``max_columns`` columns and ``max_rows`` rows, numbers right-aligned with thousands
+        separators and the column's decimal places (at most ``max_precision``, then ``…``), other
+        non-text values right-aligned too, long values cut at ``max_column_width`` with ``...``."""
+        rows = self.rows if max_rows is None else self.rows[:max_rows]
+        shown = len(self.column_names) if max_columns is None else max_columns
+        names = [_cut(n, max_column_width) for n in self.column_names[:shown]]
+        kinds = [_kind(c.values()[:len(rows)]) for c in list(self.columns)[:shown]]
+        formats = [_number_format(c.values()[:len(rows)], max_precision) if k == "number" else None
+                   for c, k in zip(list(self.columns)[:shown], kinds)]
+        cells = [[_cut(_cell(v, f), max_column_width) for v, f in zip(list(r)[:shown], formats)] for r in rows]
+        if shown < len(self.column_names):
+            names.append("...")
+            kinds.append("text")
+            cells = [[*c, "..."] for c in cells]
+        widths = [max([len(n), *(len(c[j]) for c in cells)]) for j, n in enumerate(names)]
+
+        def line(values: list[str]) -> str:
+            return "|" + "|".join(f" {v.ljust(w) if k == 'text' else v.rjust(w)} " for v, w, k in zip(values, widths, kinds)) + "|"
+
+        out = [line(names), "| " + " | ".join("-" * w for w in widths) + " |", *(line(c) for c in cells)]
+        if max_rows is not None and len(self.rows) > max_rows:
+            out.append(line(["..."] * len(names)))
+        print("\n".join(out), file=output)
+
+    def to_json(self) -> str:
+        """The rows as agate's ``to_json`` writes them (``dbt show --output json``): numbers as floats."""
+        def plain(value: Any) -> Any:
+            if isinstance(value, bool) or value is None or isinstance(value, str):
+                return value
+            if isinstance(value, (int, float, Decimal)):
+                return float(value)
+            return str(value) if not isinstance(value, (date, datetime)) else value.isoformat()
+        return json.dumps([{n: plain(v) for n, v in zip(self.column_names, r)} for r in self.rows])
+
+
+def _kind(values: tuple) -> str:
+    """A column as agate types it: number, text, or another kind (right-aligned like numbers)."""
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) for v in present):
+        return "number"
+    if not present or any(isinstance(v, str) for v in present):
+        return "text"
+    return "other"
+
+
+def _number_format(values: tuple, max_precision: int | None) -> tuple[int, bool]:
+    """(decimal places, cut): the most places any value of the column has, up to ``max_precision``."""
+    places = 0
+    for v in values:
+        if v is None or isinstance(v, float) and not math.isfinite(v):
+            continue
+        exponent = Decimal(str(v)).normalize().as_tuple().exponent
+        places = max(places, -exponent if isinstance(exponent, int) and exponent < 0 else 0)
+    if max_precision is not None and places > max_precision:
+        return max_precision, True
+    return places, False
+
+
+def _cell(value: Any, number: tuple[int, bool] | None) -> str:
+    if value is None:
+        return ""
+    if number is not None and not (isinstance(value, float) and not math.isfinite(value)):
+        places, cut = number
+        return f"{Decimal(str(value)):,.{places}f}" + ("…" if cut else "")
+    return str(value)
+
+
+def _cut(text: str, width: int | None) -> str:
+    return text if width is None or len(text) <= width else text[:width - 3] + "..."
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,12 @@ class Flags:
     vars: dict[str, Any] = field(default_factory=dict)
     full_refresh: bool = False
     threads: int | None = None
-    output: str = "selector"  # ls: selector, name, path or json
+    output: str = "selector"  # ls: selector, name, path or json; show: text or json
     resource_types: list[str] = field(default_factory=list)  # ls
     macro: str = ""  # run-operation: the macro, or package.macro
     macro_args: dict[str, Any] = field(default_factory=dict)  # run-operation: --args
+    inline: str | None = None  # show: a query instead of --select
+    limit: int = 5  # show: rows shown (negative: all)
 
 
 def flags_from_args(args: argparse.Namespace) -> Flags:
@@ -50,6 +52,7 @@ def flags_from_args(args: argparse.Namespace) -> Flags:
         full_refresh=getattr(args, "full_refresh", False), threads=getattr(args, "threads", None),
         output=getattr(args, "output", "selector"), resource_types=getattr(args, "resource_types", []),
         macro=getattr(args, "macro", ""), macro_args=_yaml_mapping("--args", getattr(args, "args", None) or "{}"),
+        inline=getattr(args, "inline", None), limit=getattr(args, "limit", 5),
     )
 
 

@@ -1,5 +1,5 @@
 """The project commands on the command line: ``add_commands(subparsers)`` registers ``run``,
-``build``, ``test``, ``seed``, ``compile``, ``ls``, ``debug`` and ``run-operation``; ``invoke(flags)``
+``build``, ``test``, ``seed``, ``compile``, ``ls``, ``debug``, ``run-operation`` and ``show``; ``invoke(flags)``
 runs one in-process (the task class of its command) and returns its exit code.
 
 Example:
@@ -32,6 +32,7 @@ from hudiql.project.task.list import ListTask
 from hudiql.project.task.run import RunTask
 from hudiql.project.task.run_operation import RunOperationTask
 from hudiql.project.task.seed import SeedTask
+from hudiql.project.task.show import ShowTask
 from hudiql.project.task.test import TestTask
 
 #: Each command: its task class and its help line.
@@ -44,6 +45,7 @@ COMMANDS: dict[str, tuple[type[BaseTask], str]] = {
     "ls": (ListTask, "list the selected nodes"),
     "debug": (DebugTask, "check the project, the profile, Java and the Spark connection"),
     "run-operation": (RunOperationTask, "call a macro with arguments, where it can run statements"),
+    "show": (ShowTask, "run a model or an --inline query and print its first rows"),
 }
 
 
@@ -73,6 +75,10 @@ def add_commands(subparsers: Any) -> None:
             parser.add_argument("--threads", type=int, help="nodes run at once (default: the profile's threads)")
         if command in ("run", "build", "seed"):
             parser.add_argument("-f", "--full-refresh", action="store_true", help="rebuild incremental models from scratch")
+        if command == "show":
+            parser.add_argument("--inline", help="a query to preview instead of --select (ref() and source() work)")
+            parser.add_argument("--limit", type=int, default=5, help="rows to show (default 5; negative: all)")
+            parser.add_argument("--output", choices=["text", "json"], default="text")
         if command == "ls":
             parser.add_argument("--output", choices=["selector", "name", "path", "json"], default="selector")
             parser.add_argument("--resource-type", dest="resource_types", nargs="+", default=[],
