@@ -529,3 +529,41 @@ def test_show_previews_a_model_or_an_inline_query_as_dbt_does(spark, tmp_path):
     code, out = run(root, "show", spark, inline="select * from no_such_table")
     assert code == 1 and "Encountered an error while previewing sql_operation inline_query" in out
     assert run(root, "show", spark)[0] == 2  # neither --select nor --inline
+
+
+def test_state_result_and_test_type_selectors(spark, tmp_path):
+    """``state:new`` / ``state:modified`` (``.body``, ``.configs``) / ``state:unmodified`` and
+    ``result:<status>`` against an earlier run's target folder (``--state``), and ``test_type:`` /
+    ``test_name:``, as dbt selects them."""
+    root = write_project(tmp_path / "p", {
+        "models/a.sql": "{{ config(materialized='table') }} select 1 as id",
+        "models/b.sql": "{{ config(materialized='table') }} select id from {{ ref('a') }}",
+        "models/bad.sql": "{{ config(materialized='table') }} select * from no_such_table",
+        "models/schema.yml": "version: 2\nmodels:\n  - name: a\n    columns:\n      - name: id\n        data_tests: [not_null, unique]\n",
+        "tests/a_is_small.sql": "select * from {{ ref('a') }} where id > 10",
+    }, "name: p\n")
+    code, _ = run(root, "build", spark)
+    assert code == 1  # bad fails
+    shutil.copytree(root / "target", tmp_path / "state")
+    (root / "models" / "b.sql").write_text("{{ config(materialized='table') }} select id + 1 as id from {{ ref('a') }}")
+    (root / "models" / "a.sql").write_text("{{ config(materialized='view') }} select 1 as id")
+    (root / "models" / "c.sql").write_text("select 2 as id")
+
+    def selected(*selector: str, types: tuple[str, ...] = ("model",)) -> list[str]:
+        code, out = run(root, "ls", spark, select=list(selector), state=str(tmp_path / "state"), resource_types=list(types))
+        assert code == 0, out
+        return sorted(line.split(".")[-1] for line in out.splitlines())
+
+    assert selected("state:new") == ["c"]
+    # (a's file changed with its config() call: its body too, as dbt compares the file's checksum)
+    assert selected("state:modified.body") == ["a", "b", "c"]
+    assert selected("state:modified.configs") == ["a", "c"]
+    assert selected("state:modified") == ["a", "b", "c"]
+    assert selected("state:unmodified") == ["bad"] == selected("state:old,state:unmodified")
+    assert selected("result:error") == ["bad"]
+    assert selected("result:pass", types=("test",)) == ["a_is_small", "not_null_a_id", "unique_a_id"]
+    assert selected("test_type:singular", types=("test",)) == ["a_is_small"]
+    assert selected("test_type:generic", types=("test",)) == ["not_null_a_id", "unique_a_id"]
+    assert selected("test_name:not_null", types=("test",)) == ["not_null_a_id"]
+    code, out = run(root, "ls", spark, select=["state:modified"])
+    assert code == 2 and "give its target folder with --state" in out

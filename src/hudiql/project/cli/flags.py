@@ -41,6 +41,7 @@ class Flags:
     macro: str = ""  # run-operation: the macro, or package.macro
     macro_args: dict[str, Any] = field(default_factory=dict)  # run-operation: --args
     inline: str | None = None  # show: a query instead of --select
+    state: str | None = None  # --state: an earlier run's target folder (state: and result: selectors)
     limit: int = 5  # show: rows shown (negative: all)
 
 
@@ -52,7 +53,7 @@ def flags_from_args(args: argparse.Namespace) -> Flags:
         full_refresh=getattr(args, "full_refresh", False), threads=getattr(args, "threads", None),
         output=getattr(args, "output", "selector"), resource_types=getattr(args, "resource_types", []),
         macro=getattr(args, "macro", ""), macro_args=_yaml_mapping("--args", getattr(args, "args", None) or "{}"),
-        inline=getattr(args, "inline", None), limit=getattr(args, "limit", 5),
+        inline=getattr(args, "inline", None), limit=getattr(args, "limit", 5), state=getattr(args, "state", None),
     )
 
 

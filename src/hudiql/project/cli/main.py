@@ -71,6 +71,7 @@ def add_commands(subparsers: Any) -> None:
             continue
         parser.add_argument("-s", "--select", "-m", "--models", nargs="+", default=[], help="nodes to include (dbt selection syntax)")
         parser.add_argument("--exclude", nargs="+", default=[], help="nodes to leave out")
+        parser.add_argument("--state", help="an earlier run's target folder, for state: and result: selectors")
         if command in ("run", "build", "test", "seed"):
             parser.add_argument("--threads", type=int, help="nodes run at once (default: the profile's threads)")
         if command in ("run", "build", "seed"):

@@ -5,7 +5,11 @@ A selector is words separated by spaces (union); a word is atoms separated by co
 
 - ``name`` (shell-style wildcards allowed) or a dotted path of folders ``staging`` / ``shop.staging``;
 - ``path:models/staging``, ``tag:nightly``, ``config.materialized:incremental``,
-  ``resource_type:seed``, ``source:raw`` / ``source:raw.orders``;
+  ``resource_type:seed``, ``source:raw`` / ``source:raw.orders``, ``test_type:generic | singular |
+  data | unit``, ``test_name:unique``;
+- with ``--state DIR`` (an earlier run's target folder, ``graph.state``): ``state:new``,
+  ``state:modified`` (``.body``, ``.configs``), ``state:old``, ``state:unmodified``, and
+  ``result:error`` (any status of its run results);
 - ``+x`` adds x's ancestors, ``x+`` its descendants (``2+x``: two levels); ``@x`` adds x's
   descendants and all their ancestors.
 
@@ -35,8 +39,10 @@ from hudiql.project.artifacts.manifest import Manifest
 from hudiql.project.artifacts.nodes import Node, Source
 from hudiql.project.errors import ProjectError
 from hudiql.project.graph.graph import Graph
+from hudiql.project.graph.state import PreviousState
 
-METHODS = ("tag", "path", "config", "resource_type", "source", "fqn")
+METHODS = ("tag", "path", "config", "resource_type", "source", "fqn", "test_type", "test_name", "state", "result")
+TEST_TYPES = ("generic", "singular", "data", "unit")
 _ATOM = re.compile(r"^(?P<at>@)?(?:(?P<up>\d*)\+)?(?P<criterion>[^+]+?)(?:\+(?P<down>\d*))?$")
 
 
@@ -46,13 +52,22 @@ class Selection:
     unmatched: list[str]  # criteria that matched nothing, for a warning
 
 
-def select(manifest: Manifest, graph: Graph, include: Iterable[str] | None, exclude: Iterable[str] | None) -> Selection:
+@dataclass(frozen=True)
+class Comparison:
+    """What ``state:`` and ``result:`` compare: the earlier state, and this invocation's manifest entries."""
+
+    previous: PreviousState
+    current: dict[str, dict]
+
+
+def select(manifest: Manifest, graph: Graph, include: Iterable[str] | None, exclude: Iterable[str] | None,
+           state: Comparison | None = None) -> Selection:
     """Unique ids of the selected nodes and sources (callers keep the resource types they run)."""
     unmatched: list[str] = []
     everything = set(manifest.nodes) | set(manifest.sources)
     include = _words(include)
-    chosen = _union(manifest, graph, include, unmatched) if include else everything
-    dropped = _union(manifest, graph, _words(exclude), unmatched)
+    chosen = _union(manifest, graph, include, unmatched, state) if include else everything
+    dropped = _union(manifest, graph, _words(exclude), unmatched, state)
     chosen -= dropped
     for uid, node in manifest.nodes.items():  # eager indirect selection of tests
         if node.resource_type == "test" and uid not in dropped and set(node.depends_on) & chosen:
@@ -64,19 +79,19 @@ def _words(selectors: Iterable[str] | None) -> list[str]:
     return [w for s in (selectors or []) for w in s.split()]
 
 
-def _union(manifest: Manifest, graph: Graph, words: list[str], unmatched: list[str]) -> set[str]:
+def _union(manifest: Manifest, graph: Graph, words: list[str], unmatched: list[str], state: Comparison | None) -> set[str]:
     out: set[str] = set()
     for word in words:
-        parts = [_atom(manifest, graph, atom, unmatched) for atom in word.split(",") if atom]
+        parts = [_atom(manifest, graph, atom, unmatched, state) for atom in word.split(",") if atom]
         out |= set.intersection(*parts) if parts else set()
     return out
 
 
-def _atom(manifest: Manifest, graph: Graph, atom: str, unmatched: list[str]) -> set[str]:
+def _atom(manifest: Manifest, graph: Graph, atom: str, unmatched: list[str], state: Comparison | None) -> set[str]:
     m = _ATOM.match(atom)
     if not m:
         raise ProjectError(f"'{atom}' is not a valid selector; e.g. name, +name, name+, tag:x, path:models/x, config.materialized:view")
-    matched = _criterion(manifest, m["criterion"])
+    matched = _criterion(manifest, m["criterion"], state)
     if not matched:
         unmatched.append(atom)
     out = set(matched)
@@ -92,7 +107,7 @@ def _atom(manifest: Manifest, graph: Graph, atom: str, unmatched: list[str]) -> 
     return out
 
 
-def _criterion(manifest: Manifest, criterion: str) -> set[str]:
+def _criterion(manifest: Manifest, criterion: str, state: Comparison | None) -> set[str]:
     method, _, value = criterion.partition(":") if ":" in criterion else ("", "", criterion)
     key = None
     if method.startswith("config."):
@@ -103,6 +118,14 @@ def _criterion(manifest: Manifest, criterion: str) -> set[str]:
     if not method and ("/" in value or value.endswith((".sql", ".csv"))):
         method = "path"
     candidates: list[Node | Source] = [*manifest.nodes.values(), *manifest.sources.values()]
+    if method in ("state", "result"):
+        if state is None:
+            raise ProjectError(f"'{criterion}' compares with an earlier run: give its target folder with --state")
+        if method == "state":
+            return {c.unique_id for c in candidates if state.previous.matches(c.unique_id, state.current.get(c.unique_id), value)}
+        return {c.unique_id for c in candidates if state.previous.result(c.unique_id) == value}
+    if method == "test_type" and value not in TEST_TYPES:
+        raise ProjectError(f"unknown test type 'test_type:{value}'; types: {', '.join(TEST_TYPES)}")
     return {c.unique_id for c in candidates if _matches(c, method or "fqn", key, value)}
 
 
@@ -121,6 +144,11 @@ def _matches(item: Node | Source, method: str, key: str | None, value: str) -> b
         return any(fnmatch.fnmatch(t, value) for t in item.config.get("tags", []))
     if method == "resource_type":
         return item.resource_type == value
+    if method == "test_type":  # (hudiql has no unit tests yet: unit matches nothing)
+        generic = item.test_metadata is not None
+        return item.resource_type == "test" and value in ("data", "generic" if generic else "singular")
+    if method == "test_name":
+        return item.test_metadata is not None and fnmatch.fnmatch(item.test_metadata.name, value)
     if method == "config":
         setting = item.config.get(key or "")
         values = setting if isinstance(setting, list) else [setting]

@@ -32,7 +32,8 @@ from hudiql.project.console import Console
 from hudiql.project.context.macros import MacroLibrary
 from hudiql.project.context.providers import Invocation
 from hudiql.project.graph.graph import Graph
-from hudiql.project.graph.selector import select
+from hudiql.project.graph.selector import Comparison, select
+from hudiql.project.graph.state import PreviousState, current_nodes
 from hudiql.project.parser import parse_project
 
 
@@ -84,7 +85,11 @@ class ConfiguredTask(BaseTask):
             self.console.line(f"Running with hudiql={hudiql.__version__}")
         try:
             loaded = load(self.flags, self.console, self.spark, self.quiet)
-            chosen = select(loaded.manifest, loaded.graph, self.flags.select, self.flags.exclude)
+            state = None
+            if self.flags.state:
+                state = Comparison(PreviousState.load(self.flags.state),
+                                   current_nodes(loaded.invocation.project.target_dir))
+            chosen = select(loaded.manifest, loaded.graph, self.flags.select, self.flags.exclude, state)
         except HudiqlError as e:
             self.console.line("Encountered an error:")
             self.console.line(str(e))
