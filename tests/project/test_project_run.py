@@ -567,3 +567,27 @@ def test_state_result_and_test_type_selectors(spark, tmp_path):
     assert selected("test_name:not_null", types=("test",)) == ["not_null_a_id"]
     code, out = run(root, "ls", spark, select=["state:modified"])
     assert code == 2 and "give its target folder with --state" in out
+
+
+def test_retry_runs_the_previous_command_on_what_it_did_not_finish(spark, tmp_path):
+    """``hudiql retry``: the previous command (its flags) again, on the nodes that errored, failed
+    or were skipped; nothing left: one line, exit 0; no previous run: one line, exit 2."""
+    root = write_project(tmp_path / "p", {
+        "models/good.sql": "{{ config(materialized='table') }} select 1 as id",
+        "models/bad.sql": "{{ config(materialized='table') }} select id from {{ ref('good') }} join missing_table",
+        "models/after.sql": "{{ config(materialized='table') }} select * from {{ ref('bad') }}",
+    }, "name: p\n")
+    code, out = run(root, "retry", spark)
+    assert code == 2 and "Could not find previous run" in out
+    code, _ = run(root, "run", spark, vars={"k": 1})
+    assert code == 1
+    assert {u: r["status"] for u, r in run_results(root).items()} == {
+        "model.p.good": "success", "model.p.bad": "error", "model.p.after": "skipped"}
+    (root / "models" / "bad.sql").write_text("{{ config(materialized='table') }} select id + 1 as id from {{ ref('good') }}")
+    code, out = run(root, "retry", spark)
+    assert code == 0, out
+    assert {u: r["status"] for u, r in run_results(root).items()} == {"model.p.bad": "success", "model.p.after": "success"}
+    assert json.loads((root / "target" / "run_results.json").read_text())["args"]["vars"] == {"k": 1}
+    assert rows(spark, root, "SELECT id FROM after") == [(2,)]
+    code, out = run(root, "retry", spark)
+    assert code == 0 and "Nothing to do." in out

@@ -1,5 +1,5 @@
 """The project commands on the command line: ``add_commands(subparsers)`` registers ``run``,
-``build``, ``test``, ``seed``, ``compile``, ``ls``, ``debug``, ``run-operation`` and ``show``; ``invoke(flags)``
+``build``, ``test``, ``seed``, ``compile``, ``ls``, ``debug``, ``run-operation``, ``show`` and ``retry``; ``invoke(flags)``
 runs one in-process (the task class of its command) and returns its exit code.
 
 Example:
@@ -29,6 +29,7 @@ from hudiql.project.task.build import BuildTask
 from hudiql.project.task.compile import CompileTask
 from hudiql.project.task.debug import DebugTask
 from hudiql.project.task.list import ListTask
+from hudiql.project.task.retry import RetryTask
 from hudiql.project.task.run import RunTask
 from hudiql.project.task.run_operation import RunOperationTask
 from hudiql.project.task.seed import SeedTask
@@ -46,6 +47,7 @@ COMMANDS: dict[str, tuple[type[BaseTask], str]] = {
     "debug": (DebugTask, "check the project, the profile, Java and the Spark connection"),
     "run-operation": (RunOperationTask, "call a macro with arguments, where it can run statements"),
     "show": (ShowTask, "run a model or an --inline query and print its first rows"),
+    "retry": (RetryTask, "run the previous command again on the nodes that errored, failed or were skipped"),
 }
 
 
@@ -64,6 +66,9 @@ def add_commands(subparsers: Any) -> None:
         parser.add_argument("--vars", default="{}", help="YAML mapping of vars, e.g. '{day: 2024-05-01}'")
         parser.set_defaults(handler=_handle)
         if command == "debug":
+            continue
+        if command == "retry":
+            parser.add_argument("--state", help="the target folder of the run to retry (default: the project's)")
             continue
         if command == "run-operation":
             parser.add_argument("macro", help="the macro to call, or package.macro")

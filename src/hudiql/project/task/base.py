@@ -79,6 +79,8 @@ class ConfiguredTask(BaseTask):
     """A command on a loaded project and the nodes ``--select`` / ``--exclude`` chose."""
 
     announce = True  # the "Running with" line; ``ls`` prints nothing but its list
+    #: The nodes to run instead of the selection's (unique ids): ``retry``'s.
+    only: set[str] | None = None
 
     def run(self) -> int:
         if self.announce:
@@ -99,6 +101,8 @@ class ConfiguredTask(BaseTask):
                               "dbt-core would")
         for criterion in chosen.unmatched:
             self.console.line(f"[WARNING]: The selection criterion '{criterion}' does not match any enabled nodes")
+        if self.only is not None:
+            return self.run_selected(loaded, {u for u in self.only if u in loaded.manifest.nodes or u in loaded.manifest.sources})
         return self.run_selected(loaded, chosen.nodes)
 
     @abstractmethod
