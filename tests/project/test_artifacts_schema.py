@@ -49,6 +49,8 @@ PROJECT = {
           - name: landing
             description: raw events
             schema: default
+            loaded_at_field: at
+            freshness: {warn_after: {count: 1, period: day}}
             tables:
               - name: events
                 identifier: landing_events
@@ -116,7 +118,7 @@ def check_metadata(metadata: dict) -> None:
 def test_artifacts_validate_against_dbt_schemas(spark, tmp_path):
     root = write_project(tmp_path / "p", PROJECT, "name: p\n")
     hudiql.connect(warehouse=str(root / "warehouse"), spark=spark).sql(
-        "CREATE VIEW landing_events AS SELECT 1 AS id, 'ann' AS name")
+        "CREATE VIEW landing_events AS SELECT 1 AS id, 'ann' AS name, current_timestamp() AS at")
     code, out = run(root, "build", spark)
     assert code == 1 and "Done. PASS=9 WARN=1 ERROR=1 SKIP=1 TOTAL=12" in out, out
     artifacts = validated(root)
@@ -154,6 +156,12 @@ def test_artifacts_validate_against_dbt_schemas(spark, tmp_path):
     code, out = run(root, "compile", spark, select=["good"])
     assert code == 0, out
     assert "model.p.good" in [r["unique_id"] for r in validated(root)["run_results.json"]["results"]]
+    code, out = run(root, "source", spark)
+    assert code == 0, out
+    [fresh] = validated(root)["sources.json"]["results"]
+    assert (fresh["unique_id"], fresh["status"], fresh["criteria"]["warn_after"]) == (
+        "source.p.landing.events", "pass", {"count": 1, "period": "day"})
+    assert validated(root)["manifest.json"]["sources"]["source.p.landing.events"]["loaded_at_field"] == "at"
     code, out = run(root, "seed", spark, select=["no_such_node"])
     assert code == 0 and "Nothing to do" in out
     assert validated(root)["run_results.json"]["results"] == []

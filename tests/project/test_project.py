@@ -124,12 +124,13 @@ def test_a_project_dbt_loads_loads_and_names_what_hudiql_does_not_run(tmp_path):
     manifest = loaded(root).manifest
     source = manifest.sources["source.p.raw.orders"]
     assert (source.relation.schema, source.relation.identifier) == ("default_raw", "orders_v2")
+    assert (source.loaded_at_field, source.freshness) == (
+        "_loaded_at", {"warn_after": {"count": 12, "period": "hour"}, "error_after": None, "filter": None})
     code, out = run(root, "compile")
     assert code == 0, out
     [warning] = [line for line in out.splitlines() if "[WARNING]" in line]
     assert warning.split("  ", 1)[1] == ("[WARNING]: hudiql does not run this project's constraints, dbt Cloud settings, "
-                       "metrics, model access, query comments, saved queries, semantic models, source freshness, "
-                       "unit tests; dbt-core would")
+                       "metrics, model access, query comments, saved queries, semantic models, unit tests; dbt-core would")
 
 
 def test_generic_test_blocks_in_macro_and_generic_test_folders(tmp_path):

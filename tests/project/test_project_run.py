@@ -591,3 +591,41 @@ def test_retry_runs_the_previous_command_on_what_it_did_not_finish(spark, tmp_pa
     assert rows(spark, root, "SELECT id FROM after") == [(2,)]
     code, out = run(root, "retry", spark)
     assert code == 0 and "Nothing to do." in out
+
+
+def test_source_freshness_checks_load_times_against_their_criteria(spark, tmp_path):
+    """``hudiql source freshness``: each selected source table with criteria is pass, warn, error
+    (stale) or a runtime error, inherited from its source or its own (``freshness: null`` turns it
+    off; ``filter`` narrows the rows); ``target/sources.json`` has them; a stale table exits 1."""
+    session = hudiql.connect(warehouse=str(tmp_path / "p" / "warehouse"), spark=spark)
+    session.sql("CREATE DATABASE IF NOT EXISTS raw")
+    for name, hours_ago in (("fresh", 1), ("aging", 30), ("old", 100)):
+        session.sql(f"CREATE TABLE raw.{name} (id INT, loaded TIMESTAMP) USING hudi TBLPROPERTIES (primaryKey='id')")
+        session.sql(f"INSERT INTO raw.{name} SELECT 1, current_timestamp() - INTERVAL {hours_ago} HOURS")
+    session.sql("INSERT INTO raw.old SELECT 2, current_timestamp()")  # only outside the filter
+    root = write_project(tmp_path / "p", {
+        "models/sources.yml": """
+            sources:
+              - name: raw
+                loaded_at_field: loaded
+                freshness: {warn_after: {count: 24, period: hour}, error_after: {count: 3, period: day}}
+                tables:
+                  - name: fresh
+                  - name: aging
+                  - name: old
+                    freshness: {error_after: {count: 2, period: day}, filter: "id = 1"}
+                  - name: unchecked
+                    freshness: null
+                  - name: missing
+        """,
+    }, "name: p\n")
+    code, out = run(root, "source", spark)
+    statuses = {r["unique_id"].split(".")[-1]: r["status"]
+                for r in json.loads((root / "target" / "sources.json").read_text())["results"]}
+    assert statuses == {"fresh": "pass", "aging": "warn", "old": "error", "missing": "runtime error"}
+    assert code == 1, out
+    lines = [line.split("  ", 1)[1] for line in out.splitlines()]
+    assert any(line.startswith("4 of 4 ERROR STALE freshness of raw.old ") and line.endswith("s]") for line in lines)
+    assert any(line.startswith("1 of 4 WARN freshness of raw.aging ") for line in lines)
+    code, out = run(root, "source", spark, select=["source:raw.fresh"])
+    assert code == 0, out

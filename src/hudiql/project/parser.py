@@ -47,8 +47,7 @@ _NOT_RUN = {
     "metrics": "metrics", "groups": "groups", "semantic_models": "semantic models", "unit_tests": "unit tests",
     "saved_queries": "saved queries", "constraints": "constraints", "contract": "model contracts",
     "access": "model access", "group": "groups", "deprecation_date": "deprecation dates",
-    "time_spine": "time spines", "freshness": "source freshness", "loaded_at_field": "source freshness",
-    "loaded_at_query": "source freshness", "external": "external tables", "overrides": "source overrides",
+    "time_spine": "time spines", "external": "external tables", "overrides": "source overrides",
     "quoting": "quoting", "quote_columns": "quoting",
 }
 #: The same, of a property file's top level (``data_tests:`` there describes singular tests).
@@ -69,6 +68,40 @@ def _check_keys(entry: dict[str, Any], allowed: set[str], where: str, not_run: s
             raise ProjectError(f"{where}: {key}: hudiql does not build model versions; describe one model per file")
         if not_run is not None and key in named:
             not_run.add(named[key])
+
+
+def _inherited(source: dict[str, Any], table: dict[str, Any], key: str) -> Any:
+    """A source table's ``key``: its own (a property, else in its ``config:``), else its source's, as
+    dbt resolves ``freshness`` and ``loaded_at_field`` (a table's ``freshness: null`` turns it off)."""
+    for entry in (table, table.get("config") or {}, source, source.get("config") or {}):
+        if key in entry:
+            return entry[key]
+    return None
+
+
+_PERIODS = ("minute", "hour", "day")
+
+
+def _freshness(criteria: Any, where: str) -> dict[str, Any] | None:
+    """Freshness criteria checked: ``warn_after`` / ``error_after`` of a count and a period, ``filter``."""
+    if criteria is None:
+        return None
+    if not isinstance(criteria, dict):
+        raise ProjectError(f"{where}: freshness must be a mapping with warn_after and/or error_after")
+    out: dict[str, Any] = {"warn_after": None, "error_after": None, "filter": criteria.get("filter")}
+    for key, value in criteria.items():
+        if key == "filter":
+            continue
+        if key not in ("warn_after", "error_after"):
+            raise ProjectError(f"{where}: freshness: unknown key '{key}'; keys are warn_after, error_after, filter")
+        if value is None:
+            continue
+        if (not isinstance(value, dict) or not isinstance(value.get("count"), int) or isinstance(value.get("count"), bool)
+                or value.get("period") not in _PERIODS):
+            raise ProjectError(f"{where}: freshness {key} needs a count (a whole number) and a period "
+                               f"({', '.join(_PERIODS)}), e.g. {{count: 12, period: hour}}")
+        out[key] = {"count": value["count"], "period": value["period"]}
+    return out if out["warn_after"] or out["error_after"] else None
 
 
 def _files(root: Path, folders: list[str], suffixes: tuple[str, ...]) -> list[tuple[Path, Path]]:
@@ -165,10 +198,14 @@ class ProjectParser:
                 continue  # a disabled source table, as dbt leaves it out (its tests too)
             unique_id = f"source.{self.project.name}.{name}.{table['name']}"
             identifier = check_name("table", str(table.get("identifier") or table["name"]))
+            where = f"{rel} source {name} table {table['name']}"
             self.manifest.sources[unique_id] = Source(
                 unique_id, name, table["name"], rel, Relation(schema, identifier, "table"),
                 table.get("description", ""), _columns(table), table.get("tests") or table.get("data_tests") or [],
                 source_description=str(entry.get("description", "")),
+                loaded_at_field=_inherited(entry, table, "loaded_at_field"),
+                loaded_at_query=_inherited(entry, table, "loaded_at_query"),
+                freshness=_freshness(_inherited(entry, table, "freshness"), where),
             )
 
     def _rendered(self, entry: dict[str, Any], where: str) -> dict[str, Any]:

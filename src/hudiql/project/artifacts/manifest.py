@@ -131,6 +131,8 @@ class _ManifestWriter:
             "loader": "",  # who loads the table: a dbt property hudiql does not read
             "identifier": source.relation.identifier, "relation_name": str(source.relation),
             "description": source.description, "columns": source.columns,
+            "loaded_at_field": source.loaded_at_field, "loaded_at_query": source.loaded_at_query,
+            "freshness": source.freshness,
         }
 
     def macro(self, unique_id: str, macro: dict[str, str]) -> dict[str, Any]:

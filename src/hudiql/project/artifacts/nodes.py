@@ -58,6 +58,11 @@ class Source:
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)
     tests: list[Any] = field(default_factory=list)  # table-level tests from the .yml
     source_description: str = ""  # the description of the whole source (``sources: - description:``)
+    #: Source freshness (``hudiql source freshness``): the column of the rows' load time (or a query of
+    #: it), and the criteria (``warn_after`` / ``error_after``: count and period, ``filter``), as resolved.
+    loaded_at_field: str | None = None
+    loaded_at_query: str | None = None
+    freshness: dict[str, Any] | None = None
 
     @property
     def fqn(self) -> list[str]:

@@ -1,6 +1,7 @@
 """The project commands on the command line: ``add_commands(subparsers)`` registers ``run``,
-``build``, ``test``, ``seed``, ``compile``, ``ls``, ``debug``, ``run-operation``, ``show`` and ``retry``; ``invoke(flags)``
-runs one in-process (the task class of its command) and returns its exit code.
+``build``, ``test``, ``seed``, ``compile``, ``ls``, ``debug``, ``run-operation``, ``show``, ``source
+freshness`` and ``retry``; ``invoke(flags)`` runs one in-process (the task class of its command) and
+returns its exit code.
 
 Example:
     >>> parser = argparse.ArgumentParser(prog="hudiql")
@@ -28,6 +29,7 @@ from hudiql.project.task.base import BaseTask
 from hudiql.project.task.build import BuildTask
 from hudiql.project.task.compile import CompileTask
 from hudiql.project.task.debug import DebugTask
+from hudiql.project.task.freshness import FreshnessTask
 from hudiql.project.task.list import ListTask
 from hudiql.project.task.retry import RetryTask
 from hudiql.project.task.run import RunTask
@@ -47,6 +49,7 @@ COMMANDS: dict[str, tuple[type[BaseTask], str]] = {
     "debug": (DebugTask, "check the project, the profile, Java and the Spark connection"),
     "run-operation": (RunOperationTask, "call a macro with arguments, where it can run statements"),
     "show": (ShowTask, "run a model or an --inline query and print its first rows"),
+    "source": (FreshnessTask, "source freshness: how long ago each source table was loaded, against its criteria"),
     "retry": (RetryTask, "run the previous command again on the nodes that errored, failed or were skipped"),
 }
 
@@ -81,6 +84,8 @@ def add_commands(subparsers: Any) -> None:
             parser.add_argument("--threads", type=int, help="nodes run at once (default: the profile's threads)")
         if command in ("run", "build", "seed"):
             parser.add_argument("-f", "--full-refresh", action="store_true", help="rebuild incremental models from scratch")
+        if command == "source":
+            parser.add_argument("subcommand", choices=["freshness"], help="what to check of the sources")
         if command == "show":
             parser.add_argument("--inline", help="a query to preview instead of --select (ref() and source() work)")
             parser.add_argument("--limit", type=int, default=5, help="rows to show (default 5; negative: all)")
