@@ -525,7 +525,7 @@ def test_show_previews_a_model_or_an_inline_query_as_dbt_does(spark, tmp_path):
     assert code == 0 and out.splitlines()[1].endswith("Previewing inline node:") and out.splitlines()[4] == "|   7 |"
     code, out = run(root, "show", spark, inline="select id, name from {{ ref('nums') }} where id < 3", output="json")
     shown = json.loads(out.split("\n", 1)[1].split("  ", 1)[1])
-    assert code == 0 and shown == {"show": [{"id": 1.0, "name": "n1"}, {"id": 2.0, "name": "n2"}]}
+    assert code == 0 and shown == {"show": [{"id": 1, "name": "n1"}, {"id": 2, "name": "n2"}]}
     code, out = run(root, "show", spark, inline="select * from no_such_table")
     assert code == 1 and "Encountered an error while previewing sql_operation inline_query" in out
     assert run(root, "show", spark)[0] == 2  # neither --select nor --inline
@@ -583,6 +583,10 @@ def test_retry_runs_the_previous_command_on_what_it_did_not_finish(spark, tmp_pa
     assert code == 1
     assert {u: r["status"] for u, r in run_results(root).items()} == {
         "model.p.good": "success", "model.p.bad": "error", "model.p.after": "skipped"}
+    # A run that selected by an earlier state: its retry keeps the selection's state, not re-selecting.
+    shutil.copytree(root / "target", tmp_path / "state")
+    code, _ = run(root, "run", spark, select=["result:error+"], state=str(tmp_path / "state"), vars={"k": 1})
+    assert code == 1 and set(run_results(root)) == {"model.p.bad", "model.p.after"}
     (root / "models" / "bad.sql").write_text("{{ config(materialized='table') }} select id + 1 as id from {{ ref('good') }}")
     code, out = run(root, "retry", spark)
     assert code == 0, out
@@ -595,14 +599,16 @@ def test_retry_runs_the_previous_command_on_what_it_did_not_finish(spark, tmp_pa
 
 def test_source_freshness_checks_load_times_against_their_criteria(spark, tmp_path):
     """``hudiql source freshness``: each selected source table with criteria is pass, warn, error
-    (stale) or a runtime error, inherited from its source or its own (``freshness: null`` turns it
-    off; ``filter`` narrows the rows); ``target/sources.json`` has them; a stale table exits 1."""
+    (stale; a table without rows too) or a runtime error. A table's criteria merge into its
+    source's threshold by threshold (``freshness: null`` turns them off; ``filter`` narrows the
+    rows); ``target/sources.json`` has them; a stale table exits 1."""
     session = hudiql.connect(warehouse=str(tmp_path / "p" / "warehouse"), spark=spark)
     session.sql("CREATE DATABASE IF NOT EXISTS raw")
     for name, hours_ago in (("fresh", 1), ("aging", 30), ("old", 100)):
         session.sql(f"CREATE TABLE raw.{name} (id INT, loaded TIMESTAMP) USING hudi TBLPROPERTIES (primaryKey='id')")
         session.sql(f"INSERT INTO raw.{name} SELECT 1, current_timestamp() - INTERVAL {hours_ago} HOURS")
     session.sql("INSERT INTO raw.old SELECT 2, current_timestamp()")  # only outside the filter
+    session.sql("CREATE TABLE raw.empty (id INT, loaded TIMESTAMP) USING hudi TBLPROPERTIES (primaryKey='id')")
     root = write_project(tmp_path / "p", {
         "models/sources.yml": """
             sources:
@@ -611,7 +617,9 @@ def test_source_freshness_checks_load_times_against_their_criteria(spark, tmp_pa
                 freshness: {warn_after: {count: 24, period: hour}, error_after: {count: 3, period: day}}
                 tables:
                   - name: fresh
-                  - name: aging
+                  - name: aging  # warn_after stays the source's 24 hours
+                    freshness: {error_after: {count: 4, period: day}}
+                  - name: empty
                   - name: old
                     freshness: {error_after: {count: 2, period: day}, filter: "id = 1"}
                   - name: unchecked
@@ -622,10 +630,10 @@ def test_source_freshness_checks_load_times_against_their_criteria(spark, tmp_pa
     code, out = run(root, "source", spark)
     statuses = {r["unique_id"].split(".")[-1]: r["status"]
                 for r in json.loads((root / "target" / "sources.json").read_text())["results"]}
-    assert statuses == {"fresh": "pass", "aging": "warn", "old": "error", "missing": "runtime error"}
+    assert statuses == {"fresh": "pass", "aging": "warn", "old": "error", "missing": "runtime error", "empty": "error"}
     assert code == 1, out
     lines = [line.split("  ", 1)[1] for line in out.splitlines()]
-    assert any(line.startswith("4 of 4 ERROR STALE freshness of raw.old ") and line.endswith("s]") for line in lines)
-    assert any(line.startswith("1 of 4 WARN freshness of raw.aging ") for line in lines)
+    assert any(line.startswith("5 of 5 ERROR STALE freshness of raw.old ") and line.endswith("s]") for line in lines)
+    assert any(line.startswith("1 of 5 WARN freshness of raw.aging ") for line in lines)
     code, out = run(root, "source", spark, select=["source:raw.fresh"])
     assert code == 0, out

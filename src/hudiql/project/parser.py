@@ -53,7 +53,7 @@ _NOT_RUN = {
 #: The same, of a property file's top level (``data_tests:`` there describes singular tests).
 _NOT_RUN_AT_TOP = {**_NOT_RUN, "data_tests": "singular test properties", "tests": "singular test properties"}
 #: Source keys whose Jinja is rendered when the project loads (``target``, ``var``, ``env_var``).
-_RENDERED_SOURCE_KEYS = ("schema", "database", "identifier")
+_RENDERED_SOURCE_KEYS = ("schema", "database", "identifier", "loaded_at_field", "freshness")
 
 
 def _check_keys(entry: dict[str, Any], allowed: set[str], where: str, not_run: set[str] | None = None,
@@ -70,37 +70,66 @@ def _check_keys(entry: dict[str, Any], allowed: set[str], where: str, not_run: s
             not_run.add(named[key])
 
 
-def _inherited(source: dict[str, Any], table: dict[str, Any], key: str) -> Any:
-    """A source table's ``key``: its own (a property, else in its ``config:``), else its source's, as
-    dbt resolves ``freshness`` and ``loaded_at_field`` (a table's ``freshness: null`` turns it off)."""
-    for entry in (table, table.get("config") or {}, source, source.get("config") or {}):
-        if key in entry:
-            return entry[key]
-    return None
+def _loaded_at(source: dict[str, Any], table: dict[str, Any], where: str) -> tuple[str | None, str | None]:
+    """A source table's ``loaded_at_field`` and ``loaded_at_query`` as dbt resolves them: the table's
+    (a property, or in its ``config:``), else the source's; a table that names a field (even null)
+    does not take its source's query. Both at one level are refused, as dbt refuses them."""
+    def given(entry: dict[str, Any], key: str) -> Any:
+        return entry.get(key) or (entry.get("config") or {}).get(key)
+
+    for level, entry in (("table", table), ("source", source)):
+        if given(entry, "loaded_at_field") and given(entry, "loaded_at_query"):
+            raise ProjectError(f"{where}: give loaded_at_field or loaded_at_query at {level} level, not both")
+    table_names_field = "loaded_at_field" in table or "loaded_at_field" in (table.get("config") or {})
+    field = given(table, "loaded_at_field") if table_names_field else given(source, "loaded_at_field")
+    query = given(table, "loaded_at_query") or (None if table_names_field else given(source, "loaded_at_query"))
+    return field, query
 
 
 _PERIODS = ("minute", "hour", "day")
+_THRESHOLDS = ("warn_after", "error_after")
 
 
-def _freshness(criteria: Any, where: str) -> dict[str, Any] | None:
-    """Freshness criteria checked: ``warn_after`` / ``error_after`` of a count and a period, ``filter``."""
-    if criteria is None:
+def _freshness(source: dict[str, Any], table: dict[str, Any], where: str) -> dict[str, Any] | None:
+    """A source table's freshness criteria, merged as dbt merges them: the source's ``freshness``,
+    then its ``config:``'s, the table's, the table's ``config:``'s, each threshold's count and period
+    and the ``filter`` taken from the latest level that gives them; a level that says
+    ``freshness: null`` turns checks off (until a later level gives criteria again). None: no
+    ``warn_after`` nor ``error_after`` to check."""
+    merged: dict[str, Any] | None = {}
+    for entry in (source, source.get("config") or {}, table, table.get("config") or {}):
+        if "freshness" not in entry:
+            continue
+        level = entry["freshness"]
+        if level is None:
+            merged = None
+            continue
+        if not isinstance(level, dict):
+            raise ProjectError(f"{where}: freshness must be a mapping with warn_after and/or error_after")
+        unknown = set(level) - {*_THRESHOLDS, "filter"}
+        if unknown:
+            raise ProjectError(f"{where}: freshness: unknown key '{sorted(unknown)[0]}'; keys are warn_after, error_after, filter")
+        if merged is None and not level:
+            continue
+        merged = dict(merged or {})
+        for key, value in level.items():
+            if key in _THRESHOLDS and value is not None:
+                if not isinstance(value, dict):
+                    raise ProjectError(f"{where}: freshness {key} needs a count and a period, e.g. {{count: 12, period: hour}}")
+                value = {**(merged.get(key) or {}), **{k: v for k, v in value.items() if v is not None}}
+            merged[key] = value
+    if not merged:
         return None
-    if not isinstance(criteria, dict):
-        raise ProjectError(f"{where}: freshness must be a mapping with warn_after and/or error_after")
-    out: dict[str, Any] = {"warn_after": None, "error_after": None, "filter": criteria.get("filter")}
-    for key, value in criteria.items():
-        if key == "filter":
+    out: dict[str, Any] = {"warn_after": None, "error_after": None, "filter": merged.get("filter")}
+    for key in _THRESHOLDS:
+        value = merged.get(key)
+        if not value:
             continue
-        if key not in ("warn_after", "error_after"):
-            raise ProjectError(f"{where}: freshness: unknown key '{key}'; keys are warn_after, error_after, filter")
-        if value is None:
-            continue
-        if (not isinstance(value, dict) or not isinstance(value.get("count"), int) or isinstance(value.get("count"), bool)
-                or value.get("period") not in _PERIODS):
+        count, period = value.get("count"), value.get("period")
+        if not isinstance(count, int) or isinstance(count, bool) or period not in _PERIODS or set(value) - {"count", "period"}:
             raise ProjectError(f"{where}: freshness {key} needs a count (a whole number) and a period "
                                f"({', '.join(_PERIODS)}), e.g. {{count: 12, period: hour}}")
-        out[key] = {"count": value["count"], "period": value["period"]}
+        out[key] = {"count": count, "period": period}
     return out if out["warn_after"] or out["error_after"] else None
 
 
@@ -203,10 +232,10 @@ class ProjectParser:
                 unique_id, name, table["name"], rel, Relation(schema, identifier, "table"),
                 table.get("description", ""), _columns(table), table.get("tests") or table.get("data_tests") or [],
                 source_description=str(entry.get("description", "")),
-                loaded_at_field=_inherited(entry, table, "loaded_at_field"),
-                loaded_at_query=_inherited(entry, table, "loaded_at_query"),
-                freshness=_freshness(_inherited(entry, table, "freshness"), where),
+                freshness=_freshness(entry, table, where),
             )
+            source_table = self.manifest.sources[unique_id]
+            source_table.loaded_at_field, source_table.loaded_at_query = _loaded_at(entry, table, where)
 
     def _rendered(self, entry: dict[str, Any], where: str) -> dict[str, Any]:
         """``entry`` with the Jinja of its names rendered (``schema: "{{ target.schema }}"``), as dbt renders them."""

@@ -3,7 +3,7 @@
 (``.rows``, ``.columns['name'].values()``, ``.column_names``, ``print_table()``), and each statement
 has an ``AdapterResponse`` (``rows_affected``, ``code``).
 
-A row is Spark's ``Row``: by position (``row[0]``) or by name (``row['id']``), as an agate row.
+A row is a ``QueryRow``: by position (``row[0]``) or by name (``row['id']``), as an agate row.
 
 Example:
     >>> from pyspark.sql import Row
@@ -13,10 +13,10 @@ Example:
     >>> table[0][1], table.column_names
     ('a', ('id', 'name'))
     >>> QueryResult(["n", "f", "s"], [Row(n=1234567, f=1.5, s=None), Row(n=2, f=1234.25, s="q")]).print_table()
-    |         n |        f | s |
-    | --------- | -------- | - |
-    | 1,234,567 |     1.50 |   |
-    |         2 | 1,234.25 | q |
+    |       n |        f | s |
+    | ------- | -------- | - |
+    | 1234567 |     1.50 |   |
+    |       2 | 1,234.25 | q |
 """
 
 from __future__ import annotations
@@ -41,6 +41,15 @@ class QueryColumn:
 
     def values(self) -> tuple:
         return self._values
+
+    def values_distinct(self) -> tuple:
+        return tuple(dict.fromkeys(self._values))
+
+    def values_without_nulls(self) -> tuple:
+        return tuple(v for v in self._values if v is not None)
+
+    def __getitem__(self, index: int) -> Any:
+        return self._values[index]
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._values)
@@ -75,19 +84,59 @@ class _Columns:
     def values(self) -> list[QueryColumn]:
         return list(self._columns)
 
+    def items(self) -> list[tuple[str, QueryColumn]]:
+        return [(c.name, c) for c in self._columns]
+
+    def get(self, name: str, default: Any = None) -> QueryColumn | Any:
+        return next((c for c in self._columns if c.name == name), default)
+
+
+class QueryRow(tuple):
+    """One row, by position or by column name, as an agate row (``row[0]``, ``row['id']``,
+    ``keys()``, ``values()``, ``items()``, ``get()``, ``dict()``; ``in`` looks at its values)."""
+
+    _names: tuple[str, ...]
+
+    def __new__(cls, names: tuple[str, ...], values: Iterator[Any] | tuple) -> QueryRow:
+        row = super().__new__(cls, values)
+        row._names = names
+        return row
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            if key not in self._names:
+                raise KeyError(key)
+            return tuple.__getitem__(self, self._names.index(key))
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> tuple[str, ...]:
+        return self._names
+
+    def values(self) -> tuple:
+        return tuple(self)
+
+    def items(self) -> list[tuple[str, Any]]:
+        return list(zip(self._names, self))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self._names else default
+
+    def dict(self) -> dict[str, Any]:
+        return dict(self.items())
+
 
 class QueryResult:
     """The rows of a query, with its column names (a statement that returns nothing: no rows)."""
 
     def __init__(self, names: list[str], rows: list[Row]) -> None:
         self.column_names = tuple(names)
-        self.rows = rows
-        self.columns = _Columns([QueryColumn(n, tuple(r[i] for r in rows)) for i, n in enumerate(names)])
+        self.rows = [QueryRow(self.column_names, tuple(r)) for r in rows]
+        self.columns = _Columns([QueryColumn(n, tuple(r[i] for r in self.rows)) for i, n in enumerate(names)])
 
-    def __getitem__(self, index: int) -> Row:
+    def __getitem__(self, index: int) -> QueryRow:
         return self.rows[index]
 
-    def __iter__(self) -> Iterator[Row]:
+    def __iter__(self) -> Iterator[QueryRow]:
         return iter(self.rows)
 
     def __len__(self) -> int:
@@ -125,20 +174,22 @@ class QueryResult:
         print("\n".join(out), file=output)
 
     def to_json(self) -> str:
-        """The rows as agate's ``to_json`` writes them (``dbt show --output json``): numbers as floats."""
+        """The rows as agate's ``to_json`` writes them (``dbt show --output json``): decimals as floats."""
         def plain(value: Any) -> Any:
-            if isinstance(value, bool) or value is None or isinstance(value, str):
+            if isinstance(value, (bool, int, str)) or value is None:
                 return value
-            if isinstance(value, (int, float, Decimal)):
+            if isinstance(value, (float, Decimal)):
                 return float(value)
             return str(value) if not isinstance(value, (date, datetime)) else value.isoformat()
         return json.dumps([{n: plain(v) for n, v in zip(self.column_names, r)} for r in self.rows])
 
 
 def _kind(values: tuple) -> str:
-    """A column as agate types it: number, text, or another kind (right-aligned like numbers)."""
+    """A column as dbt's agate table types it: number (decimals and floats, drawn with separators
+    and places), text, or another kind (whole numbers, dates, booleans: as written, right-aligned)."""
     present = [v for v in values if v is not None]
-    if present and all(isinstance(v, (int, float, Decimal)) and not isinstance(v, bool) for v in present):
+    if present and all(isinstance(v, (float, Decimal)) or isinstance(v, int) and not isinstance(v, bool) for v in present) \
+            and not all(isinstance(v, int) for v in present):
         return "number"
     if not present or any(isinstance(v, str) for v in present):
         return "text"

@@ -127,7 +127,7 @@ class _SqlResults:
 
     def store_raw(self, name: str, message: str | None = None, code: str | None = None,
                   rows_affected: int | None = None, agate_table: QueryResult | None = None) -> str:
-        return self.store(name, AdapterResponse(str(message), code or "", rows_affected), agate_table)
+        return self.store(name, AdapterResponse(message or "", code or "", rows_affected), agate_table)
 
     def load(self, name: str) -> dict[str, Any] | None:
         return self._results.get(name)
@@ -176,6 +176,8 @@ class Invocation(RuntimeConfig):
             "var": self.var,
             "env_var": env_var,
             "is_incremental": lambda: False,
+            # Parsing: a query does not run (a run's ``Compiler.context`` gives the real one).
+            "run_query": lambda sql: None,
             # Parsing: the upstream itself; a run reads its changes (Compiler._changes).
             "changes": lambda relation: str(relation),
             "this": node.relation,

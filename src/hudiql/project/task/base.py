@@ -32,7 +32,7 @@ from hudiql.project.console import Console
 from hudiql.project.context.macros import MacroLibrary
 from hudiql.project.context.providers import Invocation
 from hudiql.project.graph.graph import Graph
-from hudiql.project.graph.selector import Comparison, select
+from hudiql.project.graph.selector import Comparison, Selection, select
 from hudiql.project.graph.state import PreviousState, current_nodes
 from hudiql.project.parser import parse_project
 
@@ -87,11 +87,15 @@ class ConfiguredTask(BaseTask):
             self.console.line(f"Running with hudiql={hudiql.__version__}")
         try:
             loaded = load(self.flags, self.console, self.spark, self.quiet)
-            state = None
-            if self.flags.state:
-                state = Comparison(PreviousState.load(self.flags.state),
-                                   current_nodes(loaded.invocation.project.target_dir))
-            chosen = select(loaded.manifest, loaded.graph, self.flags.select, self.flags.exclude, state)
+            if self.only is not None:  # (retry: the nodes are chosen already)
+                known = set(loaded.manifest.nodes) | set(loaded.manifest.sources)
+                chosen = Selection({u for u in self.only if u in known}, [])
+            else:
+                state = None
+                if self.flags.state:
+                    state = Comparison(PreviousState.load(self.flags.state),
+                                       current_nodes(loaded.invocation.project.target_dir))
+                chosen = select(loaded.manifest, loaded.graph, self.flags.select, self.flags.exclude, state)
         except HudiqlError as e:
             self.console.line("Encountered an error:")
             self.console.line(str(e))
@@ -101,8 +105,6 @@ class ConfiguredTask(BaseTask):
                               "dbt-core would")
         for criterion in chosen.unmatched:
             self.console.line(f"[WARNING]: The selection criterion '{criterion}' does not match any enabled nodes")
-        if self.only is not None:
-            return self.run_selected(loaded, {u for u in self.only if u in loaded.manifest.nodes or u in loaded.manifest.sources})
         return self.run_selected(loaded, chosen.nodes)
 
     @abstractmethod

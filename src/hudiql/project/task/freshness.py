@@ -3,8 +3,8 @@ freshness criteria was last loaded, as dbt's source freshness checks it.
 
 For each table: ``max(<loaded_at_field>)`` (or its ``loaded_at_query``) beside the warehouse's
 ``current_timestamp()``, rows narrowed by the criteria's ``filter``. Older than ``error_after``:
-``error`` (stale); older than ``warn_after``: ``warn``; else ``pass``. A query that fails, or a
-table without a load time, is a ``runtime error``. The results go to ``target/sources.json``
+``error`` (stale); older than ``warn_after``: ``warn``; else ``pass`` (no rows: as old as can be).
+A query that fails is a ``runtime error``. The results go to ``target/sources.json``
 (dbt's ``sources/v3`` schema); any error or stale table exits 1.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from hudiql.project.adapter.impl import Adapter, describe_error
@@ -24,9 +24,8 @@ from hudiql.project.task.base import ConfiguredTask, Loaded
 
 SOURCES_SCHEMA = "https://schemas.getdbt.com/dbt/sources/v3.json"
 _SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
-#: A result's status -> its progress line's words and bracket.
-_SAID = {"pass": ("PASS", "PASS"), "warn": ("WARN", "WARN"), "error": ("ERROR STALE", "ERROR STALE"),
-         "runtime error": ("ERROR", "ERROR")}
+#: A result's status -> how its progress line says it.
+_SAID = {"pass": "PASS", "warn": "WARN", "error": "ERROR STALE", "runtime error": "ERROR"}
 
 
 class FreshnessTask(ConfiguredTask):
@@ -39,8 +38,8 @@ class FreshnessTask(ConfiguredTask):
             label = f"freshness of {source.source_name}.{source.name}"
             self.console.progress(index, len(sources), f"START {label}", "RUN")
             result = check(loaded.adapter, source)
-            words, bracket = _SAID[result["status"]]
-            self.console.progress(index, len(sources), f"{words} {label}", bracket, result.get("execution_time"))
+            said = _SAID[result["status"]]
+            self.console.progress(index, len(sources), f"{said} {label}", said, result.get("execution_time"))
             results.append(result)
         elapsed = time.monotonic() - started
         write_json(loaded.invocation, "sources.json", SOURCES_SCHEMA, {"results": results, "elapsed_time": round(elapsed, 3)})
@@ -55,7 +54,8 @@ class FreshnessTask(ConfiguredTask):
 
 def check(adapter: Adapter, source: Source) -> dict[str, Any]:
     """The freshness result of one source table (a ``sources.json`` entry)."""
-    criteria = source.freshness or {}
+    criteria = source.freshness
+    assert criteria is not None, source.unique_id
     started, clock = timestamp(), time.monotonic()
     try:
         if source.loaded_at_query:
@@ -70,8 +70,12 @@ def check(adapter: Adapter, source: Source) -> dict[str, Any]:
         with adapter.node_scope():
             _, table = adapter.execute(sql, fetch=True)
         max_loaded_at, snapshotted_at = table[0][0], table[0][1]
+        if max_loaded_at is None:  # no rows: never loaded, as old as can be (dbt's reading too)
+            max_loaded_at = datetime.min
+        elif isinstance(max_loaded_at, date) and not isinstance(max_loaded_at, datetime):
+            max_loaded_at = datetime.combine(max_loaded_at, datetime.min.time())
         if not isinstance(max_loaded_at, datetime):
-            raise ValueError(f"its load time is {max_loaded_at!r}, not a timestamp (no rows, or not a timestamp column)")
+            raise ValueError(f"its load time is {max_loaded_at!r}, not a timestamp")
     except Exception as e:  # the table's check fails, the others go on
         return {"unique_id": source.unique_id, "error": describe_error(e), "status": "runtime error"}
     age = (snapshotted_at - max_loaded_at).total_seconds()

@@ -24,8 +24,9 @@ RETRYABLE = {"error", "fail", "skipped"}
 #: The commands a retry runs again, by the name run results record (``args.which``).
 TASKS: dict[str, type[BaseTask]] = {"build": BuildTask, "run": RunTask, "test": TestTask, "seed": SeedTask,
                                     "compile": CompileTask, "run-operation": RunOperationTask}
-#: Flags the retry takes from its own command line, not from the previous invocation's.
-OWN_FLAGS = {"project_dir", "profiles_dir", "target", "state"}
+#: Flags the retry takes from its own command line, not from the previous invocation's (which
+#: keeps its target, state and selection, as dbt's retry does).
+OWN_FLAGS = {"project_dir", "profiles_dir"}
 
 
 class RetryTask(BaseTask):
@@ -51,6 +52,8 @@ class RetryTask(BaseTask):
         known = {f.name for f in fields(Flags)}
         flags = Flags(**{**{k: v for k, v in args.items() if k in known and k not in OWN_FLAGS},
                          **{k: getattr(self.flags, k) for k in OWN_FLAGS}, "command": command})
+        if self.flags.vars:  # --vars given to the retry win, as in dbt
+            flags.vars = {**flags.vars, **self.flags.vars}
         task = TASKS[command](flags, spark=self.spark, console=self.console, quiet=self.quiet)
         if isinstance(task, ConfiguredTask):
             task.only = again

@@ -33,7 +33,7 @@ class RunOperationTask(BaseTask):
             self.console.line(str(e))
             return EXIT_ERROR
         started, clock = timestamp(), time.monotonic()
-        result = NodeResult(operation, "success", thread_id=threading.current_thread().name)
+        result = NodeResult(operation, "success", failures=0, thread_id=threading.current_thread().name)
         try:
             context = Compiler(loaded.invocation, loaded.manifest, loaded.adapter).context(operation)
             with loaded.adapter.node_scope():

@@ -13,6 +13,7 @@ from hudiql.project.artifacts.nodes import Node
 from hudiql.project.cli.flags import EXIT_ERROR, EXIT_FAILED, EXIT_OK
 from hudiql.project.compilation import Compiler
 from hudiql.project.task.base import ConfiguredTask, Loaded
+from hudiql.record.schema import META_COLUMNS
 
 #: The node a query written on the command line becomes, as in dbt.
 INLINE_NAME = "inline_query"
@@ -44,6 +45,9 @@ class ShowTask(ConfiguredTask):
                     if limit is not None:
                         sql = f"select * from (\n{sql}\n) as model_limit_subq limit {limit}"
                     _, table = loaded.adapter.execute(sql, fetch=True)
+                # (the meta columns of a Hudi table are not the model's columns)
+                table = QueryResult([c for c in table.column_names if c not in META_COLUMNS],
+                                    [[v for c, v in r.items() if c not in META_COLUMNS] for r in table.rows])
             except Exception as e:  # one line, as every command's errors
                 self.console.line(f"Encountered an error while previewing {node.label}: {describe_error(e)}")
                 return EXIT_FAILED
@@ -51,7 +55,7 @@ class ShowTask(ConfiguredTask):
         return EXIT_OK
 
     def _print(self, node: Node, table: QueryResult) -> None:
-        inline = node.name == INLINE_NAME and bool(self.flags.inline)
+        inline = bool(self.flags.inline)
         if self.flags.output == "json":
             shown = {"show": json.loads(table.to_json())} if inline else {"node": node.name, "show": json.loads(table.to_json())}
             self.console.line(json.dumps(shown, indent=2))
