@@ -450,13 +450,15 @@ def test_statement_blocks_load_result_and_run_query_tables(spark, tmp_path):
               select id, v from {{ ref('base') }} order by id
             {% endcall %}
             {% call statement() %}select 1{% endcall %}
+            {% call noop_statement('noop', 'nothing ran', 'OK', 0) %}select 1{% endcall %}
             {% if execute %}
               {% set loaded = load_result('ids') %}
               {% set ids = loaded['table'].columns['id'].values() %}
               {% set found = run_query('select v from ' ~ ref('base') ~ ' order by v desc') %}
               {% set firsts = found.columns[0].values() | join(',') %}
               {% set shape = [loaded['data'] | length, loaded['table'].column_names | join('+'), found.rows[0]['v'],
-                              load_result('nothing') is none, loaded['response'].code] %}
+                              load_result('nothing') is none, loaded['response'].code,
+                              load_result('noop')['response'] ~ ''] %}
             {% else %}
               {% set ids, firsts, shape = [], '', [] %}
             {% endif %}
@@ -466,7 +468,7 @@ def test_statement_blocks_load_result_and_run_query_tables(spark, tmp_path):
     }, "name: p\n")
     code, out = run(root, "run", spark, select=["base", "uses"])
     assert code == 0, out
-    assert rows(spark, root, "SELECT total, firsts, shape FROM uses") == [(3, "b,a", "2/id+v/b/True/OK")]
+    assert rows(spark, root, "SELECT total, firsts, shape FROM uses") == [(3, "b,a", "2/id+v/b/True/OK/nothing ran")]
     code, out = run(root, "run", spark, select=["bad"])
     assert code == 1 and "statement(language='python'): hudiql runs SQL statements only" in out
 
@@ -563,7 +565,8 @@ def test_state_result_and_test_type_selectors(spark, tmp_path):
     assert selected("result:error") == ["bad"]
     assert selected("result:pass", types=("test",)) == ["a_is_small", "not_null_a_id", "unique_a_id"]
     assert selected("test_type:singular", types=("test",)) == ["a_is_small"]
-    assert selected("test_type:generic", types=("test",)) == ["not_null_a_id", "unique_a_id"]
+    assert selected("test_type:generic", types=("test",)) == ["not_null_a_id", "unique_a_id"] == selected(
+        "test_type:schema", types=("test",))
     assert selected("test_name:not_null", types=("test",)) == ["not_null_a_id"]
     code, out = run(root, "ls", spark, select=["state:modified"])
     assert code == 2 and "give its target folder with --state" in out

@@ -11,3 +11,11 @@
     {%- endif -%}
   {%- endif -%}
 {%- endmacro %}
+
+{#- dbt's noop_statement: keep a result under `name` without running anything. -#}
+{%- macro noop_statement(name=None, message=None, code=None, rows_affected=None, res=None) -%}
+  {%- set sql = caller() -%}
+  {%- if name is not none -%}
+    {{ store_raw_result(name, message=message, code=code, rows_affected=rows_affected, agate_table=res) }}
+  {%- endif -%}
+{%- endmacro %}

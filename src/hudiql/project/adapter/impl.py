@@ -134,15 +134,13 @@ class Adapter:
         for statement in split_statements(str(sql)):
             scope.statements.append(statement)
             frame = scope.session.sql(statement)
-            names, rows = frame.columns, frame.collect()
+            names, rows = frame.columns, (frame if limit is None else frame.limit(limit)).collect()
             if len(rows) == 1 and "num_affected_rows" in names:
                 scope.response = {"rows_affected": rows[0]["num_affected_rows"], **rows[0].asDict()}
                 response = AdapterResponse(f"OK {rows[0]['num_affected_rows']}", "OK", rows[0]["num_affected_rows"])
             else:
                 response = AdapterResponse("OK", "OK", len(rows))
-        if not fetch:
-            return response, QueryResult(names, [])
-        return response, QueryResult(names, rows if limit is None else rows[:limit])
+        return response, QueryResult(names, rows if fetch else [])
 
     # The SQL of the materializations (materialization.py), as macros call it.
     quote = staticmethod(materialization.quote)

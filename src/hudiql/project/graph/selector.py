@@ -42,7 +42,7 @@ from hudiql.project.graph.graph import Graph
 from hudiql.project.graph.state import PreviousState
 
 METHODS = ("tag", "path", "config", "resource_type", "source", "fqn", "test_type", "test_name", "state", "result")
-TEST_TYPES = ("generic", "singular", "data", "unit")
+TEST_TYPES = ("generic", "singular", "data", "unit", "schema")  # (schema: generic, dbt's old word)
 _ATOM = re.compile(r"^(?P<at>@)?(?:(?P<up>\d*)\+)?(?P<criterion>[^+]+?)(?:\+(?P<down>\d*))?$")
 
 
@@ -146,7 +146,7 @@ def _matches(item: Node | Source, method: str, key: str | None, value: str) -> b
         return item.resource_type == value
     if method == "test_type":  # (hudiql has no unit tests yet: unit matches nothing)
         generic = item.test_metadata is not None
-        return item.resource_type == "test" and value in ("data", "generic" if generic else "singular")
+        return item.resource_type == "test" and value in ("data", *(("generic", "schema") if generic else ("singular",)))
     if method == "test_name":
         return item.test_metadata is not None and fnmatch.fnmatch(item.test_metadata.name, value)
     if method == "config":
