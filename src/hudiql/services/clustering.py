@@ -44,7 +44,6 @@ from hudiql.index import secondary_index
 from hudiql.read.snapshot import snapshot
 from hudiql.config import registry as K
 from hudiql.config.settings import Settings
-from hudiql import layout
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, STATS_SCHEMA, CommitMetadata, WriteStat
 from hudiql.timeline.replace_plan import (
     CLUSTER,
@@ -62,7 +61,7 @@ from hudiql.transaction.conflict import ConflictRule
 from hudiql.transaction.metadata_commit import ranged_columns
 from hudiql.transaction.prologue import locked
 from hudiql.transaction.write_transaction import WriteTransaction
-from hudiql.write.create_handle import CreateHandle, NewBaseFiles, with_file_name
+from hudiql.write.create_handle import CreateHandle, NewBaseFiles, running_task, with_file_name
 
 INLINE = K.INLINE_CLUSTERING
 _NUMBER_KEYS = (K.CLUSTERING_MAX_COMMITS, K.CLUSTERING_SMALL_FILE_LIMIT, K.CLUSTERING_TARGET_FILE_SIZE,
@@ -192,10 +191,7 @@ class ClusteringTask:
         return cluster
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> list[dict]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        token = layout.write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber()) if ctx else "0-0-0"
+        _, token = running_task()
         storage = Storage(self.files.base_uri)
         stats: list[dict] = []
         out: CreateHandle | None = None

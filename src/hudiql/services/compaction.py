@@ -48,6 +48,7 @@ from hudiql.transaction.conflict import ConflictRule
 from hudiql.transaction.metadata_commit import ranged_columns
 from hudiql.transaction.prologue import locked
 from hudiql.transaction.write_transaction import WriteTransaction
+from hudiql.write.create_handle import running_task
 
 TRIGGER_STRATEGY = K.TRIGGER_STRATEGY
 MAX_DELTA_COMMITS = K.MAX_DELTA_COMMITS
@@ -131,11 +132,8 @@ class CompactionTask:
         return compact
 
     def compact_one(self, op: dict) -> dict:
-        from pyspark import TaskContext
-
         started = time.monotonic()
-        ctx = TaskContext.get()
-        token = layout.write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber()) if ctx else "0-0-0"
+        _, token = running_task()
         storage = Storage(self.reader.base_uri)
         merged = self.reader.merge(op["partition_path"], op["base_file"], list(op["log_files"]))
         name = layout.base_file_name(op["file_id"], token, self.instant_time)

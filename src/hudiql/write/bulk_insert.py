@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from hudiql import layout
 from hudiql.io.storage import Storage
 from hudiql.record.schema import META_COLUMNS, PARTITION_PATH, RECORD_KEY, conform
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA
@@ -29,6 +28,7 @@ from hudiql.write.create_handle import (
     CreateHandle,
     NewBaseFiles,
     new_record_meta,
+    running_task,
     with_generated_keys,
     write_partition_metadata,
 )
@@ -62,11 +62,7 @@ class BulkInsertTask:
         return bulk_insert
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> list[dict]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        writer = _TaskWriter(self, Storage(self.files.base_uri), ctx.partitionId() if ctx else 0,
-                             layout.write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber()) if ctx else "0-0-0")
+        writer = _TaskWriter(self, Storage(self.files.base_uri), *running_task())
         data_schema = pa.schema([f for f in self.files.arrow_schema if f.name not in META_COLUMNS])
         try:
             for batch in batches:

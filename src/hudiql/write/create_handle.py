@@ -68,6 +68,17 @@ def new_record_meta(rows: pa.Table, files: NewBaseFiles, partition_path: str, fi
     return pa.table({**meta, **data})
 
 
+def running_task() -> tuple[int, str]:
+    """The Spark task this runs in: its partition id, and the write token of the files it writes
+    (``<partition>-<stage>-<attempt>``; ``0-0-0`` outside a task)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:
+        return 0, layout.write_token(0, 0, 0)
+    return ctx.partitionId(), layout.write_token(ctx.partitionId(), ctx.stageId(), ctx.attemptNumber())
+
+
 def with_generated_keys(rows: pa.Table, instant_time: str) -> pa.Table:
     """``rows`` whose ``RECORD_KEY`` is null given a key, as Hudi makes them for a table without
     a record key: ``<instant>_<task partition>_<row number in the task attempt>``."""

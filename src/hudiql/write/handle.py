@@ -33,7 +33,7 @@ from hudiql.record.schema import (
     conform,
 )
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, WriteStat
-from hudiql.write.create_handle import NewBaseFiles, new_record_meta, with_generated_keys
+from hudiql.write.create_handle import NewBaseFiles, new_record_meta, running_task, with_generated_keys
 
 # Helper columns the driver adds to incoming records; never stored.
 FILE_ID = "__hudiql_file_id"
@@ -70,12 +70,8 @@ class MergeTask:
         return write_group
 
     def write_file_group(self, incoming: pa.Table) -> dict:
-        from pyspark import TaskContext
-
         started = time.monotonic()
-        ctx = TaskContext.get()
-        partition_id = ctx.partitionId() if ctx else 0
-        token = layout.write_token(partition_id, ctx.stageId() if ctx else 0, ctx.attemptNumber() if ctx else 0)
+        partition_id, token = running_task()
         storage = Storage(self.files.base_uri)
         file_id = incoming.column(FILE_ID)[0].as_py()
         partition_path = incoming.column(PARTITION_PATH)[0].as_py()
