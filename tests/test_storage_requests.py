@@ -29,16 +29,20 @@ QUERIES = {
 }
 
 
-@pytest.fixture(params=["cow", "mor"])
-def table(request, session):
+def create_table(session, kind: str, *options: str):
     session.sql(f"""
         CREATE TABLE t (id BIGINT, v STRING, ts BIGINT, part STRING) USING hudi PARTITIONED BY (part)
-        TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts', type = '{request.param}',
-                       'hoodie.compact.inline.max.delta.commits' = '20')""")
+        TBLPROPERTIES (primaryKey = 'id', preCombineField = 'ts', type = '{kind}',
+                       'hoodie.compact.inline.max.delta.commits' = '20' {''.join(', ' + o for o in options)})""")
     for commit in range(4):
         session.sql(f"INSERT INTO t SELECT id, 'v{commit}', {commit}, CAST(id % 10 AS STRING) "
                     f"FROM range({commit * 500}, {(commit + 1) * 500})")
     return session
+
+
+@pytest.fixture(params=["cow", "mor"])
+def table(request, session):
+    return create_table(session, request.param)
 
 
 def requests_of(session, statements: dict[str, str]):
@@ -65,3 +69,22 @@ def test_a_commit_file_is_read_at_most_once_per_statement(table):
         instant_reads = {path: n for (kind, path), n in count.by_path.items()
                          if kind == "read" and path.startswith(META_FOLDER + "/2")}
         assert all(n == 1 for n in instant_reads.values()), (name, instant_reads)
+
+
+@pytest.mark.parametrize("kind", ["cow", "mor"])
+def test_with_the_metadata_table_a_small_statement_makes_six_requests_and_a_query_two(session, kind):
+    """Table version 9 with the metadata table and its record index, statements run one after the
+    other in one process (as in a shell or a dbt run). A write: its properties read at the start and
+    under the lock, the timeline listed at the start and under the lock, the metadata timeline
+    under the lock (the listing before the lock is known current: the data timeline is as this
+    process's last commit left it), the marker folder. A query: the properties and the timeline.
+    Apart from these, a lookup by key reads its record index group's base HFile and the logs this
+    process has not read: at most one group here. (The metadata table's own compaction, every
+    ``hoodie.metadata.compact.max.delta.commits`` writes, is left out: it lists what it cleans.)"""
+    create_table(session, kind, "'hoodie.write.table.version' = '9'", "'hoodie.metadata.record.index.enable' = 'true'",
+                 "'hoodie.metadata.compact.max.delta.commits' = '100'")
+    for name, count in requests_of(session, {**WRITES, **QUERIES}):
+        index_reads = {p for (kind_, p), n in count.by_path.items() if p.startswith("record_index/")}
+        others = count.lists + count.reads + count.probes - sum(count.by_path[("read", p)] for p in index_reads)
+        assert others == (6 if name in WRITES else 2), (name, count.by_path)
+        assert len({p.split("_")[0] for p in index_reads}) <= 1, (name, index_reads)  # one group's files

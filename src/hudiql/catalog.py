@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from hudiql.config.registry import QUERY_AS_RO_TABLE
 from hudiql.errors import SqlError
 from hudiql.io.storage import Storage
-from hudiql.table.table import has_table
+from hudiql.table.table import HudiTable, has_table
 
 DEFAULT_DATABASE = "default"
 _REGISTRY = ".hudiql/tables"
@@ -123,14 +123,29 @@ class Catalog:
 
     def entry(self, database: str, table: str) -> TableEntry | None:
         """Where the name leads and how it reads, or ``None`` if there is no such table."""
-        path = self._registry_path(database, table)
-        if self.storage.exists(path):
-            location, *options = self.storage.read(path).decode().strip().splitlines()
-            return TableEntry(location.strip(), f"{QUERY_AS_RO_TABLE}=true" in options)
         managed = self.managed_location(database, table)
         if has_table(Storage(managed)):
             return TableEntry(managed)
-        return None
+        return self._registered(database, table)
+
+    def load_table(self, database: str, table: str) -> tuple[HudiTable, TableEntry] | None:
+        """The table the name leads to, loaded, and how it reads; ``None`` if there is no such
+        table. A managed table costs one request, the read of its properties (every statement
+        starts here); only a name without one is looked up among the external tables."""
+        managed = self.managed_location(database, table)
+        found = HudiTable.find(managed)
+        if found is not None:
+            return found, TableEntry(managed)
+        entry = self._registered(database, table)
+        return (HudiTable.load(entry.location), entry) if entry is not None else None
+
+    def _registered(self, database: str, table: str) -> TableEntry | None:
+        """The external table registered under the name, if any."""
+        content = self.storage.read_if_exists(self._registry_path(database, table))
+        if content is None:
+            return None
+        location, *options = content.decode().strip().splitlines()
+        return TableEntry(location.strip(), f"{QUERY_AS_RO_TABLE}=true" in options)
 
     def is_external(self, database: str, table: str) -> bool:
         return self.storage.exists(self._registry_path(database, table))

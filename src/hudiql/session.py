@@ -178,22 +178,27 @@ class Session:
 
     def table(self, name: S.TableName) -> HudiTable:
         database, table = self.resolve(name)
-        location = self.catalog.location(database, table)
-        if location is None:
+        loaded = self.catalog.load_table(database, table)
+        if loaded is None:
             if self.view(name) is not None:
                 raise SqlError(f"{name} is a view; this statement needs a table")
             raise TableNotFoundError(f"table {database}.{table} does not exist; see SHOW TABLES")
-        return HudiTable.load(location).for_statement(self.conf)
+        return loaded[0].for_statement(self.conf)
 
     def view(self, name: S.TableName) -> View | None:
         """View ``name`` (a temporary view first, as in Spark), or ``None``."""
+        return self.session_view(name) or self.catalog.view(*self.resolve(name))
+
+    def session_view(self, name: S.TableName) -> View | None:
+        """View ``name`` if this session holds it, without a request: a temporary view, or the
+        view being defined; ``None`` otherwise."""
         defining = self._defining
         if defining is not None and (name.name == defining.name if defining.temporary and name.database is None
                                      else ".".join(self.resolve(name)) == defining.name):
             return defining
         if name.database is None and name.name in self.temp_views:
             return self.temp_views[name.name]
-        return self.catalog.view(*self.resolve(name))
+        return None
 
     @contextmanager
     def in_database(self, database: str) -> Iterator[None]:

@@ -220,6 +220,7 @@ def test_the_metadata_tables_timeline_is_archived_with_the_data_tables(session):
 
 def test_a_damaged_metadata_table_is_read_around_and_refuses_writes_until_rebuilt(session, capsys, monkeypatch):
     from hudiql.errors import FormatError
+    from hudiql.io.cache import ProcessCache
     from hudiql.table import metadata_table
 
     table = versioned_table(session, 8, "cow")
@@ -228,7 +229,7 @@ def test_a_damaged_metadata_table_is_read_around_and_refuses_writes_until_rebuil
     rows = consistent(session, table, "INSERT")
     log = sorted((table / ".hoodie" / "metadata" / "files").glob(".files-0000-0_2*.log.*"))[-1]
     log.write_bytes(log.read_bytes()[:-20])  # cut short
-    monkeypatch.setattr(metadata_table, "_MERGED", {})  # as a process that did not read it before
+    monkeypatch.setattr(metadata_table, "_MERGED", ProcessCache(16))  # as a process that did not read it before
     capsys.readouterr()
 
     assert hudiql_rows(session, QUERY) == rows  # listed on storage instead

@@ -590,6 +590,31 @@ def test_two_fresh_writers_appending_to_one_file_group_keep_the_winners_log(sess
     assert len(logs) == len(winners), f"log files {logs} for {len(winners)} committed writes"
 
 
+def test_what_another_process_wrote_between_two_statements_is_seen(writers, session, warehouse, tmp_path):
+    """This process keeps what it read of a table and its metadata table between statements: it
+    lists the metadata timeline again only when the data timeline changed. Another process's
+    write between two statements changes it: this process's next query sees the other's rows, an
+    UPDATE by key finds a key the other wrote through the record index, and the metadata table
+    this process writes next still lists the other's files (the official reader lists the table
+    through it)."""
+    name = "seen"
+    table = warehouse / name
+    session.sql(f"CREATE TABLE {name} (id INT, src STRING) USING hudi TBLPROPERTIES (primaryKey='id', "
+                "'hoodie.write.table.version'='9', 'hoodie.metadata.record.index.enable'='true')")
+    session.sql(f"INSERT INTO {name} VALUES {values(list(range(1, 11)), 'here')}")
+    assert session.sql(f"SELECT count(*) FROM {name}").collect()[0][0] == 10  # what this process keeps
+    runs = run_together(tmp_path, warehouse, [(writers[0], {"statements": [
+        {"id": "other", "sql": f"INSERT INTO {name} VALUES {values(list(range(11, 21)), 'other')}"}]})])
+    assert [r["outcome"] for r in runs[0]] == ["ok"]
+    assert session.sql(f"SELECT count(*) FROM {name}").collect()[0][0] == 20
+    session.sql(f"UPDATE {name} SET src = 'updated' WHERE id = 15")
+    session.sql(f"INSERT INTO {name} VALUES {values([21], 'here')}")
+    expected = sorted([(i, "here") for i in [*range(1, 11), 21]] + [(i, "other") for i in range(11, 21) if i != 15]
+                      + [(15, "updated")])
+    assert hudiql_rows(session, f"SELECT id, src FROM {name}") == expected
+    assert official_rows(table, ["id", "src"]) == expected
+
+
 # ---- 4. a writer killed with SIGKILL ------------------------------------------------------------------
 
 HEARTBEAT_MS = 60000  # long: a rollback within it is the dead process seen, not an expired heartbeat

@@ -269,9 +269,8 @@ def slice_ranges(storage: Storage, s: MetadataSlice, known: dict[str, ValueKind]
     with s.base(storage) as base:
         if base is not None:
             merge(base, (base.file_info.get("schema") or SCHEMA_JSON.encode()).decode())
-    for name in s.log_files:
-        uri = storage.uri(s.path(name))
-        for block in L.read_blocks(storage.read(s.path(name)), uri, (L.HFILE_DATA,)):
+    for uri, content in s.read_logs(storage):
+        for block in L.read_blocks(content, uri, (L.HFILE_DATA,)):
             if block.block_type == L.HFILE_DATA:
                 merge(hfile.HFile(block.content, uri), block.header.get(L.SCHEMA) or SCHEMA_JSON)
     return merged_ranges
@@ -281,7 +280,7 @@ def file_ranges(table: HudiTable, wanted_columns: Iterable[str], partitions: Ite
     """The ranges the index holds of ``wanted_columns`` in data ``partitions``: file name ->
     column -> range (files it has no range of are absent). Reads only the HFile blocks whose keys
     begin with a column and partition asked for."""
-    mdt = MetadataTable.load(table.storage)
+    mdt = MetadataTable.load(table.storage, table.timeline)
     valid = valid_instants(table.timeline)
     known = kinds(table)
     prefixes = sorted(column_id(c) + partition_id(p) for c in wanted_columns for p in partitions)

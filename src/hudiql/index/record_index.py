@@ -222,7 +222,7 @@ class RecordIndex:
 
     @classmethod
     def of(cls, table: HudiTable) -> RecordIndex:
-        return cls(MetadataTable.load(table.storage), table.timeline)
+        return cls(MetadataTable.load(table.storage, table.timeline), table.timeline)
 
     def locate(self, keys: Iterable[str]) -> dict[str, RecordLocation]:
         """The location of each of ``keys`` that the table holds (a lookup on the driver: a few
@@ -273,7 +273,7 @@ class RecordIndex:
 def _lookup(storage: Storage, s: MetadataSlice, keys: Iterable[str]) -> dict[str, RecordLocation]:
     """Look ``keys`` up in slice ``s``: its logs read whole (one write's changes each), its base
     HFile by ranges (the blocks that may hold the keys)."""
-    logs = [(storage.uri(s.path(n)), storage.read(s.path(n))) for n in s.log_files]
+    logs = s.read_logs(storage)
     if not s.base_file:
         return RecordIndexSlice(None, logs, storage.uri(s.path(""))).lookup(keys)
     with storage.open_input_file(s.path(s.base_file)) as f:

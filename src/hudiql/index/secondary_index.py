@@ -120,7 +120,7 @@ def indexes(table: HudiTable, mdt: MetadataTable | None = None) -> list[Secondar
     if not partitions:
         return []
     defs = IndexDefinitions.load(table.storage, table.config)
-    mdt = mdt or MetadataTable.load(table.storage)
+    mdt = mdt or MetadataTable.load(table.storage, table.timeline)
     out = []
     for partition in partitions:
         fields = defs.source_fields(partition)
@@ -254,7 +254,7 @@ def compact(spark: SparkSession, mdt_uri: str, slices: list[MetadataSlice], comp
 def record_keys(table: HudiTable, index: SecondaryIndex, values: list[str | None]) -> set[str]:
     """The record keys index ``index`` holds of ``values`` (texts, ``value_text``): a lookup on the
     driver, each file group that may hold them read once, only its blocks that may hold them."""
-    mdt = MetadataTable.load(table.storage)
+    mdt = MetadataTable.load(table.storage, table.timeline)
     valid = valid_instants(table.timeline)
     slices = {s.file_id: s.readable(valid) for s in mdt.latest_slices(index.partition).values()}
     by_group: dict[int, list[bytes]] = {}
@@ -269,7 +269,7 @@ def record_keys(table: HudiTable, index: SecondaryIndex, values: list[str | None
         s = slices.get(file_group_id(index.partition, group))
         if s is None:  # a group built empty, unchanged since
             continue
-        logs = [(storage.uri(s.path(n)), storage.read(s.path(n))) for n in s.log_files]
+        logs = s.read_logs(storage)
         with s.base(storage) as base:
             merged = _merge_slice(base, logs, sorted(prefixes))
         keys.update(parse_key(k.decode())[1] for k, live in merged.items() if live)

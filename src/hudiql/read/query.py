@@ -98,9 +98,11 @@ class QueryPlanner:
         """A copy of ``query`` naming a registered snapshot view for each hudiql table and view it
         reads, and those views (the caller drops them once Spark has analysed the query).
 
-        A name is, in this order: a temporary view of hudiql or of Spark, a persistent view, a
-        table. A view's query is planned on its own (its CTEs and names stay its own; unqualified
-        names are in the view's database), when the outer query runs.
+        A name is, in this order: a temporary view of hudiql or of Spark, a table, a persistent
+        view (a table and a persistent view never share a name; a table is looked up first, as it
+        is read by the one request that loads it). A view's query is planned on its own (its CTEs
+        and names stay its own; unqualified names are in the view's database), when the outer
+        query runs.
         """
         query = query.copy()
         views: list[str] = []
@@ -112,18 +114,20 @@ class QueryPlanner:
                     continue
                 name = table_name(node)
                 database, table_name_ = self.session.resolve(name)
-                view = self.session.view(name)
+                view = self.session.session_view(name)
                 if view is None or not view.temporary:
                     if not node.db and self._is_temp_view(table_name_):
                         self._check_persistent_reads(table_name_)
                         continue  # a Spark temporary view shadows views and tables, as in Spark
+                resolved = self._resolve(database, table_name_) if view is None else None
+                if view is None and resolved is None:
+                    view = self.session.catalog.view(database, table_name_)
                 if view is not None:
                     if view.temporary:
                         self._check_persistent_reads(view.name)
                     df = self._view_dataframe(view)
                     label = view.name
                 else:
-                    resolved = self._resolve(database, table_name_)
                     if resolved is None:
                         if self.session.spark.catalog.tableExists(f"{name}"):
                             continue
@@ -240,14 +244,14 @@ class QueryPlanner:
         merge-on-read table ``t`` (``t_rt`` its snapshot), as Hudi's Hive sync names them;
         ``SET hoodie.datasource.query.type=read_optimized`` makes every query read-optimized."""
         mode = registry.choice(self.session.conf, registry.QUERY_TYPE)  # SET validated it
-        entry = self.session.catalog.entry(database, name)
-        if entry is not None:  # a name registered with 'hoodie.query.as.ro.table'='true' reads base files
-            return HudiTable.load(entry.location), entry.read_optimized or mode == "read_optimized"
+        loaded = self.session.catalog.load_table(database, name)
+        if loaded is not None:  # a name registered with 'hoodie.query.as.ro.table'='true' reads base files
+            return loaded[0], loaded[1].read_optimized or mode == "read_optimized"
         for suffix, read_optimized in (("_ro", True), ("_rt", False)):
             if name.endswith(suffix):
-                location = self.session.catalog.location(database, name[: -len(suffix)])
-                if location is not None:
-                    return HudiTable.load(location), read_optimized or mode == "read_optimized"
+                loaded = self.session.catalog.load_table(database, name[: -len(suffix)])
+                if loaded is not None:
+                    return loaded[0], read_optimized or mode == "read_optimized"
         return None
 
     def _is_temp_view(self, name: str) -> bool:

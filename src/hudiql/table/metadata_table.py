@@ -48,6 +48,7 @@ from hudiql.config.table_config import METADATA_PARTITIONS, METADATA_PARTITIONS_
 from hudiql.errors import FormatError, HudiqlError, warn
 from hudiql.formats import hfile
 from hudiql.formats import log_file as L
+from hudiql.io.cache import ProcessCache
 from hudiql.io.storage import FileInfo, Storage
 from hudiql.layout import (
     HFILE_EXTENSION,
@@ -122,7 +123,7 @@ def remove_metadata_table(storage: Storage) -> TableConfig:
         config.save(storage)
     storage.delete_dir(METADATA_TABLE_FOLDER)
     for cache in (_LOADED, _MERGED):  # what this process read of it is gone with it
-        cache.pop(MetadataTable.storage_of(storage).base_uri, None)
+        cache.pop(MetadataTable.storage_of(storage).base_uri)
     return config
 
 
@@ -202,6 +203,20 @@ class MetadataSlice:
         with storage.open_input_file(path) as f:
             yield hfile.HFile(hfile.RangedFile(f, f.size()), storage.uri(path))
 
+    def read_logs(self, storage: Storage) -> list[tuple[str, bytes]]:
+        """(URI, content) of each log, in order, each read once per process: a log of a version 8+
+        metadata table is written whole by one delta commit and never changes (a rebuilt table's
+        slices are told apart by ``written_by``)."""
+        logs = []
+        for name in self.log_files:
+            uri = storage.uri(self.path(name))
+            content = _LOGS.get(f"{self.written_by} {uri}")
+            if content is None:
+                content = storage.read(self.path(name))
+                _LOGS.put(f"{self.written_by} {uri}", content)
+            logs.append((uri, content))
+        return logs
+
     def readable(self, valid: Callable[[str], bool]) -> MetadataSlice:
         """This slice without the logs of data instants that did not complete (``valid_instants``)."""
         logs = tuple(n for n in self.log_files if valid(parse_data_file_name(n).instant_time))
@@ -226,20 +241,30 @@ def _merge_records(merged: dict[str, FilesRecord], records: Iterable[FilesRecord
         merged[record.key] = older.merged(record) if older else record
 
 
-#: What this process read of metadata tables, by their URI (the tables it used last): the config and
-#: timeline (whose completed instants' contents it keeps), and the merged records of the latest slice.
-_LOADED: dict[str, tuple[TableConfig, Timeline]] = {}
+def data_state(data_timeline: Timeline) -> tuple[tuple[str, str, str | None], ...]:
+    """The completed instants of the data table: a metadata table changes for readers only with
+    them (its delta commit counts once its data instant completed; its compaction and clean run
+    after one completed), so a view of it listed when the data table was in this state is current
+    while the data table still is."""
+    return tuple((i.timestamp, i.action, i.completion_time) for i in data_timeline.instants if i.is_completed)
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    config: TableConfig
+    timeline: Timeline
+    #: The ``data_state`` the timeline is known current for (None: as of a write under the lock).
+    current_for: tuple | None
+
+
+#: What this process read of metadata tables, by their URI (the tables it used last): the config
+#: and timeline, and the merged records of the latest slice.
+_LOADED: ProcessCache[_Loaded] = ProcessCache(max_entries=16)
+#: Log files of metadata tables this process read (``MetadataSlice.read_logs``).
+_LOGS: ProcessCache[bytes] = ProcessCache(max_entries=4096, max_bytes=64 << 20)
 #: The (partition, file name) pairs each completed metadata instant wrote, by its file's URI.
-_WRITTEN: dict[str, tuple[tuple[str, str], ...]] = {}
-_MERGED: dict[str, tuple[str | None, tuple[tuple[str, bool], ...], dict[str, FilesRecord]]] = {}
-_REMEMBERED = 16
-
-
-def _remember(cache: dict, uri: str, value: object) -> None:
-    cache.pop(uri, None)
-    cache[uri] = value
-    while len(cache) > _REMEMBERED:
-        cache.pop(next(iter(cache)))
+_WRITTEN: ProcessCache[tuple[tuple[str, str], ...]] = ProcessCache(4096)
+_MERGED: ProcessCache[tuple[str | None, tuple[tuple[str, bool], ...], dict[str, FilesRecord]]] = ProcessCache(16)
 
 
 class MetadataTable:
@@ -257,14 +282,18 @@ class MetadataTable:
         return Storage(data_storage.uri(METADATA_TABLE_FOLDER))
 
     @classmethod
-    def load(cls, data_storage: Storage) -> MetadataTable:
-        """The table's metadata table, its timeline listed (its properties read once per process:
-        hudiql never changes them, a rebuild writes the same)."""
+    def load(cls, data_storage: Storage, data_timeline: Timeline | None = None) -> MetadataTable:
+        """The table's metadata table: its timeline listed, unless this process knows it current
+        for the data table's ``data_timeline`` (``data_state``; a writer under the lock passes none);
+        its properties read once per process (hudiql never changes them, a rebuild writes the same)."""
         storage = cls.storage_of(data_storage)
-        config, earlier = _LOADED.get(storage.base_uri) or (TableConfig.load(storage), None)
-        timeline = Timeline.load(storage, config, earlier)
-        _remember(_LOADED, storage.base_uri, (config, timeline))
-        return cls(data_storage, storage, config, timeline)
+        loaded = _LOADED.get(storage.base_uri)
+        state = data_state(data_timeline) if data_timeline is not None else None
+        if loaded is None or state is None or loaded.current_for != state:
+            config = loaded.config if loaded is not None else TableConfig.load(storage)
+            loaded = _Loaded(config, Timeline.load(storage, config), state)
+            _LOADED.put(storage.base_uri, loaded)
+        return cls(data_storage, storage, loaded.config, loaded.timeline)
 
     @classmethod
     def known(cls, data_storage: Storage) -> MetadataTable | None:
@@ -272,12 +301,18 @@ class MetadataTable:
         None when it has not."""
         storage = cls.storage_of(data_storage)
         loaded = _LOADED.get(storage.base_uri)
-        return cls(data_storage, storage, *loaded) if loaded else None
+        return cls(data_storage, storage, loaded.config, loaded.timeline) if loaded else None
 
     def _advance(self, instant: Instant) -> None:
         """This table's timeline with ``instant`` (one it just wrote), as the process knows it."""
         self.timeline = self.timeline.with_instant(instant)
-        _remember(_LOADED, self.storage.base_uri, (self.config, self.timeline))
+        _LOADED.put(self.storage.base_uri, _Loaded(self.config, self.timeline, None))
+
+    def note_current_for(self, data_timeline: Timeline) -> None:
+        """Note that this view, listed and written under the table lock, is current for the data
+        table's ``data_timeline`` (the lock's listing, with the instant just completed): the next
+        statement that finds the data table so lists no metadata timeline."""
+        _LOADED.put(self.storage.base_uri, _Loaded(self.config, self.timeline, data_state(data_timeline)))
 
     @classmethod
     def create(cls, data_storage: Storage, data_config: TableConfig, data_timeline: Timeline) -> MetadataTable:
@@ -318,7 +353,7 @@ class MetadataTable:
         data_config.props.update({METADATA_PARTITIONS: FILES_PARTITION, METADATA_PARTITIONS_INFLIGHT: ""})
         data_config.save(data_storage)
         built = cls(data_storage, storage, config, Timeline.load(storage, config))
-        _remember(_LOADED, storage.base_uri, (config, built.timeline))
+        _LOADED.put(storage.base_uri, _Loaded(config, built.timeline, None))
         return built
 
     # ---- reading ----------------------------------------------------------------------------------
@@ -401,9 +436,7 @@ class MetadataTable:
             meta = CommitMetadata.decode(self.timeline.read(instant), uri)
             written = tuple((s.partition_path, posixpath.basename(s.path)) for s in meta.write_stats
                             if parse_data_file_name(posixpath.basename(s.path)) is not None)
-            if len(_WRITTEN) > 4096:
-                _WRITTEN.clear()
-            _WRITTEN[uri] = written
+            _WRITTEN.put(uri, written)
         return written
 
     def records(self, data_timeline: Timeline, files_slice: MetadataSlice | None = None) -> dict[str, FilesRecord]:
@@ -414,7 +447,7 @@ class MetadataTable:
         valid = valid_instants(data_timeline)
         files_slice = files_slice or self.files_slice()
         logs = tuple((name, valid(parse_data_file_name(name).instant_time)) for name in files_slice.log_files)
-        base, done, merged = _MERGED.get(self.storage.base_uri, (None, (), {}))
+        base, done, merged = _MERGED.get(self.storage.base_uri) or (None, (), {})
         if base != files_slice.written_by or logs[:len(done)] != done:
             done, merged = (), {}
             path = join_partition(FILES_PARTITION, files_slice.base_file)
@@ -426,7 +459,7 @@ class MetadataTable:
                 # A block's own instant decides (a log of a data instant that never completed is skipped).
                 if is_valid and block.block_type == L.HFILE_DATA and valid(block.instant_time or ""):
                     _merge_hfile(merged, block.content, self.storage.uri(path), block.header.get(L.SCHEMA))
-        _remember(_MERGED, self.storage.base_uri, (files_slice.written_by, logs, merged))
+        _MERGED.put(self.storage.base_uri, (files_slice.written_by, logs, merged))
         return merged
 
     def listing(self, data_timeline: Timeline, partitions: list[str] | None = None) -> dict[str, dict[str, int]]:
@@ -459,7 +492,7 @@ class MetadataTable:
             merged = dict(merged)
             _merge_records(merged, records)
             name = posixpath.basename(stats[0].path)
-            _remember(_MERGED, self.storage.base_uri, (written_by, (*logs, (name, True)), merged))
+            _MERGED.put(self.storage.base_uri, (written_by, (*logs, (name, True)), merged))
 
     def _log(self, partition: str, file_id: str, instant_time: str, entries: list[tuple[bytes, bytes]]) -> WriteStat:
         """Write the log file of one file group at a delta commit: an HFile block of ``entries``."""
@@ -599,7 +632,7 @@ class MetadataTable:
             self.timeline.remove_pending(instant)
         for instant in self.timeline.pending((CLEAN,)):
             self._run_clean(instant)
-        self.timeline = Timeline.load(self.storage, self.config, self.timeline)
+        self.timeline = Timeline.load(self.storage, self.config)
 
     def _is_build(self, instant: Instant) -> bool:
         """Whether a completed delta commit built a partition (wrote base files)."""
@@ -645,7 +678,7 @@ def listing_files(storage: Storage, config: TableConfig, timeline: Timeline,
     if FILES_PARTITION not in config.metadata_partitions or config.version < 8:
         return None
     try:
-        listing = MetadataTable.load(storage).listing(timeline, partitions)
+        listing = MetadataTable.load(storage, timeline).listing(timeline, partitions)
     except (HudiqlError, OSError) as exc:
         warn(f"{exc}; listing storage instead. {rebuild_hint(config.name)}")
         return None
@@ -671,11 +704,11 @@ def open_for_write(data_storage: Storage, kept: Iterable[str]) -> tuple[Metadata
     in another schema than hudiql's (``has_our_record_schema``);
     what a crash left pending of its own services finished."""
     config = TableConfig.load(data_storage)
-    built = MetadataTable.storage_of(data_storage).exists(PROPERTIES_FILE)
     partitions = config.metadata_partitions
-    if built and FILES_PARTITION in partitions and set(partitions) <= set(kept):
+    if FILES_PARTITION in partitions and set(partitions) <= set(kept) and (
+            MetadataTable.known(data_storage) or MetadataTable.storage_of(data_storage).exists(PROPERTIES_FILE)):
         mdt = MetadataTable.load(data_storage)
-        if mdt.has_our_record_schema():
+        if mdt.timeline.instants and mdt.has_our_record_schema():  # no instants: its folder is gone
             if mdt.timeline.pending((COMPACTION, CLEAN)):
                 mdt.finish_pending_services()
             return mdt, config

@@ -82,11 +82,25 @@ class HudiTable:
     @classmethod
     def load(cls, base_uri: str) -> HudiTable:
         storage = Storage(base_uri)
-        if not storage.exists(PROPERTIES_FILE):
+        found = cls._find(storage)
+        if found is None:
+            raise TableNotFoundError(f"no Hudi table at {storage.base_uri} (missing {PROPERTIES_FILE})")
+        return found
+
+    @classmethod
+    def find(cls, base_uri: str) -> HudiTable | None:
+        """The table at ``base_uri``, loaded by one read of its properties; None when there is no
+        table there (a ``.hoodie/`` without properties is a damaged table: an error)."""
+        return cls._find(Storage(base_uri))
+
+    @classmethod
+    def _find(cls, storage: Storage) -> HudiTable | None:
+        config = TableConfig.load_if_exists(storage)
+        if config is None:
             if has_table(storage):
                 raise damaged_properties(storage, "missing")
-            raise TableNotFoundError(f"no Hudi table at {storage.base_uri} (missing {PROPERTIES_FILE})")
-        return cls(storage, TableConfig.load(storage))
+            return None
+        return cls(storage, config)
 
     @classmethod
     def create(cls, base_uri: str, config: TableConfig) -> HudiTable:
@@ -108,7 +122,7 @@ class HudiTable:
     def refreshed(self) -> HudiTable:
         """This table with its timeline listed again (the config as loaded: a statement reads
         ``hoodie.properties`` once)."""
-        return self.with_timeline(Timeline.load(self.storage, self.config, self._timeline))
+        return self.with_timeline(Timeline.load(self.storage, self.config))
 
     def with_timeline(self, timeline: Timeline) -> HudiTable:
         """This table as of ``timeline`` (one the caller listed, or extended with an instant it wrote)."""

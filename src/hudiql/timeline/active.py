@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import HudiqlError
+from hudiql.io.cache import ProcessCache
 from hudiql.io.storage import Storage
 from hudiql.layout import META_FOLDER
 
@@ -234,28 +235,27 @@ class CommittedInstants:
         )
 
 
+#: Completed instant files this process read or wrote, by URI (commit metadata can be large: bounded).
+_COMPLETED: ProcessCache[bytes] = ProcessCache(max_entries=4096, max_bytes=64 << 20)
+
+
 class Timeline:
     """All instants of one table, oldest first."""
 
-    def __init__(self, storage: Storage, instants: list[Instant], layout_version: int, folder: str = META_FOLDER,
-                 contents: dict[str, bytes] | None = None) -> None:
+    def __init__(self, storage: Storage, instants: list[Instant], layout_version: int, folder: str = META_FOLDER) -> None:
         self.storage = storage
         self.instants = instants
         self.layout_version = layout_version
         self.folder = folder
-        #: Completed instant files read so far, by path: they never change, so one statement reads
-        #: each once, whichever timeline of the table (listed again, extended, as of) asks.
-        self._contents = {} if contents is None else contents
         #: Set on a reader's view as of an instant (``as_of``): the instant, and the active
         #: timeline's first completed write (what was archived before it stays committed).
         self.as_of_instant: str | None = None
         self._active_start: str | None = None
 
     @classmethod
-    def load(cls, storage: Storage, config: TableConfig | None = None, earlier: Timeline | None = None) -> Timeline:
+    def load(cls, storage: Storage, config: TableConfig | None = None) -> Timeline:
         """The instants of the table at ``storage``, in the folder its layout version names: one
-        listing. ``config``: the table's, as loaded (``hoodie.properties`` is read when not given);
-        ``earlier``: a timeline of the table listed before, whose completed instants were read."""
+        listing. ``config``: the table's, as loaded (``hoodie.properties`` is read when not given)."""
         config = config or TableConfig.load(storage)
         layout = config.timeline_layout_version
         folder = config.timeline_folder
@@ -275,7 +275,7 @@ class Timeline:
                 if other_action in COMPLETES_AS:
                     action = other_action
             instants.append(Instant(ts, action, state, path, completion))
-        return cls(storage, sorted(instants), layout, folder, earlier._contents if earlier is not None else None)
+        return cls(storage, sorted(instants), layout, folder)
 
     # ---- queries -------------------------------------------------------------------------
     def completed(self, actions: tuple[str, ...] = WRITE_ACTIONS) -> list[Instant]:
@@ -307,7 +307,7 @@ class Timeline:
             (['001'], False)
         """
         view = Timeline(self.storage, [i for i in self.instants if i.timestamp <= instant_time], self.layout_version,
-                        self.folder, self._contents)
+                        self.folder)
         view._active_start = self.committed().start
         view.as_of_instant = instant_time
         return view
@@ -323,11 +323,15 @@ class Timeline:
         return CLUSTERING if self.layout_version >= 2 else REPLACE_COMMIT
 
     def read(self, instant: Instant) -> bytes:
+        """The content of an instant's file; a completed one is read once per process (it never
+        changes: a rolled back instant's time is never used again)."""
         if not instant.is_completed:
             return self.storage.read(instant.file_name)
-        content = self._contents.get(instant.file_name)
+        uri = self.storage.uri(instant.file_name)
+        content = _COMPLETED.get(uri)
         if content is None:
-            content = self._contents[instant.file_name] = self.storage.read(instant.file_name)
+            content = self.storage.read(instant.file_name)
+            _COMPLETED.put(uri, content)
         return content
 
     def requested_path(self, instant: Instant) -> str:
@@ -384,14 +388,14 @@ class Timeline:
         """This timeline and an instant just written to it (in its new state), without listing the
         folder again."""
         others = [i for i in self.instants if (i.timestamp, i.action == SAVEPOINT) != (instant.timestamp, instant.action == SAVEPOINT)]
-        return Timeline(self.storage, sorted([*others, instant]), self.layout_version, self.folder, self._contents)
+        return Timeline(self.storage, sorted([*others, instant]), self.layout_version, self.folder)
 
     def complete(self, instant: Instant, content: bytes) -> Instant:
         """Make the instant visible: one atomic write of its completed file."""
         completion_time = self._completion_time(instant)
         path = self._path(instant.action, State.COMPLETED, instant.timestamp, completion_time)
         self.storage.write_atomic(path, content)
-        self._contents[path] = content
+        _COMPLETED.put(self.storage.uri(path), content)
         return Instant(instant.timestamp, instant.action, State.COMPLETED, path, completion_time)
 
     def delete_completed(self, instant_time: str, savepoint: bool = False) -> None:

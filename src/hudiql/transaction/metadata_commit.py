@@ -72,17 +72,18 @@ def kept_partitions(table: HudiTable) -> set[str]:
 
 @contextmanager
 def recording(table: HudiTable, instant_time: str, changes: FileChanges,
-              index_writes: IndexWrites | None = None) -> Iterator[None]:
+              index_writes: IndexWrites | None = None) -> Iterator[MetadataTable | None]:
     """Around the completion of data instant ``instant_time``: its metadata delta commit first
     (the table's metadata table built first if it has none), then, once the data instant completed,
-    the metadata table's compaction when due. The caller holds the table lock. On a table whose
-    writes keep no metadata table (``keeps_metadata_table``), nothing.
+    the metadata table's compaction when due. The caller holds the table lock. Yields the metadata
+    table written; on a table whose writes keep none (``keeps_metadata_table``), does nothing and
+    yields None.
 
     ``index_writes``: what the change recorded in the record index (``index.record_index``); None
     when it moved keys without recording them there: the record index then goes (the next write
     that keeps one builds it again)."""
     if not keeps_metadata_table(table):
-        yield
+        yield None
         return
     mdt, config = open_for_write(table.storage, kept_partitions(table))
     secondary = {p for p in config.metadata_partitions if p.startswith(PARTITION_PREFIX)}
@@ -112,7 +113,7 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
     written = (*index_writes.stats, *index_writes.secondary) if kept_index and index_writes else ()
     mdt.commit(instant_time, changes, written, entries)
     try:
-        yield
+        yield mdt
     except BaseException:
         mdt.forget(instant_time)
         raise

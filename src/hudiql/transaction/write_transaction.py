@@ -170,10 +170,12 @@ class WriteTransaction:
                 current = Timeline.load(self.table.storage, self.table.config)
                 conflict.check(self.spark, self.table, self.table.timeline, current, self.instant, metadata, rule)
             metadata.extra_metadata.update(self.table.settings.commit_extra_metadata())
-            with recording(self.table, self.instant_time, FileChanges.of_commit(metadata), index_writes):
+            with recording(self.table, self.instant_time, FileChanges.of_commit(metadata), index_writes) as mdt:
                 completed = self.table.timeline.complete(self.instant, metadata.encode(self.table.timeline.layout_version))
         # What the post-commit services start from: the listing under the lock, and this commit.
         self.committed_table = self.table.with_timeline(current.with_instant(completed))
+        if mdt is not None:  # as this commit left it: the next statement need not list it again
+            mdt.note_current_for(self.committed_table.timeline)
         self._done = self.committed = True
         self.table.storage.delete_dir(marker_folder(self.instant_time))
         self._heartbeat.stop()

@@ -1,0 +1,60 @@
+"""What a process keeps of files that never change once written (a completed instant, a metadata
+table's log file), so that its next statement does not read them again: on an object store each
+read is a round trip. Bounded, least recently used first out.
+
+Example:
+    >>> cache = ProcessCache(max_entries=2)
+    >>> cache.put("a", b"1"); cache.put("b", b"2"); cache.put("c", b"3")
+    >>> cache.get("a"), cache.get("c")
+    (None, b'3')
+    >>> sized = ProcessCache(max_entries=10, max_bytes=32)
+    >>> sized.put("x", b"123"); sized.put("y", b"4567"); sized.put("z", b"too large to keep")
+    >>> "x" in sized, "y" in sized, "z" in sized
+    (True, True, False)
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Generic, TypeVar
+
+V = TypeVar("V")
+
+
+class ProcessCache(Generic[V]):
+    """Values by key, at most ``max_entries`` of them and (for bytes values) ``max_bytes`` in all;
+    a value over an eighth of ``max_bytes`` is not kept (it would push out many)."""
+
+    def __init__(self, max_entries: int, max_bytes: int | None = None) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._values: OrderedDict[str, V] = OrderedDict()
+        self._bytes = 0
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._values
+
+    def get(self, key: str) -> V | None:
+        value = self._values.get(key)
+        if value is not None:
+            self._values.move_to_end(key)
+        return value
+
+    def put(self, key: str, value: V) -> None:
+        self.pop(key)
+        size = self._size(value)
+        if self.max_bytes is not None and size > self.max_bytes // 8:
+            return
+        self._values[key] = value
+        self._bytes += size
+        while len(self._values) > self.max_entries or (self.max_bytes is not None and self._bytes > self.max_bytes):
+            self.pop(next(iter(self._values)))
+
+    def pop(self, key: str) -> V | None:
+        value = self._values.pop(key, None)
+        if value is not None:
+            self._bytes -= self._size(value)
+        return value
+
+    def _size(self, value: V) -> int:
+        return len(value) if self.max_bytes is not None else 0
