@@ -24,6 +24,8 @@ from conftest import (
 )
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import OptionError
+from hudiql.formats import hfile
+from hudiql.formats import log_file as L
 from hudiql.io.storage import Storage
 from hudiql.layout import PARTITION_METADATA_FILE
 from hudiql.table.metadata_table import MetadataTable
@@ -139,23 +141,39 @@ def test_the_option_on_a_version_6_table_is_refused_in_one_line(session, warehou
 
 def test_a_hudi_table_keeps_the_indexes_it_has_unless_told_otherwise(session, tmp_path):
     """A Hudi 1.1 table with column stats, partition stats, a record index and secondary indexes:
-    written without index options, its metadata table is rebuilt in hudiql's record schema with
-    the indexes hudiql keeps (not its secondary indexes); written with them off, with the files
-    partition alone; the official reader reads hudiql's rows through it."""
+    written without index options, its metadata table is appended to, every index kept (its record
+    schema names strings with Java properties: the same encoding as hudiql's, so hudiql's files name
+    Hudi's schema text); written with them off, with the files partition alone; the official
+    reader reads hudiql's rows through it."""
     table = unzip(HUDI_TABLES / "sample_table" / "cow" / "v9_txns_simple_meta.zip", tmp_path)
     columns = ["txn_id", "txn_ts", "txn_type", "region"]
     query = f"SELECT {', '.join(columns)} FROM t"
+    partitions = TableConfig.load(Storage(str(table))).metadata_partitions
+    mdt_timeline = table / ".hoodie" / "metadata" / ".hoodie" / "timeline"
+    hudi_instants = {p.name for p in mdt_timeline.iterdir() if p.is_file()}
+    hudi_base = max((table / ".hoodie" / "metadata" / "files").glob("files-0000-0_*.hfile"))
+    hudi_schema = hfile.HFile(hudi_base.read_bytes(), str(hudi_base)).file_info["schema"]
     session.sql(f"CREATE TABLE t USING hudi LOCATION '{table}'")
     before = hudiql_rows(session, query)
     assert before == official_rows(table, columns)
     session.sql("UPDATE t SET txn_type = 'refund', txn_ts = 1800000000000 WHERE txn_id = 'TXN-007'")
     after = hudiql_rows(session, query)
     assert after != before and after == official_rows(table, columns)
-    assert TableConfig.load(Storage(str(table))).metadata_partitions == ["column_stats", "files", "partition_stats", "record_index"]
+    assert TableConfig.load(Storage(str(table))).metadata_partitions == partitions
+    assert hudi_instants < {p.name for p in mdt_timeline.iterdir() if p.is_file()}  # appended to, not rebuilt
+    log = max((table / ".hoodie" / "metadata" / "files").glob(".files-0000-0_*.log.*"))
+    block = next(iter(L.read_blocks(log.read_bytes(), str(log), (L.HFILE_DATA,))))
+    assert block.header[L.SCHEMA].encode() == hudi_schema
     merchants = official_rows(table, ["txn_id", "merchant_name"])
     merchant = merchants[-1][1]
     assert hudiql_rows(session, f"SELECT txn_id FROM t WHERE merchant_name = '{merchant}'") == [
         (i,) for i, m in merchants if m == merchant]
+    moved, was = merchants[0]  # Hudi's secondary index, kept up by hudiql's write
+    session.sql(f"UPDATE t SET merchant_name = 'Hudiql Books' WHERE txn_id = '{moved}'")
+    merchants = official_rows(table, ["txn_id", "merchant_name"])
+    for name in (was, "Hudiql Books"):
+        assert hudiql_rows(session, f"SELECT txn_id FROM t WHERE merchant_name = '{name}'") == [
+            (i,) for i, m in merchants if m == name], name
     session.sql("SET hoodie.metadata.record.index.enable=false")
     session.sql("SET hoodie.metadata.index.column.stats.enable=false")
     session.sql("UPDATE t SET txn_type = 'refund' WHERE txn_id = 'TXN-008'")

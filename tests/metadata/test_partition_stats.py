@@ -129,16 +129,15 @@ def test_a_query_skips_partitions_by_their_ranges(session, monkeypatch):
 
 
 def test_a_hudi_table_keeps_its_indexes_and_their_ranges(session, tmp_path):
-    """A Hudi 1.1 table with every index, written: its metadata table (whose records carry Hudi's
-    schema text, which readers expect in every file of a partition) is rebuilt in hudiql's, with
-    the record index, column stats and partition stats it had (its secondary indexes go); the
-    written partition's range holds the new row, and a query that the new row alone matches reads
-    one partition; Hudi's reader reads the rows."""
+    """A Hudi 1.1 table with every index, written: its metadata table (whose files name Hudi's
+    schema text, which readers expect in every file of a partition: hudiql's name it too) is
+    appended to, every index kept; the written partition's range holds the new row, and a query
+    that the new row alone matches reads one partition; Hudi's reader reads the rows."""
     table_path = unzip(SAMPLE, tmp_path)
     session.sql(f"CREATE TABLE t USING hudi LOCATION '{table_path}'")
     session.sql("INSERT INTO t SELECT 'TXN-100', 'ACC-Z', 1700900000100L, TIMESTAMP '2024-02-01 10:00:00', "
                 "DATE '2024-02-01', 10.00, 'USD', 'debit', 'Corner Shop', false, 0.00, '{}', 'us'")
-    assert TableConfig.load(Storage(str(table_path))).metadata_partitions == ["column_stats", "files", "partition_stats", "record_index"]
+    assert TableConfig.load(Storage(str(table_path))).metadata_partitions == ["column_stats", "files", "partition_stats", "record_index", "secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
     table = session.table(TableName(None, "t"))
     us = partition_stats.partition_ranges(table, ["txn_date"])["region=us"]["txn_date"]
     assert us.max == 19754  # 2024-02-01, as epoch days

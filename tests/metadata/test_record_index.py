@@ -146,14 +146,14 @@ def test_an_overwrite_or_a_rollback_drops_the_index_and_the_next_write_builds_it
 
 def test_a_hudi_table_with_a_record_index_keeps_one_when_asked(session, tmp_path):
     """The Hudi 1.1 table with a record index and secondary indexes, written with the record
-    index on: its metadata table is rebuilt in hudiql's record schema with the indexes hudiql keeps
-    (the column and partition stats it had too), the record index equals a scan, and the official
-    reader reads hudiql's rows."""
+    index on: its metadata table is appended to, every index kept (the column and partition stats
+    and secondary indexes it had too), the record index equals a scan, and the official reader
+    reads hudiql's rows."""
     table = unzip(SAMPLE, tmp_path)
     session.sql(f"CREATE TABLE t USING hudi LOCATION '{table}'")
     session.sql(f"ALTER TABLE t SET TBLPROPERTIES ({RECORD_INDEX})")
     session.sql("UPDATE t SET txn_type = 'refund', txn_ts = 1800000000000 WHERE txn_id = 'TXN-007'")
-    assert TableConfig.load(Storage(str(table))).metadata_partitions == ["column_stats", "files", "partition_stats", "record_index"]
+    assert TableConfig.load(Storage(str(table))).metadata_partitions == ["column_stats", "files", "partition_stats", "record_index", "secondary_index_merchant_idx", "secondary_index_txn_date_idx"]
     columns = ["txn_id", "txn_ts", "txn_type", "region"]
     rows = hudiql_rows(session, f"SELECT {', '.join(columns)} FROM t")
     assert ("TXN-007", 1800000000000, "refund", "region=apac") in [(*r[:3], f"region={r[3]}") for r in rows]

@@ -162,7 +162,7 @@ def build(spark: SparkSession, table: HudiTable, mdt: MetadataTable) -> tuple[Ta
     for file_ranges in found:
         for group, part in _encoded(table, file_ranges.ranges, file_ranges.partition, FILE_GROUP_COUNT, names).items():
             entries[group].extend(part)
-    stats = [write_base(mdt.storage, COLUMN_STATS_PARTITION, group, names[group], entries[group])
+    stats = [write_base(mdt, COLUMN_STATS_PARTITION, group, names[group], entries[group])
              for group in sorted(names)]
     defs = IndexDefinitions.load(table.storage, table.config).with_index(
         COLUMN_STATS_PARTITION, COLUMN_STATS_PARTITION, COLUMN_STATS_PARTITION, indexed,
@@ -195,12 +195,13 @@ def latest_file_ranges(spark: SparkSession, table: HudiTable, indexed: list[str]
     return [FileRanges(r.partition, r.name, decode_ranges(r.name, r.ranges, known)) for r in rows]
 
 
-def write_base(storage: Storage, partition: str, file_id: str, name: str, entries: Entries) -> WriteStat:
-    """Write the base HFile ``name`` of file group ``file_id`` of metadata table ``partition``."""
+def write_base(mdt: MetadataTable, partition: str, file_id: str, name: str, entries: Entries) -> WriteStat:
+    """Write the base HFile ``name`` of file group ``file_id`` of ``mdt``'s ``partition``."""
     entries = sorted(entries)
-    content = hfile.write_hfile(entries, file_info=base_info([k for k, _ in entries[:1] + entries[-1:]]))
+    content = hfile.write_hfile(entries, file_info=base_info([k for k, _ in entries[:1] + entries[-1:]],
+                                                             mdt.record_schema()))
     path = join_partition(partition, name)
-    storage.write(path, content)
+    mdt.storage.write(path, content)
     return group_stat(partition, file_id, path, len(content), len(entries), True, "")
 
 
@@ -247,7 +248,7 @@ def compact(table: HudiTable, mdt: MetadataTable, slices: list[MetadataSlice], c
         record_type = PARTITION_STATS_TYPE if s.partition == PARTITION_STATS_PARTITION else COLUMN_STATS_TYPE
         entries = [(key.encode(), encode_range(r, known.get(r.column), table.config.version, name, record_type))
                    for key, r in ranges.items() if not r.is_deleted]
-        stat = write_base(mdt.storage, s.partition, s.file_id, name, entries)
+        stat = write_base(mdt, s.partition, s.file_id, name, entries)
         stat.prev_commit, stat.total_log_files = s.base_instant, len(s.log_files)
         stats.append(stat)
     return stats

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from hudiql.formats.hfile import write_hfile
 from hudiql.io.storage import Storage
 from hudiql.layout import HFILE_EXTENSION, base_file_name, write_token
-from hudiql.metadata.records import SCHEMA_JSON, index_file_number
+from hudiql.metadata.records import index_file_number
 from hudiql.table.metadata_table import MetadataSlice
 from hudiql.timeline.commit import WriteStat
 
@@ -32,9 +32,10 @@ def by_group(frame: DataFrame, count: int) -> DataFrame:
     return frame.repartition(parallel, GROUP)
 
 
-def base_info(keys: list[bytes]) -> dict[str, bytes]:
-    """The file info of a base HFile of sorted ``keys``, as Hudi's HFile writer describes one."""
-    info = {"schema": SCHEMA_JSON.encode()}
+def base_info(keys: list[bytes], schema: str) -> dict[str, bytes]:
+    """The file info of a base HFile of sorted ``keys`` in record ``schema`` (its text), as Hudi's
+    HFile writer describes one."""
+    info = {"schema": schema.encode()}
     if keys:
         info.update(minRecordKey=keys[0], maxRecordKey=keys[-1])
     return info
@@ -53,10 +54,11 @@ def group_stat(partition: str, file_id: str, path: str, size: int, entries: int,
 
 
 def compact(spark: SparkSession, mdt_uri: str, slices: list[MetadataSlice], compaction_time: str,
-            merge: SliceMerge) -> list[WriteStat]:
-    """Compact index file groups ``slices`` into new base HFiles at ``compaction_time``: one Spark
-    task per group, its entries merged by ``merge``; a group without logs has its base file copied."""
-    task = _GroupCompaction(mdt_uri, compaction_time, merge)
+            merge: SliceMerge, schema: str) -> list[WriteStat]:
+    """Compact index file groups ``slices`` into new base HFiles at ``compaction_time``, in record
+    ``schema``: one Spark task per group, its entries merged by ``merge``; a group without logs has
+    its base file copied."""
+    task = _GroupCompaction(mdt_uri, compaction_time, merge, schema)
     return spark.sparkContext.parallelize(slices, len(slices)).map(task.compact).collect()
 
 
@@ -65,6 +67,7 @@ class _GroupCompaction:
     mdt_uri: str
     compaction_time: str
     merge: SliceMerge
+    schema: str
 
     def compact(self, s: MetadataSlice) -> WriteStat:
         storage = Storage(self.mdt_uri)
@@ -79,7 +82,8 @@ class _GroupCompaction:
         logs = [(storage.uri(s.path(n)), storage.read(s.path(n))) for n in s.log_files]
         base = storage.read(s.path(s.base_file)) if s.base_file else None
         entries = self.merge(base, logs, storage.uri(s.path(s.base_file)), name)
-        content = write_hfile(entries, file_info=base_info([entries[0][0], entries[-1][0]] if entries else []))
+        content = write_hfile(entries, file_info=base_info([entries[0][0], entries[-1][0]] if entries else [],
+                                                           self.schema))
         storage.write(path, content)
         return WriteStat(s.file_id, s.partition, path, prev_commit=s.base_instant, num_writes=len(entries),
                          total_write_bytes=len(content), file_size_in_bytes=len(content), base_file=name,

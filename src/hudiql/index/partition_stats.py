@@ -91,7 +91,7 @@ def build(spark: SparkSession, table: HudiTable, mdt: MetadataTable, found: list
              for i in range(PARTITION_GROUP_COUNT)}
     ranges = [r for partition, rs in sorted(by_partition.items()) for r in _partition_ranges(partition, rs)]
     entries = _encoded(table, ranges, names)
-    stats = [write_base(mdt.storage, PARTITION_STATS_PARTITION, group, names[group], entries.get(group, []))
+    stats = [write_base(mdt, PARTITION_STATS_PARTITION, group, names[group], entries.get(group, []))
              for group in sorted(names)]
     return mdt.add_partition(PARTITION_STATS_PARTITION, instant_time, stats)
 

@@ -126,6 +126,7 @@ class _GroupWriter:
     instant_time: str
     count: int
     base: bool
+    schema: str  # the metadata table's record schema (text)
 
     def udf(self):
         def write_group(rows: pa.Table) -> pa.Table:
@@ -158,12 +159,12 @@ class _GroupWriter:
         if self.base:
             name = base_file_name(file_id, token, self.instant_time, HFILE_EXTENSION)
             content = write_hfile([(k.encode(), encode_location(place, name)) for k, place in zip(keys, places)],
-                                  file_info=base_info([k.encode() for k in keys[:1] + keys[-1:]]))
+                                  file_info=base_info([k.encode() for k in keys[:1] + keys[-1:]], self.schema))
         else:
             name = log_file_name(file_id, self.instant_time, 1, token)
             upserts = [(k.encode(), encode_location(place))
                        for k, place, gone in zip(keys, places, deleted) if not gone]
-            content = log_blocks(self.instant_time, upserts, [k for k, gone in zip(keys, deleted) if gone])
+            content = log_blocks(self.instant_time, upserts, [k for k, gone in zip(keys, deleted) if gone], self.schema)
         path = join_partition(RECORD_INDEX_PARTITION, name)
         Storage(self.mdt_uri).write(path, content)
         return group_stat(RECORD_INDEX_PARTITION, file_id, path, len(content), len(keys), self.base,
@@ -192,7 +193,7 @@ def build(table: HudiTable, mdt: MetadataTable, stored: DataFrame) -> TableConfi
         low, high = table.settings.number(K.RECORD_INDEX_MIN_FILE_GROUPS), table.settings.number(K.RECORD_INDEX_MAX_FILE_GROUPS)
         count = max(low, min(high, math.ceil(records * _GROWTH * _ENTRY_BYTES / _GROUP_BYTES)))
         instant_time = mdt.timeline.new_instant_time()
-        writer = _GroupWriter(mdt.storage.base_uri, instant_time, count, base=True)
+        writer = _GroupWriter(mdt.storage.base_uri, instant_time, count, True, mdt.record_schema())
         stats = _write(located.withColumn(GROUP, group_column(F.col(KEY), count)), writer)
     finally:
         located.unpersist()
@@ -250,7 +251,7 @@ class RecordIndex:
         (lazy: the write collects them with its own). ``changes`` has ``KEY``, ``LOCATED_PARTITION``,
         ``LOCATED_FILE_ID`` and ``DELETED``, one row per key (a key both placed and deleted is
         placed); one log file per index file group that changes."""
-        writer = _GroupWriter(self.mdt.storage.base_uri, instant_time, self.count, base=False)
+        writer = _GroupWriter(self.mdt.storage.base_uri, instant_time, self.count, False, self.mdt.record_schema())
         return _written(changes.withColumn(INSTANT, F.lit(instant_time))
                         .withColumn(GROUP, group_column(F.col(KEY), self.count)), writer)
 
@@ -297,10 +298,10 @@ class _GroupLookup:
         return lookup
 
 
-def compact(spark: SparkSession, mdt_uri: str, slices: list[MetadataSlice], compaction_time: str) -> list[WriteStat]:
+def compact(spark: SparkSession, mdt: MetadataTable, slices: list[MetadataSlice], compaction_time: str) -> list[WriteStat]:
     """Compact the record index's file groups ``slices`` into new base HFiles at
     ``compaction_time``: one Spark task per group (``index.groups.compact``)."""
-    return groups.compact(spark, mdt_uri, slices, compaction_time, _merged_entries)
+    return groups.compact(spark, mdt.storage.base_uri, slices, compaction_time, _merged_entries, mdt.record_schema())
 
 
 def _merged_entries(base: bytes | None, logs: list[tuple[str, bytes]], base_uri: str,

@@ -81,10 +81,10 @@ class SecondaryIndex:
         group = group_column(prefix if self.version >= 9 else key, self.count)
         return rows.select(key.alias(KEY), group.alias(GROUP))
 
-    def change_logs(self, rows: DataFrame, dtype: T.DataType, mdt_uri: str, instant_time: str) -> DataFrame:
+    def change_logs(self, rows: DataFrame, dtype: T.DataType, mdt: MetadataTable, instant_time: str) -> DataFrame:
         """The stats rows of the log files that add the entries of written ``rows`` (lazy: the
         write collects them with its own), one per index file group they fall in."""
-        writer = _EntryWriter(mdt_uri, self.partition, instant_time, base=False)
+        writer = _EntryWriter(mdt.storage.base_uri, self.partition, instant_time, False, mdt.record_schema())
         return by_group(self.keyed(rows, dtype), self.count).groupBy(GROUP).applyInArrow(writer.udf(), STATS_SCHEMA)
 
 
@@ -160,7 +160,7 @@ def build(table: HudiTable, mdt: MetadataTable, name: str, column: str, stored: 
         count = max(low, min(high, math.ceil(entries * _GROWTH * _ENTRY_BYTES / _GROUP_BYTES)))
         index = SecondaryIndex(name, column, count, table.config.version)
         instant_time = mdt.timeline.new_instant_time()
-        writer = _EntryWriter(mdt.storage.base_uri, index_partition, instant_time, base=True)
+        writer = _EntryWriter(mdt.storage.base_uri, index_partition, instant_time, True, mdt.record_schema())
         keyed = by_group(index.keyed(rows, table.schema[column].dataType), count)
         stats = [WriteStat.from_row(r.asDict())
                  for r in keyed.groupBy(GROUP).applyInArrow(writer.udf(), STATS_SCHEMA).collect()]
@@ -194,6 +194,7 @@ class _EntryWriter:
     partition: str
     instant_time: str
     base: bool
+    schema: str  # the metadata table's record schema (text)
 
     def udf(self):
         def write_group(rows: pa.Table) -> pa.Table:
@@ -210,10 +211,10 @@ class _EntryWriter:
             name = base_file_name(file_id, token, self.instant_time, HFILE_EXTENSION)
             encoded = [k.encode() for k in keys]
             content = hfile.write_hfile([(k, encode_entry(False, name)) for k in encoded],
-                                        file_info=base_info(encoded[:1] + encoded[-1:]))
+                                        file_info=base_info(encoded[:1] + encoded[-1:], self.schema))
         else:
             name = log_file_name(file_id, self.instant_time, 1, token)
-            content = log_blocks(self.instant_time, [(k.encode(), encode_entry()) for k in keys], [])
+            content = log_blocks(self.instant_time, [(k.encode(), encode_entry()) for k in keys], [], self.schema)
         path = join_partition(self.partition, name)
         Storage(self.mdt_uri).write(path, content)
         return group_stat(self.partition, file_id, path, len(content), len(keys), self.base, self.instant_time).as_row()
@@ -246,9 +247,9 @@ def _merged_entries(base: bytes | None, logs: list[tuple[str, bytes]], base_uri:
     return [(key, encode_entry(False, name)) for key in sorted(k for k, live in merged.items() if live)]
 
 
-def compact(spark: SparkSession, mdt_uri: str, slices: list[MetadataSlice], compaction_time: str) -> list[WriteStat]:
+def compact(spark: SparkSession, mdt: MetadataTable, slices: list[MetadataSlice], compaction_time: str) -> list[WriteStat]:
     """Compact secondary index file groups ``slices`` into new base HFiles: one Spark task each."""
-    return groups.compact(spark, mdt_uri, slices, compaction_time, _merged_entries)
+    return groups.compact(spark, mdt.storage.base_uri, slices, compaction_time, _merged_entries, mdt.record_schema())
 
 
 def record_keys(table: HudiTable, index: SecondaryIndex, values: list[str | None]) -> set[str]:

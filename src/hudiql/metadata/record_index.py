@@ -122,16 +122,17 @@ def decode_location(value: bytes, writer_schema: str) -> RecordLocation:
     return RecordLocation(info["partitionName"] or "", file_id, _millis_instant(info["instantTime"]))
 
 
-def log_blocks(instant_time: str, upserts: list[tuple[bytes, bytes]], deletes: list[str]) -> bytes:
+def log_blocks(instant_time: str, upserts: list[tuple[bytes, bytes]], deletes: list[str], schema: str) -> bytes:
     """The log file content of one write's changes to one file group: an HFile block of the keys
-    it placed (sorted), then a delete block of the keys it removed, as Hudi writes them."""
+    it placed (sorted), then a delete block of the keys it removed, as Hudi writes them; their
+    headers name the metadata table's record ``schema`` (its text, ``MetadataTable.record_schema``)."""
     data = b""
     if upserts:
-        data += L.encode_block(L.LogBlock(L.HFILE_DATA, {L.INSTANT_TIME: instant_time, L.SCHEMA: SCHEMA_JSON},
+        data += L.encode_block(L.LogBlock(L.HFILE_DATA, {L.INSTANT_TIME: instant_time, L.SCHEMA: schema},
                                           write_hfile(upserts)))
     if deletes or not upserts:
         records = [L.DeleteRecord(key, RECORD_INDEX_PARTITION) for key in deletes]
-        data += L.encode_block(L.LogBlock(L.DELETE, {L.INSTANT_TIME: instant_time, L.SCHEMA: SCHEMA_JSON},
+        data += L.encode_block(L.LogBlock(L.DELETE, {L.INSTANT_TIME: instant_time, L.SCHEMA: schema},
                                           L.delete_content(records, None)))
     return data
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import fastavro
+from fastavro.schema import to_parsing_canonical_form
 
 #: The partition of the metadata table that lists the data table's files.
 FILES_PARTITION = "files"
@@ -105,6 +106,22 @@ SCHEMA = {
 }
 SCHEMA_JSON = json.dumps(SCHEMA, separators=(",", ":"))
 _PARSED = fastavro.parse_schema(SCHEMA)
+_CANONICAL = to_parsing_canonical_form(SCHEMA)
+
+
+@lru_cache(maxsize=16)
+def encodes_as_ours(schema_text: str) -> bool:
+    """Whether records of schema ``schema_text`` (JSON) are encoded exactly as hudiql encodes them:
+    the same Avro schema in its parsing canonical form. Hudi 1.1's writers name strings with Java
+    properties (the same encoding, another text); Hudi 1.0's schema lacks fields (another encoding).
+
+    >>> encodes_as_ours(SCHEMA_JSON.replace('"name":"key","type":"string"',
+    ...                                     '"name":"key","type":{"type":"string","avro.java.string":"String"}'))
+    True
+    >>> encodes_as_ours(SCHEMA_JSON.replace('{"name":"type","type":"int"},', ''))
+    False
+    """
+    return to_parsing_canonical_form(json.loads(schema_text)) == _CANONICAL
 
 
 @dataclass

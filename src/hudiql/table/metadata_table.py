@@ -15,7 +15,8 @@ partition's log blocks are compacted into a new base HFile, and the slices befor
 one are deleted. The table gets a metadata table, built from a listing of its storage, at its
 first write. Partitions a write does not keep would go stale: a table that has them gets its
 metadata table rebuilt without them, as a Hudi writer that disables them does; so does one whose
-records carry another schema text than hudiql's (``open_for_write``).
+records are encoded otherwise than hudiql encodes them (``open_for_write``). Hudi 1.1's tables are
+appended to: every file hudiql adds names the table's own record schema text (``record_schema``).
 
 With ``hoodie.metadata.enable=false``, or on a version 6 table, a write removes the metadata table
 as Hudi's own writer does with that option: the property first (readers then list storage), the
@@ -35,7 +36,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import posixpath
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -70,6 +70,7 @@ from hudiql.metadata.records import (
     FilesRecord,
     decode_value,
     encode_value,
+    encodes_as_ours,
     index_file_number,
     partition_of_key,
 )
@@ -167,9 +168,10 @@ class FileChanges:
         return records
 
 
-def _hfile(records: list[FilesRecord], file_name: str | None = None) -> bytes:
+def _hfile(records: list[FilesRecord], file_name: str, schema: str) -> bytes:
+    """A base HFile of the ``files`` partition, its file info naming record ``schema`` (text)."""
     entries = [(r.key.encode(), encode_value(r, file_name)) for r in records]
-    info = {"schema": SCHEMA_JSON.encode()}
+    info = {"schema": schema.encode()}
     if file_name is not None and entries:  # a base file, as Hudi's HFile writer describes it
         keys = sorted(k for k, _ in entries)
         info.update(minRecordKey=keys[0], maxRecordKey=keys[-1])
@@ -340,7 +342,7 @@ class MetadataTable:
         storage.write(join_partition(FILES_PARTITION, PARTITION_METADATA_FILE),
                       partition_metadata(INIT_INSTANT, FILES_PARTITION))
         base = base_file_name(FILES_FILE_ID, _TOKEN, INIT_INSTANT, HFILE_EXTENSION)
-        content = _hfile(records, base)
+        content = _hfile(records, base, SCHEMA_JSON)
         storage.write(join_partition(FILES_PARTITION, base), content)
         # Hudi opens each file group's log with an empty delete block at initialization.
         log = log_file_name(FILES_FILE_ID, INIT_INSTANT, 1, _TOKEN)
@@ -385,19 +387,25 @@ class MetadataTable:
             slices[file_id] = MetadataSlice(partition, file_id, INIT_INSTANT, "", own, "")
         return dict(sorted(slices.items()))
 
-    def has_our_record_schema(self) -> bool:
-        """Whether the records of this metadata table are written in hudiql's record schema, to the
-        letter (Hudi 1.0's lacks fields; some Hudi 1.1 writers' carry Java string properties): the
-        schema in its ``files`` partition's base HFile. Readers such as the official one expect one
-        schema across a partition's files, so a table in another schema is rebuilt rather than
-        appended to. Read once per base file."""
+    def record_schema(self) -> str:
+        """The text of the record schema this table's files name (its ``files`` partition's base
+        HFile says), which every file hudiql adds to it names too: readers such as the official one
+        expect one schema text across a partition's files (Hudi 1.1's writers add Java string
+        properties to hudiql's). Read once per base file."""
         files_slice = self.files_slice()
         uri = self.storage.uri(files_slice.path(files_slice.base_file))
-        if uri not in _SCHEMA_MATCHES:
+        text = _RECORD_SCHEMAS.get(uri)
+        if text is None:
             with files_slice.base(self.storage) as base:
                 stored = base.file_info.get("schema") if base is not None else None
-            _SCHEMA_MATCHES[uri] = stored is None or json.loads(stored.decode()) == json.loads(SCHEMA_JSON)
-        return _SCHEMA_MATCHES[uri]
+            text = stored.decode() if stored is not None else SCHEMA_JSON
+            _RECORD_SCHEMAS.put(uri, text)
+        return text
+
+    def appendable(self) -> bool:
+        """Whether hudiql can add records to this table: they are encoded in its record schema as
+        hudiql encodes them (Hudi 1.0's schema lacks fields: such a table is rebuilt instead)."""
+        return encodes_as_ours(self.record_schema())
 
     def index_slices(self, partition: str) -> dict[str, MetadataSlice]:
         """The latest slice of every file group of index ``partition``: the timeline's
@@ -483,7 +491,7 @@ class MetadataTable:
         stats = [self._log(FILES_PARTITION, FILES_FILE_ID, instant_time, [(r.key.encode(), encode_value(r)) for r in records])]
         for partition, groups in sorted((index_entries or {}).items()):
             stats += [self._log(partition, file_id, instant_time, entries) for file_id, entries in sorted(groups.items())]
-        metadata = CommitMetadata(operation_type="UPSERT_PREPPED", schema=SCHEMA_JSON,
+        metadata = CommitMetadata(operation_type="UPSERT_PREPPED", schema=self.record_schema(),
                                   write_stats=[*stats, *index_stats])
         self._advance(self.timeline.complete(instant, metadata.encode(2)))
         cached = _MERGED.get(self.storage.base_uri)
@@ -498,8 +506,9 @@ class MetadataTable:
         """Write the log file of one file group at a delta commit: an HFile block of ``entries``."""
         name = log_file_name(file_id, instant_time, 1, _TOKEN)
         path = join_partition(partition, name)
-        data = L.encode_block(L.LogBlock(L.HFILE_DATA, {L.INSTANT_TIME: instant_time, L.SCHEMA: SCHEMA_JSON},
-                                         hfile.write_hfile(entries, file_info={"schema": SCHEMA_JSON.encode()})))
+        schema = self.record_schema()
+        data = L.encode_block(L.LogBlock(L.HFILE_DATA, {L.INSTANT_TIME: instant_time, L.SCHEMA: schema},
+                                         hfile.write_hfile(entries, file_info={"schema": schema.encode()})))
         self.storage.write(path, data)
         return WriteStat(file_id, partition, path, prev_commit=instant_time, num_writes=len(entries),
                          num_update_writes=len(entries), total_write_bytes=len(data), file_size_in_bytes=len(data),
@@ -512,7 +521,7 @@ class MetadataTable:
         the data table's config as it now is. The caller holds the table lock."""
         self.storage.write(join_partition(partition, PARTITION_METADATA_FILE), partition_metadata(instant_time, partition))
         instant = self.timeline.start(DELTA_COMMIT, instant_time)
-        metadata = CommitMetadata(operation_type="BULK_INSERT_PREPPED", schema=SCHEMA_JSON, write_stats=stats)
+        metadata = CommitMetadata(operation_type="BULK_INSERT_PREPPED", schema=self.record_schema(), write_stats=stats)
         self._advance(self.timeline.complete(instant, metadata.encode(2)))
         data_config = TableConfig.load(self.data_storage)  # as it is under the lock
         data_config.props[METADATA_PARTITIONS] = ",".join(sorted({*data_config.metadata_partitions, partition}))
@@ -564,7 +573,7 @@ class MetadataTable:
                             for s in (file_slice, *others)])
         instant = self.timeline.start(COMPACTION, compaction_time, plan)
         base = base_file_name(FILES_FILE_ID, _TOKEN, compaction_time, HFILE_EXTENSION)
-        content = _hfile(records, base)
+        content = _hfile(records, base, self.record_schema())
         path = join_partition(FILES_PARTITION, base)
         self.storage.write(path, content)
         stats = [WriteStat(FILES_FILE_ID, FILES_PARTITION, path, prev_commit=file_slice.base_instant,
@@ -572,7 +581,7 @@ class MetadataTable:
                            total_log_files=len(file_slice.log_files))]
         if others:
             stats += compact_groups(compaction_time, others)
-        metadata = CommitMetadata(operation_type="COMPACT", schema=SCHEMA_JSON, write_stats=stats, compacted=True)
+        metadata = CommitMetadata(operation_type="COMPACT", schema=self.record_schema(), write_stats=stats, compacted=True)
         self._advance(self.timeline.complete(instant, metadata.encode(2)))
         self._clean(partitions)
         return True
@@ -692,8 +701,8 @@ def rebuild_hint(table_name: str) -> str:
             f"CALL create_metadata_table(table => '{table_name}')")
 
 
-#: Base HFile of a ``files`` partition -> whether its records are in hudiql's schema.
-_SCHEMA_MATCHES: dict[str, bool] = {}
+#: Base HFile of a ``files`` partition -> the record schema text it names.
+_RECORD_SCHEMAS: ProcessCache[str] = ProcessCache(64)
 
 
 def open_for_write(data_storage: Storage, kept: Iterable[str]) -> tuple[MetadataTable, TableConfig]:
@@ -701,14 +710,14 @@ def open_for_write(data_storage: Storage, kept: Iterable[str]) -> tuple[Metadata
     it (another writer may have built or removed the metadata table since the statement began):
     built when it has none, or has partitions other than ``kept`` (indexes the write does not keep:
     it is rebuilt with ``files`` alone, as a Hudi writer that disables them leaves it), or records
-    in another schema than hudiql's (``has_our_record_schema``);
+    encoded otherwise than hudiql encodes them (``appendable``);
     what a crash left pending of its own services finished."""
     config = TableConfig.load(data_storage)
     partitions = config.metadata_partitions
     if FILES_PARTITION in partitions and set(partitions) <= set(kept) and (
             MetadataTable.known(data_storage) or MetadataTable.storage_of(data_storage).exists(PROPERTIES_FILE)):
         mdt = MetadataTable.load(data_storage)
-        if mdt.timeline.instants and mdt.has_our_record_schema():  # no instants: its folder is gone
+        if mdt.timeline.instants and mdt.appendable():  # no instants: its folder is gone
             if mdt.timeline.pending((COMPACTION, CLEAN)):
                 mdt.finish_pending_services()
             return mdt, config

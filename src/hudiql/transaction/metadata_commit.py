@@ -130,10 +130,10 @@ def _compact_groups(table: HudiTable, mdt: MetadataTable, compaction_time: str,
                     slices: list[MetadataSlice]) -> list[WriteStat]:
     """The index file groups compacted: the record index's and secondary indexes' in Spark tasks,
     the column stats' and partition stats' on the driver (``index.column_stats``)."""
-    spark, uri = SparkSession.active(), mdt.storage.base_uri
+    spark = SparkSession.active()
     keyed = [s for s in slices if s.partition == RECORD_INDEX_PARTITION]
     valued = [s for s in slices if s.partition.startswith(PARTITION_PREFIX)]
     ranged = [s for s in slices if s.partition in (COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION)]
-    stats = record_index.compact(spark, uri, keyed, compaction_time) if keyed else []
-    stats += secondary_index.compact(spark, uri, valued, compaction_time) if valued else []
+    stats = record_index.compact(spark, mdt, keyed, compaction_time) if keyed else []
+    stats += secondary_index.compact(spark, mdt, valued, compaction_time) if valued else []
     return stats + column_stats.compact(table, mdt, ranged, compaction_time)

@@ -77,14 +77,14 @@ def open_for_write(table: HudiTable) -> None:
 
 
 def _foreign_records(table: HudiTable) -> bool:
-    """Whether the table's metadata table holds records in another schema than hudiql's (a Hudi
-    writer's), which its first write rebuilds (``metadata_table.open_for_write``) with the indexes
-    its writes keep. No request once this process knows the table."""
+    """Whether the table's metadata table holds records encoded otherwise than hudiql encodes them
+    (a Hudi 1.0 writer's), which its first write rebuilds (``metadata_table.open_for_write``) with
+    the indexes its writes keep. No request once this process knows the table."""
     if table.config.version < 8 or FILES_PARTITION not in table.config.metadata_partitions:
         return False
     try:
         mdt = metadata_table.MetadataTable.known(table.storage) or metadata_table.MetadataTable.load(table.storage)
-        return not mdt.has_our_record_schema()
+        return not mdt.appendable()
     except (HudiqlError, OSError):
         return False  # a damaged metadata table: the write refuses it in its own words
 

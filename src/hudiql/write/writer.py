@@ -632,8 +632,7 @@ def _write_tagged(
         written = written.unionByName(inserts, allowMissingColumns=True) if inserts is not None else written
         for index in record.secondary:
             rows = written.select(RECORD_KEY, F.col(f"`{index.column}`"))
-            stats.append(index.change_logs(rows, table.schema[index.column].dataType, record.mdt.storage.base_uri,
-                                           instant_time))
+            stats.append(index.change_logs(rows, table.schema[index.column].dataType, record.mdt, instant_time))
     rows = [r.asDict() for r in reduce(DataFrame.union, stats).collect()] if stats else []
     return record.recorded(rows) if record is not None else (rows, None)
 
