@@ -370,6 +370,10 @@ REPLAYS = {
     "v9 cow metadata table, record and secondary indexes": ("sample_table/cow/v9_txns_simple_meta", 9, "America/Chicago"),
     "v9 mor metadata table, complex key, indexes, services": ("sample_table/mor/avro/v9_txns_complex_meta", 9,
                                                                "America/Chicago"),
+    "v9 cow metadata table, complex key": ("sample_table/cow/v9_txns_complex_meta", 9, "America/Chicago"),
+    "v9 cow metadata table, not partitioned": ("sample_table/cow/v9_txns_nonpart_meta", 9, "America/Chicago"),
+    "v9 mor metadata table, simple key": ("sample_table/mor/avro/v9_txns_simple_meta", 9, "America/Chicago"),
+    "v9 mor metadata table, not partitioned": ("sample_table/mor/avro/v9_txns_nonpart_meta", 9, "America/Chicago"),
 }
 
 
