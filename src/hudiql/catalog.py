@@ -5,6 +5,8 @@
 - an external table (``LOCATION``) is registered by a small file
   ``<warehouse>/.hudiql/tables/<db>/<table>`` holding its location (and, on a second line,
   ``hoodie.query.as.ro.table=true`` for a name that reads a merge-on-read table's base files only);
+  a name is registered only when no managed table has it, so a name is looked up as a managed
+  table first (one read of its properties: how every statement starts);
 - a (persistent) view is a file ``<warehouse>/.hudiql/views/<db>/<view>`` holding its query.
 All survive restarts, and a table folder copied elsewhere is still a Hudi table.
 

@@ -279,12 +279,12 @@ def test_fail_closed(spark, tmp_path, monkeypatch):
     assert sorted(p.name for p in table.iterdir()) == files_before  # nothing was recreated
     properties.write_bytes(saved)
 
-    moved = tmp_path / "moved"
+    moved = tmp_path / "moved"  # the table's folder gone, its name registered at a folder without it
+    shutil.rmtree(table)
     Catalog(str(root / "warehouse")).register_external("default", "kept", str(moved))
     code, out = run(root, "run", spark)
     assert code == 1 and f"registered at {moved}" in out and "refusing to recreate" in out
-    assert not moved.exists()
-    shutil.rmtree(table)
+    assert not moved.exists() and not table.exists()
 
 
 def test_build_and_compile_name_the_snapshots_and_analyses_they_leave_out(spark, tmp_path):
