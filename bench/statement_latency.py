@@ -335,7 +335,9 @@ class Hudiql:
     def load(self) -> None:
         loader = self._connect()  # its SET stays its own
         loader.sql("SET hoodie.spark.sql.insert.into.operation=bulk_insert")
-        props = [f"type='{self.kind}'", f"'hoodie.write.table.version'='{self.version}'"]
+        # INSERT upserts in every version (Hudi 1.1's, version 9's, default is insert): the statement measured
+        props = [f"type='{self.kind}'", f"'hoodie.write.table.version'='{self.version}'",
+                 "'hoodie.spark.sql.insert.into.operation'='upsert'"]
         if self.record_index:
             props.append("'hoodie.metadata.record.index.enable'='true'")
         props += [f"'{key}'='{value}'" for key, value in (o.split("=", 1) for o in self.options)]

@@ -165,3 +165,24 @@ def test_artifacts_validate_against_dbt_schemas(spark, tmp_path):
     code, out = run(root, "seed", spark, select=["no_such_node"])
     assert code == 0 and "Nothing to do" in out
     assert validated(root)["run_results.json"]["results"] == []
+
+    # docs generate: what the warehouse holds of the models, seeds and sources (the failed model's
+    # table and the one after it were never made; an ephemeral model has none), as dbt describes it.
+    code, out = run(root, "docs", spark)
+    assert code == 0 and "Catalog written to" in out, out
+    catalog = validated(root)["catalog.json"]
+    check_metadata(catalog["metadata"])
+    nodes = catalog["nodes"]
+    assert set(nodes) == {"seed.p.people", "model.p.stg_people", "model.p.good", "model.p.joined"}
+    assert nodes["model.p.good"]["metadata"] == {"type": "table", "schema": "default", "name": "good",
+                                                 "database": None, "comment": None, "owner": None}
+    assert nodes["model.p.good"]["columns"] == {"id": {"type": "int", "index": 1, "name": "id", "comment": None},
+                                                "name": {"type": "string", "index": 2, "name": "name", "comment": None}}
+    assert nodes["model.p.good"]["stats"]["has_stats"]["value"] is False
+    assert nodes["model.p.stg_people"]["metadata"]["type"] == "view"
+    assert list(catalog["sources"]) == ["source.p.landing.events"]
+    assert [c["name"] for c in catalog["sources"]["source.p.landing.events"]["columns"].values()] == ["id", "name", "at"]
+    code, out = run(root, "docs", spark, select=["good"], compile=False)
+    assert code == 0 and set(validated(root)["catalog.json"]["nodes"]) == {"model.p.good"}
+    code, out = run(root, "docs", spark, empty_catalog=True, compile=False)
+    assert code == 0 and validated(root)["catalog.json"]["nodes"] == {}

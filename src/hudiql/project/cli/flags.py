@@ -43,6 +43,8 @@ class Flags:
     inline: str | None = None  # show: a query instead of --select
     state: str | None = None  # --state: an earlier run's target folder (state: and result: selectors)
     limit: int = 5  # show: rows shown (negative: all)
+    compile: bool = True  # docs generate: compile the selected nodes first (--no-compile: not)
+    empty_catalog: bool = False  # docs generate: write a catalog without tables (--empty-catalog)
 
 
 def flags_from_args(args: argparse.Namespace) -> Flags:
@@ -54,6 +56,7 @@ def flags_from_args(args: argparse.Namespace) -> Flags:
         output=getattr(args, "output", "selector"), resource_types=getattr(args, "resource_types", []),
         macro=getattr(args, "macro", ""), macro_args=_yaml_mapping("--args", getattr(args, "args", None) or "{}"),
         inline=getattr(args, "inline", None), limit=getattr(args, "limit", 5), state=getattr(args, "state", None),
+        compile=getattr(args, "compile", True), empty_catalog=getattr(args, "empty_catalog", False),
     )
 
 

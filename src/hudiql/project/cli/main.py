@@ -1,6 +1,6 @@
 """The project commands on the command line: ``add_commands(subparsers)`` registers ``run``,
 ``build``, ``test``, ``seed``, ``compile``, ``ls``, ``debug``, ``run-operation``, ``show``, ``source
-freshness`` and ``retry``; ``invoke(flags)`` runs one in-process (the task class of its command) and
+freshness``, ``docs generate`` and ``retry``; ``invoke(flags)`` runs one in-process (the task class of its command) and
 returns its exit code.
 
 Example:
@@ -29,6 +29,7 @@ from hudiql.project.task.base import BaseTask
 from hudiql.project.task.build import BuildTask
 from hudiql.project.task.compile import CompileTask
 from hudiql.project.task.debug import DebugTask
+from hudiql.project.task.docs import DocsGenerateTask
 from hudiql.project.task.freshness import FreshnessTask
 from hudiql.project.task.list import ListTask
 from hudiql.project.task.retry import RetryTask
@@ -50,6 +51,8 @@ COMMANDS: dict[str, tuple[type[BaseTask], str]] = {
     "run-operation": (RunOperationTask, "call a macro with arguments, where it can run statements"),
     "show": (ShowTask, "run a model or an --inline query and print its first rows"),
     "source": (FreshnessTask, "source freshness: how long ago each source table was loaded, against its criteria"),
+    "docs": (DocsGenerateTask, "docs generate: write target/catalog.json, the tables and columns of the models, "
+                               "seeds and sources"),
     "retry": (RetryTask, "run the previous command again on the nodes that errored, failed or were skipped"),
 }
 
@@ -86,6 +89,10 @@ def add_commands(subparsers: Any) -> None:
             parser.add_argument("-f", "--full-refresh", action="store_true", help="rebuild incremental models from scratch")
         if command == "source":
             parser.add_argument("subcommand", choices=["freshness"], help="what to check of the sources")
+        if command == "docs":
+            parser.add_argument("subcommand", choices=["generate"], help="what to do (dbt-docs' site: dbt docs serve)")
+            parser.add_argument("--no-compile", dest="compile", action="store_false", help="do not compile the nodes first")
+            parser.add_argument("--empty-catalog", action="store_true", help="write a catalog without tables")
         if command == "show":
             parser.add_argument("--inline", help="a query to preview instead of --select (ref() and source() work)")
             parser.add_argument("--limit", type=int, default=5, help="rows to show (default 5; negative: all)")

@@ -20,6 +20,17 @@ class CompileTask(GraphRunnableTask):
         return {"model", "test"}
 
     def execute(self, loaded: Loaded, nodes: list[Node]) -> int:
+        results = self.compile_nodes(loaded, nodes)
+        if results is None:
+            return EXIT_FAILED
+        models = [r for r in results if r.node.resource_type == "model"]
+        if len(models) == 1:
+            self.console.line(f"Compiled node '{models[0].node.name}' is:")
+            self.console.out.write((models[0].compiled_code or "") + "\n")
+        return EXIT_OK
+
+    def compile_nodes(self, loaded: Loaded, nodes: list[Node]) -> list[NodeResult] | None:
+        """Compile ``nodes`` and write ``run_results.json``; None (the error said) when one fails."""
         compiler = Compiler(loaded.invocation, loaded.manifest, loaded.adapter)
         results = []
         for node in nodes:
@@ -29,10 +40,6 @@ class CompileTask(GraphRunnableTask):
             except HudiqlError as e:
                 self.console.line("Encountered an error:")
                 self.console.line(str(e))
-                return EXIT_FAILED
+                return None
         write_run_results(loaded.invocation, results, 0.0, self.flags)
-        models = [r for r in results if r.node.resource_type == "model"]
-        if len(models) == 1:
-            self.console.line(f"Compiled node '{models[0].node.name}' is:")
-            self.console.out.write((models[0].compiled_code or "") + "\n")
-        return EXIT_OK
+        return results
