@@ -640,3 +640,17 @@ def test_source_freshness_checks_load_times_against_their_criteria(spark, tmp_pa
     assert any(line.startswith("1 of 5 WARN freshness of raw.aging ") for line in lines)
     code, out = run(root, "source", spark, select=["source:raw.fresh"])
     assert code == 0, out
+
+
+def test_properties_of_a_model_that_is_not_there_are_a_warning_as_in_dbt(spark, tmp_path):
+    """dbt-core warns of a ``.yml`` entry whose model file is gone (NoNodeForYamlKey) and runs the
+    rest; so does hudiql, in dbt's words."""
+    root = write_project(tmp_path / "p", {
+        "models/kept.sql": "SELECT 1 AS id",
+        "models/schema.yml": "models:\n  - name: kept\n  - name: gone\n    description: removed last week\n",
+    }, "name: p\n")
+    code, out = run(root, "run", spark)
+    assert code == 0, out
+    warning = ("[WARNING]: Did not find matching node for patch with name 'gone' in the 'models' section of file "
+               "'models/schema.yml'")
+    assert [line.split("  ", 1)[1] for line in out.splitlines() if "[WARNING]" in line] == [warning]

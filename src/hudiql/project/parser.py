@@ -173,7 +173,9 @@ class ProjectParser:
                 self._add(found, self._singular_test(path, folder))
         for (resource_type, name), (_, yml) in self.properties.items():
             if not any(n.name == name and n.resource_type == resource_type for n in found.values()):
-                raise ProjectError(f"{yml} describes {resource_type} '{name}', but there is no such {resource_type} file")
+                self.manifest.parse_warnings.append(  # dbt's words (NoNodeForYamlKey)
+                    f"Did not find matching node for patch with name '{name}' in the '{resource_type}s' section of "
+                    f"file '{yml}'")
         for node in found.values():
             (self.manifest.nodes if node.config["enabled"] else self.manifest.disabled)[node.unique_id] = node
         for node in list(self.manifest.nodes.values()):

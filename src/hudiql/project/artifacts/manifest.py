@@ -35,6 +35,8 @@ class Manifest:
     sources: dict[str, Source] = field(default_factory=dict)
     disabled: dict[str, Node] = field(default_factory=dict)
     macros: dict[str, dict[str, str]] = field(default_factory=dict)  # unique id -> name, package_name, path, macro_sql
+    #: What dbt warns of while parsing (properties of a node that is not there), one line each.
+    parse_warnings: list[str] = field(default_factory=list)
 
     def named(self, name: str) -> Node | None:
         """The enabled model or seed called ``name``."""

@@ -103,6 +103,8 @@ class ConfiguredTask(BaseTask):
         if self.announce and loaded.invocation.project.not_run:
             self.console.line(f"[WARNING]: hudiql does not run this project's {', '.join(sorted(loaded.invocation.project.not_run))}; "
                               "dbt-core would")
+        for warning in loaded.manifest.parse_warnings if self.announce else ():
+            self.console.line(f"[WARNING]: {warning}")
         for criterion in chosen.unmatched:
             self.console.line(f"[WARNING]: The selection criterion '{criterion}' does not match any enabled nodes")
         return self.run_selected(loaded, chosen.nodes)
