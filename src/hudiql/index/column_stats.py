@@ -281,7 +281,7 @@ def file_ranges(table: HudiTable, wanted_columns: Iterable[str], partitions: Ite
     """The ranges the index holds of ``wanted_columns`` in data ``partitions``: file name ->
     column -> range (files it has no range of are absent). Reads only the HFile blocks whose keys
     begin with a column and partition asked for."""
-    mdt = MetadataTable.load(table.storage, table.timeline)
+    mdt = MetadataTable.load(table.storage, table.config, table.timeline)
     valid = valid_instants(table.timeline)
     known = kinds(table)
     prefixes = sorted(column_id(c) + partition_id(p) for c in wanted_columns for p in partitions)

@@ -99,7 +99,7 @@ def build(spark: SparkSession, table: HudiTable, mdt: MetadataTable, found: list
 def partition_ranges(table: HudiTable, wanted_columns: Iterable[str]) -> dict[str, dict[str, ColumnRange]]:
     """The ranges the index holds of ``wanted_columns``: data partition -> column -> range. Reads
     only the HFile blocks whose keys begin with a column asked for."""
-    mdt = MetadataTable.load(table.storage, table.timeline)
+    mdt = MetadataTable.load(table.storage, table.config, table.timeline)
     valid = valid_instants(table.timeline)
     prefixes = sorted(column_id(c) for c in wanted_columns)
     out: dict[str, dict[str, ColumnRange]] = {}

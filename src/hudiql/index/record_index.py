@@ -223,7 +223,7 @@ class RecordIndex:
 
     @classmethod
     def of(cls, table: HudiTable) -> RecordIndex:
-        return cls(MetadataTable.load(table.storage, table.timeline), table.timeline)
+        return cls(MetadataTable.load(table.storage, table.config, table.timeline), table.timeline)
 
     def locate(self, keys: Iterable[str]) -> dict[str, RecordLocation]:
         """The location of each of ``keys`` that the table holds (a lookup on the driver: a few

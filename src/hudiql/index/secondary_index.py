@@ -120,7 +120,7 @@ def indexes(table: HudiTable, mdt: MetadataTable | None = None) -> list[Secondar
     if not partitions:
         return []
     defs = IndexDefinitions.load(table.storage, table.config)
-    mdt = mdt or MetadataTable.load(table.storage, table.timeline)
+    mdt = mdt or MetadataTable.load(table.storage, table.config, table.timeline)
     out = []
     for partition in partitions:
         fields = defs.source_fields(partition)
@@ -255,7 +255,7 @@ def compact(spark: SparkSession, mdt: MetadataTable, slices: list[MetadataSlice]
 def record_keys(table: HudiTable, index: SecondaryIndex, values: list[str | None]) -> set[str]:
     """The record keys index ``index`` holds of ``values`` (texts, ``value_text``): a lookup on the
     driver, each file group that may hold them read once, only its blocks that may hold them."""
-    mdt = MetadataTable.load(table.storage, table.timeline)
+    mdt = MetadataTable.load(table.storage, table.config, table.timeline)
     valid = valid_instants(table.timeline)
     slices = {s.file_id: s.readable(valid) for s in mdt.latest_slices(index.partition).values()}
     by_group: dict[int, list[bytes]] = {}

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Generic, TypeVar
 
@@ -23,34 +24,43 @@ V = TypeVar("V")
 
 class ProcessCache(Generic[V]):
     """Values by key, at most ``max_entries`` of them and (for bytes values) ``max_bytes`` in all;
-    a value over an eighth of ``max_bytes`` is not kept (it would push out many)."""
+    a value over an eighth of ``max_bytes`` is not kept (it would push out many). Threads share it
+    (a dbt run's nodes run on several)."""
 
     def __init__(self, max_entries: int, max_bytes: int | None = None) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._values: OrderedDict[str, V] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.Lock()
 
     def __contains__(self, key: str) -> bool:
         return key in self._values
 
     def get(self, key: str) -> V | None:
-        value = self._values.get(key)
-        if value is not None:
-            self._values.move_to_end(key)
-        return value
+        with self._lock:
+            value = self._values.get(key)
+            if value is not None:
+                self._values.move_to_end(key)
+            return value
 
     def put(self, key: str, value: V) -> None:
-        self.pop(key)
         size = self._size(value)
-        if self.max_bytes is not None and size > self.max_bytes // 8:
-            return
-        self._values[key] = value
-        self._bytes += size
-        while len(self._values) > self.max_entries or (self.max_bytes is not None and self._bytes > self.max_bytes):
-            self.pop(next(iter(self._values)))
+        with self._lock:
+            self._pop(key)
+            if self.max_bytes is not None and size > self.max_bytes // 8:
+                return
+            self._values[key] = value
+            self._bytes += size
+            while self._values and (len(self._values) > self.max_entries
+                                    or (self.max_bytes is not None and self._bytes > self.max_bytes)):
+                self._pop(next(iter(self._values)))
 
     def pop(self, key: str) -> V | None:
+        with self._lock:
+            return self._pop(key)
+
+    def _pop(self, key: str) -> V | None:
         value = self._values.pop(key, None)
         if value is not None:
             self._bytes -= self._size(value)

@@ -99,10 +99,10 @@ class QueryPlanner:
         reads, and those views (the caller drops them once Spark has analysed the query).
 
         A name is, in this order: a temporary view of hudiql or of Spark, a table, a persistent
-        view (a table and a persistent view never share a name; a table is looked up first, as it
-        is read by the one request that loads it). A view's query is planned on its own (its CTEs
-        and names stay its own; unqualified names are in the view's database), when the outer
-        query runs.
+        view, a table's ``_ro`` / ``_rt`` name (a table and a persistent view never share a name: a
+        table is looked up first, by the one request that loads it). A view's query is planned on
+        its own (its CTEs and names stay its own; unqualified names are in the view's database),
+        when the outer query runs.
         """
         query = query.copy()
         views: list[str] = []
@@ -122,6 +122,7 @@ class QueryPlanner:
                 resolved = self._resolve(database, table_name_) if view is None else None
                 if view is None and resolved is None:
                     view = self.session.catalog.view(database, table_name_)
+                    resolved = self._resolve_suffixed(database, table_name_) if view is None else None
                 if view is not None:
                     if view.temporary:
                         self._check_persistent_reads(view.name)
@@ -212,7 +213,7 @@ class QueryPlanner:
         if "/" in target:
             return HudiTable.load(target)
         database, name = self.session.resolve(table_name_text(target))
-        resolved = self._resolve(database, name)
+        resolved = self._resolve(database, name) or self._resolve_suffixed(database, name)
         if resolved is None:
             raise TableNotFoundError(f"{function}: table {database}.{name} does not exist; see SHOW TABLES")
         return resolved[0]
@@ -240,19 +241,27 @@ class QueryPlanner:
             raise SqlError(f"view {persistent[-1]} cannot read temporary view {temporary}; a view in the warehouse outlives the session")
 
     def _resolve(self, database: str, name: str) -> tuple[HudiTable, bool] | None:
-        """The table a name reads, and whether read-optimized: ``t_ro`` reads the base files of
-        merge-on-read table ``t`` (``t_rt`` its snapshot), as Hudi's Hive sync names them;
-        ``SET hoodie.datasource.query.type=read_optimized`` makes every query read-optimized."""
-        mode = registry.choice(self.session.conf, registry.QUERY_TYPE)  # SET validated it
+        """The table a name reads, and whether read-optimized (a name registered with
+        ``'hoodie.query.as.ro.table'='true'``, or ``SET hoodie.datasource.query.type=read_optimized``,
+        which makes every query read-optimized)."""
         loaded = self.session.catalog.load_table(database, name)
         if loaded is not None:  # a name registered with 'hoodie.query.as.ro.table'='true' reads base files
-            return loaded[0], loaded[1].read_optimized or mode == "read_optimized"
+            return loaded[0], loaded[1].read_optimized or self._read_optimized_mode()
+        return None
+
+    def _resolve_suffixed(self, database: str, name: str) -> tuple[HudiTable, bool] | None:
+        """The table a ``<table>_ro`` or ``<table>_rt`` name reads when no table or view has it, as
+        Hudi's Hive sync names them: ``t_ro`` the base files of merge-on-read table ``t``, ``t_rt``
+        its snapshot."""
         for suffix, read_optimized in (("_ro", True), ("_rt", False)):
             if name.endswith(suffix):
                 loaded = self.session.catalog.load_table(database, name[: -len(suffix)])
                 if loaded is not None:
-                    return loaded[0], read_optimized or mode == "read_optimized"
+                    return loaded[0], read_optimized or self._read_optimized_mode()
         return None
+
+    def _read_optimized_mode(self) -> bool:
+        return registry.choice(self.session.conf, registry.QUERY_TYPE) == "read_optimized"  # SET validated it
 
     def _is_temp_view(self, name: str) -> bool:
         # Asks the session catalog directly: listing every table costs a Spark job per query.

@@ -230,6 +230,8 @@ def _archive_metadata_table(table: HudiTable) -> list[Instant]:
         mdt = mdt.refreshed()
         moved = chosen(mdt)
         _move(mdt, moved, table.settings)
+    if moved:
+        MetadataTable.changed(table.storage)
     return moved
 
 

@@ -172,7 +172,7 @@ def _hfile(records: list[FilesRecord], file_name: str, schema: str) -> bytes:
     """A base HFile of the ``files`` partition, its file info naming record ``schema`` (text)."""
     entries = [(r.key.encode(), encode_value(r, file_name)) for r in records]
     info = {"schema": schema.encode()}
-    if file_name is not None and entries:  # a base file, as Hudi's HFile writer describes it
+    if entries:  # as Hudi's HFile writer describes a base file
         keys = sorted(k for k, _ in entries)
         info.update(minRecordKey=keys[0], maxRecordKey=keys[-1])
     return hfile.write_hfile(entries, file_info=info)
@@ -207,8 +207,9 @@ class MetadataSlice:
 
     def read_logs(self, storage: Storage) -> list[tuple[str, bytes]]:
         """(URI, content) of each log, in order, each read once per process: a log of a version 8+
-        metadata table is written whole by one delta commit and never changes (a rebuilt table's
-        slices are told apart by ``written_by``)."""
+        metadata table is written whole by one delta commit, named by its instant, and never changes
+        (a rebuilt table's slices are told apart by ``written_by``; a log of a group without a base
+        file is named by a delta commit of the table it belongs to)."""
         logs = []
         for name in self.log_files:
             uri = storage.uri(self.path(name))
@@ -243,12 +244,14 @@ def _merge_records(merged: dict[str, FilesRecord], records: Iterable[FilesRecord
         merged[record.key] = older.merged(record) if older else record
 
 
-def data_state(data_timeline: Timeline) -> tuple[tuple[str, str, str | None], ...]:
-    """The completed instants of the data table: a metadata table changes for readers only with
-    them (its delta commit counts once its data instant completed; its compaction and clean run
-    after one completed), so a view of it listed when the data table was in this state is current
-    while the data table still is."""
-    return tuple((i.timestamp, i.action, i.completion_time) for i in data_timeline.instants if i.is_completed)
+def data_state(data_config: TableConfig, data_timeline: Timeline) -> tuple:
+    """The data table's completed instants and the metadata partitions its properties name: a
+    metadata table changes for readers only with them (a delta commit counts once its data instant
+    completed; compaction and clean run after one completed; an index is built, and the table
+    removed or built, with the properties changed), so a view of it listed when the data table was
+    in this state is current while the data table still is."""
+    return (data_config.get(METADATA_PARTITIONS), data_config.get(METADATA_PARTITIONS_INFLIGHT),
+            tuple((i.timestamp, i.action, i.completion_time) for i in data_timeline.instants if i.is_completed))
 
 
 @dataclass(frozen=True)
@@ -260,7 +263,7 @@ class _Loaded:
 
 
 #: What this process read of metadata tables, by their URI (the tables it used last): the config
-#: and timeline, and the merged records of the latest slice.
+#: and timeline (``_LOADED``), the merged records of the latest slice (``_MERGED``).
 _LOADED: ProcessCache[_Loaded] = ProcessCache(max_entries=16)
 #: Log files of metadata tables this process read (``MetadataSlice.read_logs``).
 _LOGS: ProcessCache[bytes] = ProcessCache(max_entries=4096, max_bytes=64 << 20)
@@ -273,28 +276,34 @@ class MetadataTable:
     """The metadata table of one data table, as listed once: its config, timeline and the file
     slice of its ``files`` partition."""
 
-    def __init__(self, data_storage: Storage, storage: Storage, config: TableConfig, timeline: Timeline) -> None:
+    def __init__(self, data_storage: Storage, storage: Storage, config: TableConfig, timeline: Timeline,
+                 listed: bool = True) -> None:
         self.data_storage = data_storage
         self.storage = storage
         self.config = config
         self.timeline = timeline
+        #: Whether the timeline was listed for this view (not a view this process kept).
+        self.listed = listed
 
     @staticmethod
     def storage_of(data_storage: Storage) -> Storage:
         return Storage(data_storage.uri(METADATA_TABLE_FOLDER))
 
     @classmethod
-    def load(cls, data_storage: Storage, data_timeline: Timeline | None = None) -> MetadataTable:
+    def load(cls, data_storage: Storage, data_config: TableConfig | None = None,
+             data_timeline: Timeline | None = None) -> MetadataTable:
         """The table's metadata table: its timeline listed, unless this process knows it current
-        for the data table's ``data_timeline`` (``data_state``; a writer under the lock passes none);
-        its properties read once per process (hudiql never changes them, a rebuild writes the same)."""
+        for the data table as ``data_config`` and ``data_timeline`` show it (``data_state``; a
+        writer under the lock passes neither); its properties read once per process (hudiql never
+        changes them, a rebuild writes the same)."""
         storage = cls.storage_of(data_storage)
         loaded = _LOADED.get(storage.base_uri)
-        state = data_state(data_timeline) if data_timeline is not None else None
-        if loaded is None or state is None or loaded.current_for != state:
-            config = loaded.config if loaded is not None else TableConfig.load(storage)
-            loaded = _Loaded(config, Timeline.load(storage, config), state)
-            _LOADED.put(storage.base_uri, loaded)
+        state = data_state(data_config, data_timeline) if data_config and data_timeline else None
+        if loaded is not None and state is not None and loaded.current_for == state:
+            return cls(data_storage, storage, loaded.config, loaded.timeline, listed=False)
+        config = loaded.config if loaded is not None else TableConfig.load(storage)
+        loaded = _Loaded(config, Timeline.load(storage, config), state)
+        _LOADED.put(storage.base_uri, loaded)
         return cls(data_storage, storage, loaded.config, loaded.timeline)
 
     @classmethod
@@ -310,11 +319,19 @@ class MetadataTable:
         self.timeline = self.timeline.with_instant(instant)
         _LOADED.put(self.storage.base_uri, _Loaded(self.config, self.timeline, None))
 
-    def note_current_for(self, data_timeline: Timeline) -> None:
+    def note_current_for(self, data_config: TableConfig, data_timeline: Timeline) -> None:
         """Note that this view, listed and written under the table lock, is current for the data
-        table's ``data_timeline`` (the lock's listing, with the instant just completed): the next
-        statement that finds the data table so lists no metadata timeline."""
-        _LOADED.put(self.storage.base_uri, _Loaded(self.config, self.timeline, data_state(data_timeline)))
+        table as ``data_config`` and ``data_timeline`` show it (the lock's, with the instant just
+        completed): the next statement that finds the data table so lists no metadata timeline."""
+        _LOADED.put(self.storage.base_uri, _Loaded(self.config, self.timeline, data_state(data_config, data_timeline)))
+
+    @classmethod
+    def changed(cls, data_storage: Storage) -> None:
+        """This process changed the table's timeline other than by an instant of a data write
+        (archived it): the next view lists it again."""
+        loaded = _LOADED.get(cls.storage_of(data_storage).base_uri)
+        if loaded is not None:
+            _LOADED.put(cls.storage_of(data_storage).base_uri, _Loaded(loaded.config, loaded.timeline, None))
 
     @classmethod
     def create(cls, data_storage: Storage, data_config: TableConfig, data_timeline: Timeline) -> MetadataTable:
@@ -393,13 +410,13 @@ class MetadataTable:
         expect one schema text across a partition's files (Hudi 1.1's writers add Java string
         properties to hudiql's). Read once per base file."""
         files_slice = self.files_slice()
-        uri = self.storage.uri(files_slice.path(files_slice.base_file))
-        text = _RECORD_SCHEMAS.get(uri)
+        key = f"{files_slice.written_by} {self.storage.uri(files_slice.path(files_slice.base_file))}"
+        text = _RECORD_SCHEMAS.get(key)
         if text is None:
             with files_slice.base(self.storage) as base:
                 stored = base.file_info.get("schema") if base is not None else None
             text = stored.decode() if stored is not None else SCHEMA_JSON
-            _RECORD_SCHEMAS.put(uri, text)
+            _RECORD_SCHEMAS.put(key, text)
         return text
 
     def appendable(self) -> bool:
@@ -686,8 +703,16 @@ def listing_files(storage: Storage, config: TableConfig, timeline: Timeline,
     metadata table is a one-line warning naming the file, and a storage listing."""
     if FILES_PARTITION not in config.metadata_partitions or config.version < 8:
         return None
+    mdt = MetadataTable.load(storage, config, timeline)
     try:
-        listing = MetadataTable.load(storage, timeline).listing(timeline, partitions)
+        try:
+            listing = mdt.listing(timeline, partitions)
+        except (HudiqlError, OSError):
+            if mdt.listed:
+                raise
+            # The view this process kept is of a table rebuilt since (by another process, the data
+            # table unchanged): listed again, once.
+            listing = MetadataTable.load(storage).listing(timeline, partitions)
     except (HudiqlError, OSError) as exc:
         warn(f"{exc}; listing storage instead. {rebuild_hint(config.name)}")
         return None
@@ -701,7 +726,8 @@ def rebuild_hint(table_name: str) -> str:
             f"CALL create_metadata_table(table => '{table_name}')")
 
 
-#: Base HFile of a ``files`` partition -> the record schema text it names.
+#: Base HFile of a ``files`` partition (the instant file that wrote it, and its URI) -> the record
+#: schema text it names.
 _RECORD_SCHEMAS: ProcessCache[str] = ProcessCache(64)
 
 

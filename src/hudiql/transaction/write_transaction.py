@@ -175,7 +175,7 @@ class WriteTransaction:
         # What the post-commit services start from: the listing under the lock, and this commit.
         self.committed_table = self.table.with_timeline(current.with_instant(completed))
         if mdt is not None:  # as this commit left it: the next statement need not list it again
-            mdt.note_current_for(self.committed_table.timeline)
+            mdt.note_current_for(self.committed_table.config, self.committed_table.timeline)
         self._done = self.committed = True
         self.table.storage.delete_dir(marker_folder(self.instant_time))
         self._heartbeat.stop()
