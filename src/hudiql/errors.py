@@ -53,11 +53,6 @@ class FormatError(HudiqlError):
 RESTORE_FROM_BACKUP = "restore the file from a backup of the table"
 
 
-def missing_file(uri: str) -> FormatError:
-    """The error for a file that is not there."""
-    return FormatError(f"missing file {uri}")
-
-
 def damaged_file(path: str, problem: str) -> FormatError:
     """The error for a file a committed instant needs that is missing or damaged, naming it."""
     return FormatError(f"{path} {problem}; the table needs it: {RESTORE_FROM_BACKUP}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import zlib
 from datetime import datetime, timezone, tzinfo
 
-from hudiql.errors import FormatError, damaged_file, missing_file
+from hudiql.errors import FormatError, damaged_file
 from hudiql.io.storage import Storage
 from hudiql.layout import ARCHIVED_FOLDER, META_FOLDER, PROPERTIES_FILE
 
@@ -268,17 +268,16 @@ class TableConfig:
     def load(cls, storage: Storage) -> TableConfig:
         """The table's config; a ``hoodie.properties`` that is empty or corrupt is an error (a
         config read from it would read the table wrong: another type, no partitions, ...)."""
-        config = cls.load_if_exists(storage)
-        if config is None:
-            raise missing_file(storage.uri(PROPERTIES_FILE))
-        return config
+        return cls._checked(storage, storage.read(PROPERTIES_FILE))
 
     @classmethod
     def load_if_exists(cls, storage: Storage) -> TableConfig | None:
         """The table's config (one read), or None when there is no ``hoodie.properties``."""
         content = storage.read_if_exists(PROPERTIES_FILE)
-        if content is None:
-            return None
+        return None if content is None else cls._checked(storage, content)
+
+    @classmethod
+    def _checked(cls, storage: Storage, content: bytes) -> TableConfig:
         config = cls.parse(content)
         problem = config.damage()
         if problem:

@@ -55,7 +55,7 @@ from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-from hudiql.errors import OptionError, StorageError, closest, missing_file
+from hudiql.errors import FormatError, OptionError, StorageError, closest
 
 #: The environment variable carrying the resolved storage options (JSON) to Spark's Python workers.
 OPTIONS_VARIABLE = "HUDIQL_STORAGE_OPTIONS"
@@ -356,7 +356,7 @@ class Storage:
     def read(self, rel: str) -> bytes:
         content = self.read_if_exists(rel)
         if content is None:
-            raise missing_file(self.uri(rel))
+            raise FormatError(f"missing file {self.uri(rel)}")
         return content
 
     @_reaching
