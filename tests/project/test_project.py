@@ -390,7 +390,6 @@ def test_model_config_errors(tmp_path, config, message):
     ({"seeds/s.csv": "a\n1\n"}, "name: p\nseeds:\n  p:\n    +column_type: {a: int}\n", ConfigError, "did you mean 'column_types'"),
     ({"models/m.sql": "SELECT 1", "models/m.yml": "models:\n  - name: m\n    colums: []\n"}, None, ProjectError, "did you mean 'columns'"),
     ({"models/m.sql": "SELECT 1 AS a", "models/m.yml": "models:\n  - name: m\n    columns:\n      - name: a\n        tests: [uniqe]\n"}, None, ConfigError, "unknown test; did you mean 'unique'"),
-    ({"models/m.yml": "models:\n  - name: gone\n"}, None, ProjectError, "no such model"),
     ({"models/a/m.sql": "SELECT 1", "models/b/m.sql": "SELECT 2"}, None, ProjectError, "two nodes are named 'm'"),
     ({"models/m.sql": "SELECT {{ var('missing') }}"}, None, CompilationError, "required var 'missing'"),
     ({"models/m.sql": "SELECT {{ undefined_thing }}"}, None, CompilationError, "'undefined_thing' is undefined"),
