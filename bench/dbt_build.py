@@ -9,8 +9,8 @@ Projects:
 * ``demo``: generated here in the shape of dbt Labs' newer demo project (jaffle-shop): six seeds of
   about 180k rows in all (``--scale`` multiplies them), six staging views, six mart tables (one of
   them incremental, merged on its key) and a ``unique`` / ``not_null`` test on each mart's key.
-* ``example``: a copy of ``models_example`` without its ``fct_orders``-downstream model that calls
-  hudiql's ``changes()`` (a hudiql function the dbt-core adapter does not have).
+* ``example``: a copy of ``models_example`` (its ``orders_enriched`` reads ``changes()``, which the
+  dbt-core adapter offers too).
 
 Each run builds each project from an empty warehouse with each engine, every build a fresh process
 (``hudiql build --project-dir P`` and ``dbt build --project-dir P --profiles-dir P``, one
@@ -126,10 +126,9 @@ def demo_project(root: str, scale: float) -> None:
 
 
 def example_project(root: str) -> None:
-    """models_example, less the model that calls hudiql's ``changes()``, with a profile of its own."""
+    """models_example, with a profile of its own."""
     shutil.copytree(os.path.join(REPO, "models_example"), root,
                     ignore=shutil.ignore_patterns("warehouse", "target", "logs", "spark-warehouse", "metastore_db"))
-    os.remove(os.path.join(root, "models", "marts", "orders_enriched.sql"))
     with open(os.path.join(root, "profiles.yml"), "w") as f:
         f.write(PROFILE.format(name="hudiql_example"))
 

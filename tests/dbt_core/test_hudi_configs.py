@@ -58,3 +58,42 @@ class TestErrorsInOneLine:
         out, err = capfd.readouterr()
         assert result.status == "error" and "no_such_column" in result.message
         assert "JVM stacktrace" not in out + err and "org.apache.spark.sql" not in out + err, (out + err)[-3000:]
+
+
+UP = """{{ config(materialized='incremental', unique_key='id', precombine_field='ts') }}
+{% if var('round', 1) == 1 %} select 1 as id, 1 as ts, 'a' as v union all select 2, 1, 'b'
+{% else %} select 2 as id, 2 as ts, 'b2' as v union all select 3, 2, 'c' {% endif %}"""
+DOWN = """{{ config(materialized='incremental', unique_key='id') }}
+select id, v, {{ var('round', 1) }} as read_in_round from {{ changes(ref('up')) }}"""
+# Runs after down on the same connection: what down's changes() set must not reach it.
+PLAIN = """-- depends_on: {{ ref('down') }}
+{{ config(materialized='table') }} select id, v from {{ ref('up') }}"""
+
+
+class TestChanges:
+    """``changes()`` through dbt-core, as ``hudiql run`` reads it: a later run of an incremental
+    model reads only what its upstream changed, and the session settings it needs (the consumed
+    instant, deleted rows) end with the model."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def models(cls):
+        return {"up.sql": UP, "down.sql": DOWN, "plain.sql": PLAIN}
+
+    def test_a_later_run_reads_only_the_changes(self, project):
+        from hudiql.catalog import Catalog
+        from hudiql.table.fsview import read_commit_metadata
+        from hudiql.table.table import HudiTable
+
+        run_dbt(["run"])
+        run_dbt(["run", "--vars", "{round: 2}"])
+        relation = relation_from_name(project.adapter, "down")
+        rows = project.run_sql(f"select id, v, read_in_round from {relation} order by id", fetch="all")
+        assert [tuple(r) for r in rows] == [(1, "a", 1), (2, "b2", 2), (3, "c", 2)]  # row 1 unchanged: not read again
+
+        catalog = Catalog(project.adapter.config.credentials.warehouse)
+        def extra(name: str) -> dict:
+            table = HudiTable.load(catalog.location(project.test_schema, name))
+            return read_commit_metadata(table.timeline, table.timeline.completed()[-1]).extra_metadata
+        assert any(k.startswith("_hudiql.consumed.") for k in extra("down"))
+        assert not any(k.startswith("_hudiql.consumed.") for k in extra("plain"))

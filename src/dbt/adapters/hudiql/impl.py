@@ -21,7 +21,7 @@ from dbt.adapters.base import AdapterConfig, available
 from dbt.adapters.base.relation import BaseRelation, InformationSchema
 from dbt.adapters.contracts.relation import RelationConfig, RelationType
 from dbt.adapters.hudiql.column import HudiqlColumn
-from dbt.adapters.hudiql.connections import HudiqlConnectionManager
+from dbt.adapters.hudiql.connections import HudiqlConnectionManager, logger
 from dbt.adapters.hudiql.relation import HudiqlRelation
 from dbt.adapters.sql import SQLAdapter
 from dbt_common.exceptions import CompilationError, DbtRuntimeError
@@ -226,6 +226,20 @@ class HudiqlAdapter(SQLAdapter):
             return model_config.validate("model", given, f"model {name}")
         except ProjectError as exc:
             raise DbtRuntimeError(str(exc)) from None
+
+    @available.parse(lambda upstream, *args: str(upstream))
+    def hudi_changes(self, upstream: HudiqlRelation, model: HudiqlRelation, incremental: bool) -> str:
+        """``{{ changes(ref('orders')) }}``, as ``hudiql run`` reads it: what ``upstream`` changed
+        since ``model``'s last run (the whole upstream on a first build or a full refresh, with a
+        line why). The connection's session records the upstream instant in the model's next commit
+        and reads deleted records; dbt closes a node's connection when the node is done, and the
+        session with it, so the next node starts without these settings."""
+        with self._rules.node_scope():
+            planned = self._rules.changes(upstream.as_hudiql(), model.as_hudiql(), incremental)
+        if planned.full_because is not None:
+            logger.info(f"{model}: changes({upstream}) reads the whole of {upstream} as of {planned.consumed}: "
+                        f"{planned.full_because}")
+        return planned.sql
 
     @available
     def hudi_table_problem(self, relation: HudiqlRelation, config: dict[str, Any]) -> str:

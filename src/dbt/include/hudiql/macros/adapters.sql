@@ -55,3 +55,10 @@ DROP {{ 'VIEW' if relation.is_view else 'TABLE' }} IF EXISTS {{ relation }}
 {% macro hudiql__get_columns_in_query(select_sql) -%}
 {{ return(adapter.get_columns_in_query(select_sql) | map(attribute='name') | list) }}
 {%- endmacro %}
+
+{#- `{{ changes(ref('orders')) }}`: in an incremental model, only the rows the upstream hudiql table
+    changed since the model's last run (deleted ones with _hoodie_is_deleted = true), as `hudiql run`
+    reads them; the whole upstream on a first build or a full refresh. -#}
+{% macro changes(relation) -%}
+{{ return(adapter.hudi_changes(relation, this, is_incremental())) }}
+{%- endmacro %}
