@@ -1,5 +1,7 @@
-"""One dbt project, read by dbt-core with the hudiql adapter and by ``hudiql``'s own commands: both
-describe its warehouse alike (``docs generate``'s ``catalog.json``)."""
+"""One dbt project (seed, source, table, view, ephemeral and incremental models, ``changes()``,
+generic tests), run by dbt-core with the hudiql adapter and by ``hudiql``'s own commands: both write
+the same rows, report the same nodes and statuses, and describe the warehouse alike
+(``docs generate``'s ``catalog.json``)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import io
 import json
 from pathlib import Path
 
+import hudiql
 import pytest
 from dbt.tests.util import run_dbt
 from hudiql.project.cli.flags import Flags
@@ -18,8 +21,24 @@ MODELS = {
                   "select id, name, cast(amount as decimal(10, 2)) as amount, current_date() as day from {{ ref('people') }}",
     "names.sql": "{{ config(materialized='view') }} select name from {{ ref('orders') }}",
     "eph.sql": "{{ config(materialized='ephemeral') }} select 1 as one",
+    "merged.sql": "{{ config(materialized='incremental', unique_key='id', precombine_field='ts') }} "
+                  "select id, name, 1 as ts from {{ ref('orders') }} join {{ ref('eph') }} on true",
+    "downstream.sql": "{{ config(materialized='incremental', unique_key='id') }} "
+                      "select id, upper(name) as name from {{ changes(ref('merged')) }}",
     "sources.yml": "sources:\n  - name: raw\n    schema: \"{{ target.schema }}\"\n    tables:\n      - name: people\n",
+    "schema.yml": "models:\n  - name: orders\n    columns:\n      - name: id\n        data_tests: [unique, not_null]\n"
+                  "      - name: name\n        data_tests:\n          - accepted_values:\n"
+                  "              arguments: {values: [ann, bo]}\n",
 }
+PROFILE = """test:
+  target: default
+  outputs:
+    default:
+      type: hudiql
+      warehouse: {warehouse}
+      schema: {schema}
+      threads: 1
+"""
 
 
 def described(catalog: dict) -> dict:
@@ -55,6 +74,31 @@ class TestBothEngines:
         assert code == 0, out.getvalue()
         by_hudiql = json.loads((target / "catalog.json").read_text())
         assert described(by_hudiql) == described(by_dbt)
-        assert sorted(uid.split(".", 2)[::2] for uid in by_dbt["nodes"]) == [["model", "names"], ["model", "orders"],
-                                                                             ["seed", "people"]]
+        assert sorted(uid.split(".", 2)[::2] for uid in by_dbt["nodes"]) == [
+            ["model", "downstream"], ["model", "merged"], ["model", "names"], ["model", "orders"], ["seed", "people"]]
         assert [uid.rsplit(".", 2)[1:] for uid in by_dbt["sources"]] == [["raw", "people"]]
+
+    def test_build_writes_the_same_rows_and_results_as_dbt(self, project, spark, tmp_path):
+        """``dbt build`` and ``hudiql build`` of one project, each into its own warehouse (twice: the
+        second run merges): every model holds the same rows, and the run results name the same
+        nodes (dbt's test names) with the same statuses."""
+        other = tmp_path / "hudiql_warehouse"
+        (tmp_path / "profiles").mkdir()
+        (tmp_path / "profiles" / "profiles.yml").write_text(PROFILE.format(warehouse=other, schema=project.test_schema))
+        root = Path(project.project_root)
+        for _ in range(2):
+            run_dbt(["build"])
+            by_dbt = json.loads((root / "target" / "run_results.json").read_text())
+            out = io.StringIO()
+            code = invoke(Flags("build", project_dir=str(root), profiles_dir=str(tmp_path / "profiles")), spark=spark, out=out)
+            assert code == 0, out.getvalue()
+            by_hudiql = json.loads((root / "target" / "run_results.json").read_text())
+            assert ({r["unique_id"]: r["status"] for r in by_hudiql["results"]}
+                    == {r["unique_id"]: r["status"] for r in by_dbt["results"]})
+        dbt_session = hudiql.connect(warehouse=project.adapter.config.credentials.warehouse, spark=spark)
+        own_session = hudiql.connect(warehouse=str(other), spark=spark)
+        for name in ("people", "orders", "names", "merged", "downstream"):
+            query = f"SELECT * FROM {project.test_schema}.{name}"
+            columns = [c for c in dbt_session.sql(query).columns if not c.startswith("_hoodie")]
+            rows = [sorted(tuple(r[c] for c in columns) for r in s.sql(query).collect()) for s in (dbt_session, own_session)]
+            assert rows[0] and rows[0] == rows[1], name
