@@ -79,7 +79,8 @@ def open_for_write(table: HudiTable) -> None:
 def _foreign_records(table: HudiTable) -> bool:
     """Whether the table's metadata table holds records encoded otherwise than hudiql encodes them
     (a Hudi 1.0 writer's), which its first write rebuilds (``metadata_table.open_for_write``) with
-    the indexes its writes keep. No request once this process knows the table."""
+    the indexes its writes keep. No request once this process has read its latest base file of
+    ``files`` (``MetadataTable.record_schema``)."""
     if table.config.version < 8 or FILES_PARTITION not in table.config.metadata_partitions:
         return False
     try:
