@@ -88,3 +88,6 @@ def test_with_the_metadata_table_a_small_statement_makes_six_requests_and_a_quer
         others = count.lists + count.reads + count.probes - sum(count.by_path[("read", p)] for p in index_reads)
         assert others == (6 if name in WRITES else 2), (name, count.by_path)
         assert len({p.split("_")[0] for p in index_reads}) <= 1, (name, index_reads)  # one group's files
+    # What a lookup read of its index group (its logs, its base file's ranges) is not read again.
+    [(_, again)] = requests_of(session, {"the point query again": QUERIES["point query"]})
+    assert (again.lists, again.reads, again.probes) == (1, 1, 0), again.by_path

@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from hudiql.config import registry as K
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import FormatError, HudiqlError, warn
-from hudiql.formats.hfile import RangedFile, write_hfile
+from hudiql.formats.hfile import write_hfile
 from hudiql.index import groups
 from hudiql.index.groups import GROUP, base_info, by_group, group_stat
 from hudiql.io.storage import Storage
@@ -275,10 +275,8 @@ def _lookup(storage: Storage, s: MetadataSlice, keys: Iterable[str]) -> dict[str
     """Look ``keys`` up in slice ``s``: its logs read whole (one write's changes each), its base
     HFile by ranges (the blocks that may hold the keys)."""
     logs = s.read_logs(storage)
-    if not s.base_file:
-        return RecordIndexSlice(None, logs, storage.uri(s.path(""))).lookup(keys)
-    with storage.open_input_file(s.path(s.base_file)) as f:
-        return RecordIndexSlice(RangedFile(f, f.size()), logs, storage.uri(s.path(s.base_file))).lookup(keys)
+    with s.ranged_base(storage) as base:
+        return RecordIndexSlice(base, logs, storage.uri(s.path(s.base_file))).lookup(keys)
 
 
 @dataclass(frozen=True)

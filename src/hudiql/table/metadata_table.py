@@ -198,12 +198,23 @@ class MetadataSlice:
     @contextmanager
     def base(self, storage: Storage) -> Iterator[hfile.HFile | None]:
         """The slice's base HFile, read by ranges while open (None for a group without one)."""
+        with self.ranged_base(storage) as ranged:
+            yield hfile.HFile(ranged, storage.uri(self.path(self.base_file))) if ranged is not None else None
+
+    @contextmanager
+    def ranged_base(self, storage: Storage) -> Iterator[hfile.RangedFile | None]:
+        """The slice's base HFile as a ``RangedFile`` (None for a group without one). A base file
+        never changes: the ranges this process read of it are kept (``_KeptRanges``), and the file
+        is opened only for a range not read yet."""
         if not self.base_file:
             yield None
             return
         path = self.path(self.base_file)
-        with storage.open_input_file(path) as f:
-            yield hfile.HFile(hfile.RangedFile(f, f.size()), storage.uri(path))
+        kept = _KeptRanges(storage, path, f"{self.written_by} {storage.uri(path)}")
+        try:
+            yield hfile.RangedFile(kept, kept.size())
+        finally:
+            kept.close()
 
     def read_logs(self, storage: Storage) -> list[tuple[str, bytes]]:
         """(URI, content) of each log, in order, each read once per process: a log of a version 8+
@@ -224,6 +235,38 @@ class MetadataSlice:
         """This slice without the logs of data instants that did not complete (``valid_instants``)."""
         logs = tuple(n for n in self.log_files if valid(parse_data_file_name(n).instant_time))
         return MetadataSlice(self.partition, self.file_id, self.base_instant, self.base_file, logs, self.written_by)
+
+
+class _KeptRanges:
+    """The file under a ``RangedFile`` of one base HFile: the byte ranges (and the size) this
+    process read of it are kept, keyed by ``key`` (the instant file that wrote it, and its URI)."""
+
+    def __init__(self, storage: Storage, path: str, key: str) -> None:
+        self._storage, self._path, self._key = storage, path, key
+        self._file = None
+
+    def size(self) -> int:
+        size = _BASE_SIZES.get(self._key)
+        if size is None:
+            size = self._open().size()
+            _BASE_SIZES.put(self._key, size)
+        return size
+
+    def read_at(self, length: int, offset: int) -> bytes:
+        data = _BASE_RANGES.get(f"{self._key} {offset} {length}")
+        if data is None:
+            data = self._open().read_at(length, offset)
+            _BASE_RANGES.put(f"{self._key} {offset} {length}", data)
+        return data
+
+    def _open(self):
+        if self._file is None:
+            self._file = self._storage.open_input_file(self._path)
+        return self._file
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 def _log_order(name: str) -> tuple[str, int]:
@@ -265,8 +308,11 @@ class _Loaded:
 #: What this process read of metadata tables, by their URI (the tables it used last): the config
 #: and timeline (``_LOADED``), the merged records of the latest slice (``_MERGED``).
 _LOADED: ProcessCache[_Loaded] = ProcessCache(max_entries=16)
-#: Log files of metadata tables this process read (``MetadataSlice.read_logs``).
+#: Log files of metadata tables this process read (``MetadataSlice.read_logs``), and the sizes and
+#: byte ranges of their base files (``_KeptRanges``).
 _LOGS: ProcessCache[bytes] = ProcessCache(max_entries=4096, max_bytes=64 << 20)
+_BASE_SIZES: ProcessCache[int] = ProcessCache(max_entries=4096)
+_BASE_RANGES: ProcessCache[bytes] = ProcessCache(max_entries=4096, max_bytes=64 << 20)
 #: The (partition, file name) pairs each completed metadata instant wrote, by its file's URI.
 _WRITTEN: ProcessCache[tuple[tuple[str, str], ...]] = ProcessCache(4096)
 _MERGED: ProcessCache[tuple[str | None, tuple[tuple[str, bool], ...], dict[str, FilesRecord]]] = ProcessCache(16)
