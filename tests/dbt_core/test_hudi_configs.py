@@ -78,15 +78,16 @@ class TestChanges:
     @pytest.fixture(scope="class")
     @classmethod
     def models(cls):
-        return {"up.sql": UP, "down.sql": DOWN, "plain.sql": PLAIN}
+        return {"up.sql": UP, "down.sql": DOWN, "plain.sql": PLAIN, "viewed.sql": "select 1 as id",
+                "reads_view.sql": "{{ config(materialized='incremental') }} select * from {{ changes(ref('viewed')) }}"}
 
     def test_a_later_run_reads_only_the_changes(self, project):
         from hudiql.catalog import Catalog
         from hudiql.table.fsview import read_commit_metadata
         from hudiql.table.table import HudiTable
 
-        run_dbt(["run"])
-        run_dbt(["run", "--vars", "{round: 2}"])
+        run_dbt(["run", "--exclude", "reads_view"])
+        run_dbt(["run", "--exclude", "reads_view", "--vars", "{round: 2}"])
         relation = relation_from_name(project.adapter, "down")
         rows = project.run_sql(f"select id, v, read_in_round from {relation} order by id", fetch="all")
         assert [tuple(r) for r in rows] == [(1, "a", 1), (2, "b2", 2), (3, "c", 2)]  # row 1 unchanged: not read again
@@ -97,3 +98,10 @@ class TestChanges:
             return read_commit_metadata(table.timeline, table.timeline.completed()[-1]).extra_metadata
         assert any(k.startswith("_hudiql.consumed.") for k in extra("down"))
         assert not any(k.startswith("_hudiql.consumed.") for k in extra("plain"))
+
+    def test_changes_of_a_view_is_refused_in_one_line(self, project):
+        run_dbt(["run", "--select", "viewed"])
+        [result] = run_dbt(["run", "--select", "reads_view"], expect_pass=False)
+        assert result.status == "error"
+        assert "is not a hudiql table (a view or an ephemeral model has no commits); read it with ref() instead" in result.message
+        assert result.message.startswith("Compilation Error in model reads_view") and "Traceback" not in result.message

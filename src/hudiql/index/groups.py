@@ -14,7 +14,7 @@ from hudiql.formats.hfile import write_hfile
 from hudiql.io.storage import Storage
 from hudiql.layout import HFILE_EXTENSION, base_file_name, write_token
 from hudiql.metadata.records import index_file_number
-from hudiql.table.metadata_table import MetadataSlice
+from hudiql.table.metadata_table import MetadataSlice, MetadataTable
 from hudiql.timeline.commit import WriteStat
 
 #: The column of an index's frames that names each row's index file group.
@@ -53,12 +53,12 @@ def group_stat(partition: str, file_id: str, path: str, size: int, entries: int,
                      log_version=1, total_log_blocks=1)
 
 
-def compact(spark: SparkSession, mdt_uri: str, slices: list[MetadataSlice], compaction_time: str,
-            merge: SliceMerge, schema: str) -> list[WriteStat]:
-    """Compact index file groups ``slices`` into new base HFiles at ``compaction_time``, in record
-    ``schema``: one Spark task per group, its entries merged by ``merge``; a group without logs has
-    its base file copied."""
-    task = _GroupCompaction(mdt_uri, compaction_time, merge, schema)
+def compact(spark: SparkSession, mdt: MetadataTable, slices: list[MetadataSlice], compaction_time: str,
+            merge: SliceMerge) -> list[WriteStat]:
+    """Compact index file groups ``slices`` of ``mdt`` into new base HFiles at ``compaction_time``,
+    in its record schema: one Spark task per group, its entries merged by ``merge``; a group without
+    logs has its base file copied."""
+    task = _GroupCompaction(mdt.storage.base_uri, compaction_time, merge, mdt.record_schema())
     return spark.sparkContext.parallelize(slices, len(slices)).map(task.compact).collect()
 
 

@@ -299,7 +299,7 @@ class _GroupLookup:
 def compact(spark: SparkSession, mdt: MetadataTable, slices: list[MetadataSlice], compaction_time: str) -> list[WriteStat]:
     """Compact the record index's file groups ``slices`` into new base HFiles at
     ``compaction_time``: one Spark task per group (``index.groups.compact``)."""
-    return groups.compact(spark, mdt.storage.base_uri, slices, compaction_time, _merged_entries, mdt.record_schema())
+    return groups.compact(spark, mdt, slices, compaction_time, _merged_entries)
 
 
 def _merged_entries(base: bytes | None, logs: list[tuple[str, bytes]], base_uri: str,

@@ -249,7 +249,7 @@ def _merged_entries(base: bytes | None, logs: list[tuple[str, bytes]], base_uri:
 
 def compact(spark: SparkSession, mdt: MetadataTable, slices: list[MetadataSlice], compaction_time: str) -> list[WriteStat]:
     """Compact secondary index file groups ``slices`` into new base HFiles: one Spark task each."""
-    return groups.compact(spark, mdt.storage.base_uri, slices, compaction_time, _merged_entries, mdt.record_schema())
+    return groups.compact(spark, mdt, slices, compaction_time, _merged_entries)
 
 
 def record_keys(table: HudiTable, index: SecondaryIndex, values: list[str | None]) -> set[str]:

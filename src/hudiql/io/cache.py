@@ -5,8 +5,8 @@ read is a round trip. Bounded, least recently used first out.
 Example:
     >>> cache = ProcessCache(max_entries=2)
     >>> cache.put("a", b"1"); cache.put("b", b"2"); cache.put("c", b"3")
-    >>> cache.get("a"), cache.get("c")
-    (None, b'3')
+    >>> cache.get("a"), cache.get("c"), cache.fetch("d", lambda: b"read once")
+    (None, b'3', b'read once')
     >>> sized = ProcessCache(max_entries=10, max_bytes=32)
     >>> sized.put("x", b"123"); sized.put("y", b"4567"); sized.put("z", b"too large to keep")
     >>> "x" in sized, "y" in sized, "z" in sized
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
@@ -43,6 +44,15 @@ class ProcessCache(Generic[V]):
             if value is not None:
                 self._values.move_to_end(key)
             return value
+
+    def fetch(self, key: str, load: Callable[[], V]) -> V:
+        """The value of ``key``, from ``load()`` (kept) when the cache has none: ``load`` runs
+        outside the lock (it reads storage), so two threads may both load a missing key."""
+        value = self.get(key)
+        if value is None:
+            value = load()
+            self.put(key, value)
+        return value
 
     def put(self, key: str, value: V) -> None:
         size = self._size(value)

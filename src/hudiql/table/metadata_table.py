@@ -221,15 +221,9 @@ class MetadataSlice:
         metadata table is written whole by one delta commit, named by its instant, and never changes
         (a rebuilt table's slices are told apart by ``written_by``; a log of a group without a base
         file is named by a delta commit of the table it belongs to)."""
-        logs = []
-        for name in self.log_files:
-            uri = storage.uri(self.path(name))
-            content = _LOGS.get(f"{self.written_by} {uri}")
-            if content is None:
-                content = storage.read(self.path(name))
-                _LOGS.put(f"{self.written_by} {uri}", content)
-            logs.append((uri, content))
-        return logs
+        uris = [(name, storage.uri(self.path(name))) for name in self.log_files]
+        return [(uri, _LOGS.fetch(f"{self.written_by} {uri}", lambda name=name: storage.read(self.path(name))))
+                for name, uri in uris]
 
     def readable(self, valid: Callable[[str], bool]) -> MetadataSlice:
         """This slice without the logs of data instants that did not complete (``valid_instants``)."""
@@ -246,18 +240,10 @@ class _KeptRanges:
         self._file = None
 
     def size(self) -> int:
-        size = _BASE_SIZES.get(self._key)
-        if size is None:
-            size = self._open().size()
-            _BASE_SIZES.put(self._key, size)
-        return size
+        return _BASE_SIZES.fetch(self._key, lambda: self._open().size())
 
     def read_at(self, length: int, offset: int) -> bytes:
-        data = _BASE_RANGES.get(f"{self._key} {offset} {length}")
-        if data is None:
-            data = self._open().read_at(length, offset)
-            _BASE_RANGES.put(f"{self._key} {offset} {length}", data)
-        return data
+        return _BASE_RANGES.fetch(f"{self._key} {offset} {length}", lambda: self._open().read_at(length, offset))
 
     def _open(self):
         if self._file is None:
@@ -375,9 +361,10 @@ class MetadataTable:
     def changed(cls, data_storage: Storage) -> None:
         """This process changed the table's timeline other than by an instant of a data write
         (archived it): the next view lists it again."""
-        loaded = _LOADED.get(cls.storage_of(data_storage).base_uri)
+        uri = cls.storage_of(data_storage).base_uri
+        loaded = _LOADED.get(uri)
         if loaded is not None:
-            _LOADED.put(cls.storage_of(data_storage).base_uri, _Loaded(loaded.config, loaded.timeline, None))
+            _LOADED.put(uri, _Loaded(loaded.config, loaded.timeline, None))
 
     @classmethod
     def create(cls, data_storage: Storage, data_config: TableConfig, data_timeline: Timeline) -> MetadataTable:
@@ -456,14 +443,14 @@ class MetadataTable:
         expect one schema text across a partition's files (Hudi 1.1's writers add Java string
         properties to hudiql's). Read once per base file."""
         files_slice = self.files_slice()
-        key = f"{files_slice.written_by} {self.storage.uri(files_slice.path(files_slice.base_file))}"
-        text = _RECORD_SCHEMAS.get(key)
-        if text is None:
+
+        def stored() -> str:
             with files_slice.base(self.storage) as base:
-                stored = base.file_info.get("schema") if base is not None else None
-            text = stored.decode() if stored is not None else SCHEMA_JSON
-            _RECORD_SCHEMAS.put(key, text)
-        return text
+                text = base.file_info.get("schema") if base is not None else None
+            return text.decode() if text is not None else SCHEMA_JSON
+
+        return _RECORD_SCHEMAS.fetch(
+            f"{files_slice.written_by} {self.storage.uri(files_slice.path(files_slice.base_file))}", stored)
 
     def appendable(self) -> bool:
         """Whether hudiql can add records to this table: they are encoded in its record schema as
@@ -502,13 +489,13 @@ class MetadataTable:
     def _written(self, instant: Instant) -> tuple[tuple[str, str], ...]:
         """(partition, file name) of each file a completed instant of this table wrote."""
         uri = self.storage.uri(instant.file_name)
-        written = _WRITTEN.get(uri)
-        if written is None:
+
+        def written() -> tuple[tuple[str, str], ...]:
             meta = CommitMetadata.decode(self.timeline.read(instant), uri)
-            written = tuple((s.partition_path, posixpath.basename(s.path)) for s in meta.write_stats
-                            if parse_data_file_name(posixpath.basename(s.path)) is not None)
-            _WRITTEN.put(uri, written)
-        return written
+            return tuple((s.partition_path, posixpath.basename(s.path)) for s in meta.write_stats
+                         if parse_data_file_name(posixpath.basename(s.path)) is not None)
+
+        return _WRITTEN.fetch(uri, written)
 
     def records(self, data_timeline: Timeline, files_slice: MetadataSlice | None = None) -> dict[str, FilesRecord]:
         """Every record of the ``files`` partition (of ``files_slice``, its latest slice), merged:

@@ -327,12 +327,7 @@ class Timeline:
         changes: a rolled back instant's time is never used again)."""
         if not instant.is_completed:
             return self.storage.read(instant.file_name)
-        uri = self.storage.uri(instant.file_name)
-        content = _COMPLETED.get(uri)
-        if content is None:
-            content = self.storage.read(instant.file_name)
-            _COMPLETED.put(uri, content)
-        return content
+        return _COMPLETED.fetch(self.storage.uri(instant.file_name), lambda: self.storage.read(instant.file_name))
 
     def requested_path(self, instant: Instant) -> str:
         return f"{self.folder}/{instant.timestamp}.{instant.action}.requested"

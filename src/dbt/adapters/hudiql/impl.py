@@ -234,7 +234,7 @@ class HudiqlAdapter(SQLAdapter):
         line why). The connection's session records the upstream instant in the model's next commit
         and reads deleted records; dbt closes a node's connection when the node is done, and the
         session with it, so the next node starts without these settings."""
-        with self._rules.node_scope():
+        with self._rules.node_scope():  # (a refusal, raised while the model compiles, is dbt's Compilation Error)
             planned = self._rules.changes(upstream.as_hudiql(), model.as_hudiql(), incremental)
         if planned.full_because is not None:
             logger.info(f"{model}: changes({upstream}) reads the whole of {upstream} as of {planned.consumed}: "
