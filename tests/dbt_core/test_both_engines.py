@@ -1,10 +1,11 @@
 """One dbt project (seed, source, table, view, ephemeral and incremental models, ``changes()``,
-generic tests), run by dbt-core with the hudiql adapter and by ``hudiql``'s own commands: both write
+generic tests, a snapshot), run by dbt-core with the hudiql adapter and by ``hudiql``'s own commands: both write
 the same rows, report the same nodes and statuses, and describe the warehouse alike
 (``docs generate``'s ``catalog.json``)."""
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 from pathlib import Path
@@ -29,6 +30,16 @@ MODELS = {
     "schema.yml": "models:\n  - name: orders\n    columns:\n      - name: id\n        data_tests: [unique, not_null]\n"
                   "      - name: name\n        data_tests:\n          - accepted_values:\n"
                   "              arguments: {values: [ann, bo]}\n",
+}
+# The rows of round 2 change one person and lose another: a new version, a closed one, an invalidated one.
+ROUND = "{{ var('round', 1) }}"
+SNAPSHOTS = {
+    "history.sql": "{% snapshot people_history %}"
+                   "{{ config(unique_key='id', strategy='timestamp', updated_at='updated_at', hard_deletes='invalidate') }}"
+                   f"select id, case when id = 1 and {ROUND} = 2 then 'ann2' else name end as name, "
+                   f"case when id = 1 and {ROUND} = 2 then timestamp'2024-02-01 00:00:00' else timestamp'2024-01-01 00:00:00' end "
+                   f"as updated_at from {{{{ ref('people') }}}} where not (id = 2 and {ROUND} = 2)"
+                   "{% endsnapshot %}",
 }
 PROFILE = """test:
   target: default
@@ -61,6 +72,11 @@ class TestBothEngines:
     def models(cls):
         return MODELS
 
+    @pytest.fixture(scope="class")
+    @classmethod
+    def snapshots(cls):
+        return SNAPSHOTS
+
     def test_docs_generate_describes_the_warehouse_as_dbt_does(self, project, spark):
         run_dbt(["seed"])
         run_dbt(["run"])
@@ -80,25 +96,38 @@ class TestBothEngines:
 
     def test_build_writes_the_same_rows_and_results_as_dbt(self, project, spark, tmp_path):
         """``dbt build`` and ``hudiql build`` of one project, each into its own warehouse (twice: the
-        second run merges): every model holds the same rows, and the run results name the same
-        nodes (dbt's test names) with the same statuses."""
+        second run merges, and its snapshot closes versions): every model and the snapshot hold the
+        same rows, and the run results name the same nodes (dbt's test names) with the same statuses."""
         other = tmp_path / "hudiql_warehouse"
         (tmp_path / "profiles").mkdir()
         (tmp_path / "profiles" / "profiles.yml").write_text(PROFILE.format(warehouse=other, schema=project.test_schema))
         root = Path(project.project_root)
-        for _ in range(2):
-            run_dbt(["build"])
+        for round_ in (1, 2):
+            run_dbt(["build", "--vars", f"{{round: {round_}}}"])
             by_dbt = json.loads((root / "target" / "run_results.json").read_text())
             out = io.StringIO()
-            code = invoke(Flags("build", project_dir=str(root), profiles_dir=str(tmp_path / "profiles")), spark=spark, out=out)
+            code = invoke(Flags("build", project_dir=str(root), profiles_dir=str(tmp_path / "profiles"),
+                                vars={"round": round_}), spark=spark, out=out)
             assert code == 0, out.getvalue()
             by_hudiql = json.loads((root / "target" / "run_results.json").read_text())
-            assert ({r["unique_id"]: r["status"] for r in by_hudiql["results"]}
-                    == {r["unique_id"]: r["status"] for r in by_dbt["results"]})
+            statuses = {r["unique_id"]: r["status"] for r in by_dbt["results"]}
+            assert {r["unique_id"]: r["status"] for r in by_hudiql["results"]} == statuses
+            assert statuses["snapshot.test.people_history"] == "success"
         dbt_session = hudiql.connect(warehouse=project.adapter.config.credentials.warehouse, spark=spark)
         own_session = hudiql.connect(warehouse=str(other), spark=spark)
-        for name in ("people", "orders", "names", "merged", "downstream"):
+        for name in ("people", "orders", "names", "merged", "downstream", "people_history"):
             query = f"SELECT * FROM {project.test_schema}.{name}"
             columns = [c for c in dbt_session.sql(query).columns if not c.startswith("_hoodie")]
-            rows = [sorted(tuple(r[c] for c in columns) for r in s.sql(query).collect()) for s in (dbt_session, own_session)]
+            rows = [sorted(tuple(_same_run(r[c]) for c in columns) for r in s.sql(query).collect())
+                    for s in (dbt_session, own_session)]
             assert rows[0] and rows[0] == rows[1], name
+        history = sorted(tuple(r) for r in own_session.sql(
+            f"SELECT id, name, updated_at, dbt_valid_to IS NULL FROM {project.test_schema}.people_history").collect())
+        assert [(i, n, current) for i, n, _, current in history] == [
+            (1, "ann", False), (1, "ann2", True), (2, "bo", False)]
+
+
+def _same_run(value):
+    """A value as both engines must agree on it: the time a run invalidated a deleted key (its
+    ``dbt_valid_to``) is each run's own clock."""
+    return "run time" if isinstance(value, datetime.datetime) and value.year > 2024 else value

@@ -72,7 +72,7 @@ class Compiler:
     def compile(self, node: Node) -> str:
         sql, ctes = self._render(node)
         sql = inject_ctes(sql, [(self.manifest.nodes[u].relation.identifier, text) for u, text in ctes])
-        if node.resource_type in ("model", "test"):
+        if node.resource_type in ("model", "snapshot", "test"):
             _check_one_select(sql, node)
         write_compiled(self.invocation, node, sql)
         return sql

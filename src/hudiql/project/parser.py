@@ -1,8 +1,10 @@
 """Files -> manifest: the models, seeds, tests and sources of a project, configs resolved.
 
-- ``models/**.sql`` are models, ``seeds/**.csv`` seeds, ``tests/**.sql`` singular tests;
-- ``.yml`` files in the model and seed folders describe models and seeds (``description``,
-  ``config``, ``columns`` with their tests) and declare ``sources``;
+- ``models/**.sql`` are models, ``seeds/**.csv`` seeds, ``tests/**.sql`` singular tests,
+  ``{% snapshot name %}`` blocks in ``snapshots/**.sql`` snapshots;
+- ``.yml`` files in the model, seed and snapshot folders describe models, seeds and snapshots
+  (``description``, ``config``, ``columns`` with their tests), define snapshots of a ``relation``
+  and declare ``sources``;
 - each model is rendered once with ``execute`` false, recording its ``ref``, ``source`` and
   ``config()`` calls; then configs are merged (project tree, ``.yml``, ``config()``) and validated.
 
@@ -43,7 +45,7 @@ PROPERTY_FILE_KEYS = {"version", "models", "seeds", "sources", "snapshots", "mac
                       "saved_queries", "anchors"}
 #: Property file content dbt runs or checks and hudiql does not: key -> what the run's warning names.
 _NOT_RUN = {
-    "snapshots": "snapshots", "analyses": "analyses", "exposures": "exposures", "functions": "functions",
+    "analyses": "analyses", "exposures": "exposures", "functions": "functions",
     "metrics": "metrics", "groups": "groups", "semantic_models": "semantic models", "unit_tests": "unit tests",
     "saved_queries": "saved queries", "constraints": "constraints", "contract": "model contracts",
     "access": "model access", "group": "groups", "deprecation_date": "deprecation dates",
@@ -158,6 +160,8 @@ class ProjectParser:
             for name, file in invocation.library.origin.items()
         })
         self.properties: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}  # (type, name) -> entry, yml path
+        #: Snapshots a property file defines (with a ``relation:``): entry, yml path, its folder.
+        self.yaml_snapshots: list[tuple[dict[str, Any], str, Path]] = []
 
     def parse(self) -> Manifest:
         root = self.project.root
@@ -167,6 +171,15 @@ class ProjectParser:
             self._add(found, self._model(path, folder))
         for path, folder in _files(root, self.project.seed_paths, (".csv",)):
             self._add(found, self._seed(path, folder))
+        for path, folder in _files(root, self.project.snapshot_paths, (".sql",)):
+            for name, raw in _snapshot_blocks(path, root):
+                parts = path.relative_to(folder).with_suffix("").parts
+                self._add(found, self._snapshot(name, path, [self.project.name, *parts, name], raw))
+        for entry, yml, folder in self.yaml_snapshots:
+            parts = (self.project.root / yml).relative_to(folder).parent.parts
+            raw = "select * from {{ " + str(entry["relation"]) + " }}"  # dbt's query of a YAML snapshot
+            self._add(found, self._snapshot(str(entry["name"]), self.project.root / yml,
+                                            [self.project.name, *parts, str(entry["name"])], raw))
         generic = self.project.generic_test_paths()
         for path, folder in _files(root, self.project.test_paths, (".sql",)):
             if not any(path.is_relative_to(g) for g in generic):
@@ -194,19 +207,25 @@ class ProjectParser:
 
     # ---- property (.yml) files ----------------------------------------------------------------
     def _read_property_files(self) -> None:
-        folders = self.project.model_paths + self.project.seed_paths
-        for path, _ in _files(self.project.root, folders, (".yml", ".yaml")):
+        folders = self.project.model_paths + self.project.seed_paths + self.project.snapshot_paths
+        for path, folder in _files(self.project.root, folders, (".yml", ".yaml")):
             rel = str(path.relative_to(self.project.root))
             data = read_yaml(path) or {}
             if not isinstance(data, dict):
                 raise ProjectError(f"{rel} must be a mapping with models:, seeds: or sources:")
             not_run = self.project.not_run
             _check_keys(data, PROPERTY_FILE_KEYS, rel, not_run, _NOT_RUN_AT_TOP)
-            for resource_type, key in (("model", "models"), ("seed", "seeds")):
+            for resource_type, key in (("model", "models"), ("seed", "seeds"), ("snapshot", "snapshots")):
                 for entry in data.get(key) or []:
                     if not isinstance(entry, dict) or "name" not in entry:
                         raise ProjectError(f"{rel}: each entry under {key}: needs a name")
-                    _check_keys(entry, ENTRY_KEYS, f"{rel} {resource_type} {entry['name']}", not_run)
+                    _check_keys(entry, ENTRY_KEYS | ({"relation"} if key == "snapshots" else set()),
+                                f"{rel} {resource_type} {entry['name']}", not_run)
+                    if "relation" in entry:
+                        if not is_relation_argument(entry["relation"]):
+                            raise ProjectError(f"{rel}: snapshot {entry['name']}: relation must be ref('...') or "
+                                               f"source('...', '...'), got {entry['relation']!r}")
+                        self.yaml_snapshots.append((entry, rel, folder))
                     for column in entry.get("columns") or []:
                         _check_keys(column, COLUMN_KEYS, f"{rel} {resource_type} {entry['name']} column {column.get('name')}",
                                     not_run)
@@ -246,15 +265,16 @@ class ProjectParser:
                 for k, v in entry.items()}
 
     # ---- models, seeds, singular tests --------------------------------------------------------
-    def _node(self, resource_type: str, path: Path, folder: Path, raw: str) -> Node:
-        name = path.stem
-        parts = list(path.relative_to(folder).parent.parts)
+    def _node(self, resource_type: str, path: Path, folder: Path, raw: str,
+              fqn: list[str] | None = None) -> Node:
+        """The node of a file below ``folder``, named after it (``fqn``: else its folders and name)."""
+        name = fqn[-1] if fqn else path.stem
         node = Node(
             unique_id=f"{resource_type}.{self.project.name}.{name}",
             resource_type=resource_type,
             name=name,
             original_file_path=str(path.relative_to(self.project.root)),
-            fqn=[self.project.name, *parts, name],
+            fqn=fqn or [self.project.name, *path.relative_to(folder).parent.parts, name],
             raw_code=raw,
         )
         entry, _ = self.properties.get((resource_type, name), ({}, ""))
@@ -287,6 +307,19 @@ class ProjectParser:
         node.relation = self._relation(node)
         return node
 
+    def _snapshot(self, name: str, path: Path, fqn: list[str], raw: str) -> Node:
+        node = self._node("snapshot", path, path.parent, raw, fqn)
+        check_name("snapshot", node.name)
+        recorder, recorded = ParseProvider(), {}
+        node.relation = Relation(self.invocation.target.database, node.name, "table")  # provisional ``this``
+        ctx = self.invocation.context(node, recorder, execute=False, recorded_config=recorded)
+        self.invocation.library.render(node.raw_code, ctx, node.label)
+        node.refs, node.sources = recorder.refs, recorder.sources
+        node.config = configs.validate("snapshot", configs.merge(node.config, {configs.normalize_key(k): v for k, v in recorded.items()}),
+                                       node.label)
+        node.relation = self._relation(node)
+        return node
+
     def _singular_test(self, path: Path, folder: Path) -> Node:
         node = self._node("test", path, folder, path.read_text(encoding="utf-8"))
         recorder, recorded = ParseProvider(), {}
@@ -300,6 +333,8 @@ class ProjectParser:
         identifier = check_name("alias", str(node.config.get("alias") or node.name))
         if node.materialized == "ephemeral":
             return Relation(None, EPHEMERAL_PREFIX + node.name, "cte")
+        if node.config.get("target_schema"):  # a snapshot's legacy config: the database as given
+            return Relation(check_name("database", str(node.config["target_schema"]).lower()), identifier, "table")
         ctx = self.invocation.context(node, ParseProvider(), execute=False)
         schema = str(self.invocation.library.call("generate_schema_name", ctx, node.label, node.config.get("schema"), ctx["model"])).strip()
         kind = "view" if node.materialized == "view" else "table"
@@ -377,6 +412,21 @@ class ProjectParser:
             if node.unique_id in self.manifest.nodes:
                 raise ProjectError(f"{where}: the same test is declared twice")
             self.manifest.nodes[node.unique_id] = node
+
+
+# dbt's snapshot block: ``{% snapshot name %} <its query, with config()> {% endsnapshot %}``.
+_SNAPSHOT_BLOCK = re.compile(r"{%-?\s*snapshot\s+(\w+)\s*-?%}(.*?){%-?\s*endsnapshot\s*-?%}", re.DOTALL)
+
+
+def _snapshot_blocks(path: Path, root: Path) -> list[tuple[str, str]]:
+    """The (name, query) of each snapshot block of a snapshot file; a file without one is refused,
+    as dbt refuses it."""
+    text = path.read_text(encoding="utf-8")
+    blocks = [(m.group(1), m.group(2)) for m in _SNAPSHOT_BLOCK.finditer(text)]
+    if not blocks and text.strip():
+        raise ProjectError(f"{path.relative_to(root)}: a snapshot file holds {{% snapshot name %}} ... {{% endsnapshot %}} "
+                           "blocks (or define the snapshot in a .yml file with a relation:)")
+    return blocks
 
 
 def is_relation_argument(value: Any) -> bool:

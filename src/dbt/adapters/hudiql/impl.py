@@ -29,7 +29,7 @@ from dbt_common.exceptions import CompilationError, DbtRuntimeError
 from hudiql.catalog import DEFAULT_DATABASE
 from hudiql.errors import TableNotFoundError
 from hudiql.project.adapter.impl import Adapter as ProjectAdapter
-from hudiql.project.adapter import materialization
+from hudiql.project.adapter import materialization, snapshot
 from hudiql.project.config import model_config
 from hudiql.project.config.profile import Target
 from hudiql.project.errors import CompilationError as ProjectCompilationError
@@ -268,6 +268,15 @@ class HudiqlAdapter(SQLAdapter):
     hudi_table_clauses = available(staticmethod(materialization.table_clauses))
     hudi_create_table_as = available(staticmethod(materialization.create_table_as))
     hudi_overwrite_sql = available(staticmethod(materialization.overwrite_sql))
+    hudi_snapshot_hash_arguments = available(staticmethod(snapshot.hash_arguments))
+
+    @available
+    def hudi_snapshot_merge_sql(self, target: HudiqlRelation, source: str, insert_cols: list[str],
+                                column_names: dict[str, str], valid_to_current: str | None) -> str:
+        """The MERGE of a snapshot's staged changes, as ``hudiql snapshot`` writes it; ``column_names``:
+        dbt's names of the snapshot table's meta columns."""
+        columns = snapshot.SnapshotColumns.of({"snapshot_meta_column_names": column_names})
+        return snapshot.merge_sql(target, source, columns, insert_cols, valid_to_current)
 
     @available
     def hudi_alter_columns_sql(self, relation: HudiqlRelation, added: list[HudiqlColumn],

@@ -14,6 +14,7 @@ Example (in a macro):
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from hudiql.catalog import Catalog
 from hudiql.config import registry
 from hudiql.console import quiet as quiet_console
 from hudiql.errors import HudiqlError, SqlError
-from hudiql.project.adapter import materialization
+from hudiql.project.adapter import materialization, snapshot
 from hudiql.project.adapter.changes import Changes, consumed_key, plan_changes
 from hudiql.project.adapter.materialization import SchemaChange
 from hudiql.project.adapter.relation import table_exists, table_location
@@ -154,6 +155,40 @@ class Adapter:
         (``materialization.increment_sql``): its schema change, then its rows."""
         return materialization.increment_sql(relation, sql, config, on_schema_change,
                                              self.get_columns(relation), self.schema_change(relation, sql))
+
+    def snapshot_sql(self, relation: Relation, sql: str, config: dict[str, Any]) -> str:
+        """The statements of a snapshot's run into ``relation`` (``adapter.snapshot``): the first
+        run creates the table of the query's current versions; a later one adds the query's new
+        columns to it, then applies the changes in one MERGE. The snapshot's time is one value for
+        the whole run (it is part of the check strategy's version ids)."""
+        now = f"timestamp_micros({time.time_ns() // 1000})"
+        columns = snapshot.SnapshotColumns.of(config)
+        if not self.table_exists(relation):
+            strategy = snapshot.SnapshotStrategy.of(config, now)
+            clauses = materialization.table_clauses(config, record_key=columns.dbt_scd_id)
+            return materialization.create_table_as(relation, clauses, snapshot.build_sql(sql, strategy, columns, config))
+        stored = self.get_columns(relation)
+        stored_names = {c.name.lower() for c in stored}
+        missing = [c for c in (columns.dbt_scd_id, columns.dbt_valid_from, columns.dbt_valid_to, columns.dbt_updated_at)
+                   if c.lower() not in stored_names]
+        if missing:
+            raise ProjectError(f"{relation} is not a snapshot table (it has no {', '.join(missing)}); "
+                               "drop it or give the snapshot another alias")
+        query = self.get_query_columns(sql)
+        added = [c for c in query if c.name.lower() not in stored_names]
+        if config["hard_deletes"] == "new_record" and columns.dbt_is_deleted.lower() not in stored_names:
+            added.append(Column(columns.dbt_is_deleted, "string"))
+        check_cols = config.get("check_cols")
+        compared = [c.name for c in query] if check_cols == "all" else list(check_cols or [])
+        strategy = snapshot.SnapshotStrategy.of(
+            config, now, [materialization.quote(c) for c in compared if c.lower() in stored_names],
+            column_added=any(c.lower() not in stored_names for c in compared))
+        staging = snapshot.staging_sql(relation, sql, strategy, columns, config, [c.name for c in query],
+                                       [c.name for c in stored], now)
+        insert = [materialization.quote(c.name) for c in query] + columns.written(config["hard_deletes"])
+        merge = snapshot.merge_sql(relation, f"(\n{staging}\n)", columns, insert, config.get("dbt_valid_to_current"))
+        alter = materialization.alter_columns_sql(relation, added)
+        return f"{alter};\n{merge}" if alter else merge
 
     # ---- relations ------------------------------------------------------------------------------
     def table_exists(self, relation: Relation) -> bool:

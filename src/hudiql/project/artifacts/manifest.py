@@ -39,8 +39,8 @@ class Manifest:
     parse_warnings: list[str] = field(default_factory=list)
 
     def named(self, name: str) -> Node | None:
-        """The enabled model or seed called ``name``."""
-        return next((n for n in self.nodes.values() if n.name == name and n.resource_type in ("model", "seed")), None)
+        """The enabled model, seed or snapshot called ``name``."""
+        return next((n for n in self.nodes.values() if n.name == name and n.resource_type in ("model", "seed", "snapshot")), None)
 
 
 def write_manifest(config: RuntimeConfig, manifest: Manifest, parent_map: dict[str, set[str]],
@@ -148,6 +148,8 @@ class _ManifestWriter:
         """dbt's ``path``: below the node's resource folder; a generic test's is its compiled file."""
         if node.test_metadata is not None:
             return f"{node.name}.sql"
+        if node.resource_type == "snapshot" and node.original_file_path.endswith(".sql"):
+            return "/".join([*node.fqn[1:-2], Path(node.original_file_path).name])  # its fqn names the file too
         return "/".join([*node.fqn[1:-1], Path(node.original_file_path).name])
 
     def _checksum(self, node: Node) -> dict[str, str]:

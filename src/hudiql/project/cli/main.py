@@ -1,5 +1,5 @@
 """The project commands on the command line: ``add_commands(subparsers)`` registers ``run``,
-``build``, ``test``, ``seed``, ``compile``, ``ls``, ``debug``, ``run-operation``, ``show``, ``source
+``build``, ``test``, ``seed``, ``snapshot``, ``compile``, ``ls``, ``debug``, ``run-operation``, ``show``, ``source
 freshness``, ``docs generate`` and ``retry``; ``invoke(flags)`` runs one in-process (the task class of its command) and
 returns its exit code.
 
@@ -37,6 +37,7 @@ from hudiql.project.task.run import RunTask
 from hudiql.project.task.run_operation import RunOperationTask
 from hudiql.project.task.seed import SeedTask
 from hudiql.project.task.show import ShowTask
+from hudiql.project.task.snapshot import SnapshotTask
 from hudiql.project.task.test import TestTask
 
 #: Each command: its task class and its help line.
@@ -45,6 +46,7 @@ COMMANDS: dict[str, tuple[type[BaseTask], str]] = {
     "build": (BuildTask, "load seeds, build models and run tests in DAG order"),
     "test": (TestTask, "run the data tests"),
     "seed": (SeedTask, "load the CSV seeds into Hudi tables"),
+    "snapshot": (SnapshotTask, "run the snapshots: keep each change of their rows as a new version"),
     "compile": (CompileTask, "write the compiled SQL of models and tests to target/compiled"),
     "ls": (ListTask, "list the selected nodes"),
     "debug": (DebugTask, "check the project, the profile, Java and the Spark connection"),
@@ -83,7 +85,7 @@ def add_commands(subparsers: Any) -> None:
         parser.add_argument("-s", "--select", "-m", "--models", nargs="+", default=[], help="nodes to include (dbt selection syntax)")
         parser.add_argument("--exclude", nargs="+", default=[], help="nodes to leave out")
         parser.add_argument("--state", help="an earlier run's target folder, for state: and result: selectors")
-        if command in ("run", "build", "test", "seed"):
+        if command in ("run", "build", "test", "seed", "snapshot"):
             parser.add_argument("--threads", type=int, help="nodes run at once (default: the profile's threads)")
         if command in ("run", "build", "seed"):
             parser.add_argument("-f", "--full-refresh", action="store_true", help="rebuild incremental models from scratch")
@@ -100,7 +102,7 @@ def add_commands(subparsers: Any) -> None:
         if command == "ls":
             parser.add_argument("--output", choices=["selector", "name", "path", "json"], default="selector")
             parser.add_argument("--resource-type", dest="resource_types", nargs="+", default=[],
-                                choices=["model", "seed", "test", "source"])
+                                choices=["model", "seed", "snapshot", "test", "source"])
 
 
 def _handle(args: argparse.Namespace) -> int:

@@ -33,13 +33,27 @@ VALID_KEYS: dict[str, set[str]] = {
     },
     "seed": COMMON | HUDI | set(HOOKS) | {"schema", "alias", "column_types", "delimiter"},  # seeds are reloaded every run
     "test": COMMON | {"severity", "where"},
+    # A snapshot's table is keyed by dbt_scd_id: its unique_key is the query's key, not the table's.
+    "snapshot": COMMON | HUDI - {"precombine_field"} | set(HOOKS) | {
+        "materialized", "schema", "alias", "database", "target_schema", "target_database", "strategy",
+        "updated_at", "check_cols", "hard_deletes", "invalidate_hard_deletes", "dbt_valid_to_current",
+        "snapshot_meta_column_names",
+    },
 }
 DEFAULTS: dict[str, dict[str, Any]] = {
     "model": {"materialized": "view", "on_schema_change": "ignore", "table_type": "cow"},
     "seed": {"materialized": "seed", "table_type": "cow", "delimiter": ","},
     "test": {"materialized": "test", "severity": "error"},
+    "snapshot": {"materialized": "snapshot", "table_type": "cow"},
 }
 STRATEGIES = ("merge", "append", "insert_overwrite")
+SNAPSHOT_STRATEGIES = ("timestamp", "check")
+#: A snapshot's ``hard_deletes``: keys gone from its query are left alone, have their current
+#: version closed, or get a closing version marked ``dbt_is_deleted = 'True'``.
+HARD_DELETES = ("ignore", "invalidate", "new_record")
+#: A snapshot table's own columns (dbt's ``get_snapshot_table_column_names``);
+#: ``snapshot_meta_column_names`` renames them.
+SNAPSHOT_META_COLUMNS = ("dbt_valid_from", "dbt_valid_to", "dbt_scd_id", "dbt_updated_at", "dbt_is_deleted")
 SCHEMA_CHANGES = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 # Hudi options that have a first-class config: setting them under ``options`` would be a second,
 # conflicting way to say the same thing.
@@ -177,6 +191,8 @@ def validate(resource_type: str, config: dict[str, Any], where: str, materializa
         if len(str(out["delimiter"])) != 1:
             raise ConfigError(f"{where}: delimiter must be one character, got {out['delimiter']!r}")
         return out
+    if resource_type == "snapshot":
+        return _snapshot(out, where)
     if materializations is not None and out["materialized"] not in materializations:
         out["materialized"] = _one_of(out["materialized"], "materialized", tuple(sorted(materializations)), where)
     out["on_schema_change"] = _one_of(out["on_schema_change"], "on_schema_change", SCHEMA_CHANGES, where)
@@ -187,6 +203,33 @@ def validate(resource_type: str, config: dict[str, Any], where: str, materializa
             raise ConfigError(f"{where}: incremental_strategy 'merge' needs unique_key (the columns MERGE INTO matches on)")
         if strategy == "insert_overwrite" and not out["partition_by"]:
             raise ConfigError(f"{where}: incremental_strategy 'insert_overwrite' replaces partitions; set partition_by")
+    return out
+
+
+def _snapshot(out: dict[str, Any], where: str) -> dict[str, Any]:
+    """A snapshot's strategy configs, as dbt-core checks them (``SnapshotConfig.validate``)."""
+    for key in ("database", "target_database"):
+        if out.get(key):
+            raise ConfigError(f"{where}: {key}: Spark has one level of namespace; name the database with "
+                              "schema (or target_schema)")
+    if not out.get("strategy") or not out["unique_key"]:
+        raise ConfigError(f"{where}: a snapshot needs the configs strategy (timestamp or check) and unique_key")
+    out["strategy"] = _one_of(out["strategy"], "strategy", SNAPSHOT_STRATEGIES, where)
+    if out["strategy"] == "timestamp" and not out.get("updated_at"):
+        raise ConfigError(f"{where}: the timestamp strategy needs updated_at (the column of each row's last change)")
+    if out["strategy"] == "check":
+        check_cols = out.get("check_cols")
+        if check_cols != "all":
+            if not check_cols:
+                raise ConfigError(f"{where}: the check strategy needs check_cols ('all' or a list of columns)")
+            out["check_cols"] = _as_list(check_cols, "check_cols", where)
+    if "invalidate_hard_deletes" in out and "hard_deletes" in out:
+        raise ConfigError(f"{where}: set hard_deletes, not both hard_deletes and invalidate_hard_deletes")
+    legacy = "invalidate" if out.pop("invalidate_hard_deletes", False) else "ignore"
+    out["hard_deletes"] = _one_of(out.get("hard_deletes") or legacy, "hard_deletes", HARD_DELETES, where)
+    names = out.get("snapshot_meta_column_names") or {}
+    if not isinstance(names, dict) or set(names) - set(SNAPSHOT_META_COLUMNS):
+        raise ConfigError(f"{where}: snapshot_meta_column_names maps {', '.join(SNAPSHOT_META_COLUMNS)} to column names")
     return out
 
 

@@ -25,7 +25,7 @@ DBT_VERSION = "1.11.6"
 KEYS = {
     "name", "version", "config-version", "profile", "model-paths", "macro-paths", "seed-paths",
     "test-paths", "snapshot-paths", "analysis-paths", "target-path", "clean-targets", "vars", "models",
-    "seeds", "tests", "data_tests", "require-dbt-version",
+    "seeds", "snapshots", "tests", "data_tests", "require-dbt-version",
     # legacy spellings of model-paths and seed-paths
     "source-paths", "data-paths",
     # what only other dbt commands read (docs, deps, logs)
@@ -34,7 +34,7 @@ KEYS = {
 #: What dbt runs or checks and hudiql does not: named once in a warning per run, never an error.
 NOT_RUN = {
     "semantic-models": "semantic models", "saved-queries": "saved queries", "metrics": "metrics",
-    "exposures": "exposures", "dbt-cloud": "dbt Cloud settings", "snapshots": "snapshot configs",
+    "exposures": "exposures", "dbt-cloud": "dbt Cloud settings",
     "analyses": "analysis configs", "unit_tests": "unit test configs", "sources": "source configs",
     "functions": "functions", "packages": "packages", "quoting": "quoting",
     "query-comment": "query comments", "flags": "behaviour flags", "restrict-access": "access restrictions",
@@ -59,9 +59,8 @@ class Project:
     macro_paths: list[str] = field(default_factory=lambda: ["macros"])
     seed_paths: list[str] = field(default_factory=lambda: ["seeds"])
     test_paths: list[str] = field(default_factory=lambda: ["tests"])
-    #: Where dbt finds snapshots and analyses, which hudiql does not build (``build`` and
-    #: ``compile`` name them).
     snapshot_paths: list[str] = field(default_factory=lambda: ["snapshots"])
+    #: Where dbt finds analyses, which hudiql does not compile (``compile`` names them).
     analysis_paths: list[str] = field(default_factory=lambda: ["analyses"])
     target_path: str = "target"
     vars: dict[str, Any] = field(default_factory=dict)
@@ -148,6 +147,7 @@ def load_project(root: Path, cli_vars: dict[str, Any]) -> Project:
         trees={
             "model": data.get("models") or {},
             "seed": data.get("seeds") or {},
+            "snapshot": data.get("snapshots") or {},
             "test": data.get("data_tests") or data.get("tests") or {},
         },
     )

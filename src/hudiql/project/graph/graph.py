@@ -28,7 +28,7 @@ class Graph:
 
     @classmethod
     def build(cls, manifest: Manifest) -> Graph:
-        names = {n.name: n.unique_id for n in manifest.nodes.values() if n.resource_type in ("model", "seed")}
+        names = {n.name: n.unique_id for n in manifest.nodes.values() if n.resource_type in ("model", "seed", "snapshot")}
         disabled = {n.name for n in manifest.disabled.values()}
         sources = {(s.source_name, s.name): s.unique_id for s in manifest.sources.values()}
         parents: dict[str, set[str]] = {uid: set() for uid in [*manifest.nodes, *manifest.sources]}

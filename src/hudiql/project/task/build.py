@@ -1,4 +1,4 @@
-"""``hudiql build``: seeds, models and tests in one DAG-ordered run; a node waits for the tests of
+"""``hudiql build``: seeds, models, snapshots and tests in one DAG-ordered run; a node waits for the tests of
 what it depends on, so a failing test skips everything downstream of it."""
 
 from __future__ import annotations
@@ -10,6 +10,5 @@ from hudiql.project.task.test import TestRunner
 
 
 class BuildTask(GraphRunnableTask):
-    RUNNERS = {"seed": SeedRunner, "model": ModelRunner, "test": TestRunner}
+    RUNNERS = {"seed": SeedRunner, "model": ModelRunner, "snapshot": ModelRunner, "test": TestRunner}
     waits_for_tests = True
-    leaves_out = "snapshots"

@@ -1,4 +1,4 @@
-"""``hudiql compile``: write the compiled SQL of the selected models and tests to ``target/compiled``
+"""``hudiql compile``: write the compiled SQL of the selected models, snapshots and tests to ``target/compiled``
 (a model may ``run_query()`` while compiling, so it gets a node scope); one model's SQL is printed."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ class CompileTask(GraphRunnableTask):
 
     @property
     def resource_types(self) -> set[str]:
-        return {"model", "test"}
+        return {"model", "snapshot", "test"}
 
     def execute(self, loaded: Loaded, nodes: list[Node]) -> int:
         results = self.compile_nodes(loaded, nodes)

@@ -9,7 +9,7 @@ from hudiql.project.artifacts.nodes import Node, Source
 from hudiql.project.cli.flags import EXIT_OK
 from hudiql.project.task.base import ConfiguredTask, Loaded
 
-RESOURCE_TYPES = {"model", "seed", "test", "source"}
+RESOURCE_TYPES = {"model", "seed", "snapshot", "test", "source"}
 
 
 class ListTask(ConfiguredTask):

@@ -24,7 +24,8 @@ from hudiql.project.console import Console, duration, plural
 
 def found_line(manifest: Manifest) -> str:
     counts = Counter(n.resource_type for n in manifest.nodes.values())
-    parts = [plural(counts["model"], "model"), plural(counts["seed"], "seed"), plural(counts["test"], "data test"),
+    parts = [plural(counts["model"], "model"), *([plural(counts["snapshot"], "snapshot")] if counts["snapshot"] else []),
+             plural(counts["seed"], "seed"), plural(counts["test"], "data test"),
              plural(len(manifest.sources), "source"), plural(len(manifest.macros), "macro")]
     return "Found " + ", ".join(parts)
 
@@ -34,6 +35,8 @@ def start_message(node: Node) -> str:
         return f"START test {node.name}"
     if node.resource_type == "seed":
         return f"START seed file {node.relation}"
+    if node.resource_type == "snapshot":
+        return f"START snapshot {node.relation}"
     return f"START sql {node.materialized} model {node.relation}"
 
 
@@ -52,6 +55,8 @@ def result_message(result: NodeResult) -> tuple[str, str]:
         if status == "error":
             return f"ERROR loading seed file {node.relation}", "ERROR"
         return f"OK loaded seed file {node.relation}", result.message
+    if node.resource_type == "snapshot":
+        return (f"ERROR snapshotting {node.relation}", "ERROR") if status == "error" else (f"OK snapshotted {node.relation}", "OK")
     if status == "error":
         return f"ERROR creating sql {node.materialized} model {node.relation}", "ERROR"
     return f"OK created sql {node.materialized} model {node.relation}", "OK"
@@ -60,7 +65,7 @@ def result_message(result: NodeResult) -> tuple[str, str]:
 def print_run_end(results: list[NodeResult], elapsed: float, console: Console) -> None:
     """What ran, how long it took, each error and warning, and the PASS/WARN/ERROR/SKIP counts."""
     kinds = Counter(
-        "data test" if r.node.resource_type == "test" else "seed" if r.node.resource_type == "seed"
+        "data test" if r.node.resource_type == "test" else r.node.resource_type if r.node.resource_type in ("seed", "snapshot")
         else f"{r.node.materialized} model" for r in results
     )
     console.line("")

@@ -17,13 +17,14 @@ from hudiql.project.task.compile import CompileTask
 from hudiql.project.task.run import RunTask
 from hudiql.project.task.run_operation import RunOperationTask
 from hudiql.project.task.seed import SeedTask
+from hudiql.project.task.snapshot import SnapshotTask
 from hudiql.project.task.test import TestTask
 
 #: The statuses a retry runs again, as dbt's.
 RETRYABLE = {"error", "fail", "skipped"}
 #: The commands a retry runs again, by the name run results record (``args.which``).
 TASKS: dict[str, type[BaseTask]] = {"build": BuildTask, "run": RunTask, "test": TestTask, "seed": SeedTask,
-                                    "compile": CompileTask, "run-operation": RunOperationTask}
+                                    "snapshot": SnapshotTask, "compile": CompileTask, "run-operation": RunOperationTask}
 #: Flags the retry takes from its own command line, not from the previous invocation's (which
 #: keeps its target, state and selection, as dbt's retry does).
 OWN_FLAGS = {"project_dir", "profiles_dir"}

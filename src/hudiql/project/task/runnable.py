@@ -1,4 +1,4 @@
-"""``GraphRunnableTask``: the commands that run nodes (``run``, ``seed``, ``test``, ``build``).
+"""``GraphRunnableTask``: the commands that run nodes (``run``, ``seed``, ``snapshot``, ``test``, ``build``).
 
 The selected nodes of the command's resource types run in DAG order on ``threads`` worker threads
 (the graph queue decides when each may start); what depends on a failure is skipped. Progress lines
@@ -25,7 +25,6 @@ from hudiql.project.task.printer import found_line, print_run_end, result_messag
 
 #: dbt's resources hudiql does not build: where a project keeps them, and the dbt command that takes them.
 LEFT_OUT: dict[str, tuple[Callable[[Project], list[str]], str]] = {
-    "snapshots": (lambda project: project.snapshot_paths, "dbt snapshot"),
     "analyses": (lambda project: project.analysis_paths, "dbt compile"),
 }
 
