@@ -287,10 +287,10 @@ def test_fail_closed(spark, tmp_path, monkeypatch):
     assert not moved.exists() and not table.exists()
 
 
-def test_build_and_compile_name_the_snapshots_and_analyses_they_leave_out(spark, tmp_path):
-    """dbt build runs snapshots, dbt compile compiles analyses; hudiql's do neither, and say so for
-    each such file (in dbt's snapshot-paths, analysis-paths) instead of leaving it out unseen. The
-    rest builds."""
+def test_build_runs_the_snapshots_and_compile_names_the_analyses_it_leaves_out(spark, tmp_path):
+    """dbt build runs snapshots (from the snapshot-paths), so does hudiql's; dbt compile compiles
+    analyses, hudiql's does not and says so for each such file (in the analysis-paths) instead of
+    leaving it out unseen."""
     snapshot = """
     {% snapshot people_snapshot %}
     {{ config(unique_key='id', strategy='check', check_cols='all') }}
@@ -305,8 +305,7 @@ def test_build_and_compile_name_the_snapshots_and_analyses_they_leave_out(spark,
 
     code, out = run(root, "build", spark)
     assert code == 0 and "OK created sql view model default.m " in out
-    assert warnings(out) == ["[WARNING]: history/people.sql holds snapshots, which hudiql leaves out; dbt-core with "
-                             "the hudiql adapter takes them (pip install 'hudiql[dbt]', then dbt snapshot)"]
+    assert "OK snapshotted default.people_snapshot " in out and warnings(out) == []
     code, out = run(root, "compile", spark)
     assert code == 0 and warnings(out) == [
         "[WARNING]: analyses/a.sql holds analyses, which hudiql leaves out; dbt-core with the hudiql adapter takes "
