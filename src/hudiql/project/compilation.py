@@ -22,11 +22,13 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
 from hudiql.errors import HudiqlError
+from hudiql.project.adapter import unit_test
 from hudiql.project.adapter.impl import Adapter
 from hudiql.project.artifacts.manifest import Manifest
-from hudiql.project.artifacts.nodes import Node, Relation
+from hudiql.project.artifacts.nodes import EPHEMERAL_PREFIX, Fixture, Node, Relation
 from hudiql.project.artifacts.writer import write_compiled
-from hudiql.project.context.providers import Invocation, RuntimeProvider
+from hudiql.project.config.renderer import env_var
+from hudiql.project.context.providers import FixtureProvider, Invocation, ParseProvider, RuntimeProvider
 from hudiql.project.errors import CompilationError
 from hudiql.project.parser import is_relation_argument
 from hudiql.sql import statements as S
@@ -77,6 +79,76 @@ class Compiler:
         write_compiled(self.invocation, node, sql)
         return sql
 
+    def compile_unit_test(self, node: Node) -> tuple[str, list[str]]:
+        """A unit test's query (``unit_test.unit_test_sql``): its model's SELECT rendered with each
+        given input's rows in place of the input (a CTE each), and the expected rows; and the
+        columns compared. The model's Jinja sees ``overrides`` in place of the real macros, vars
+        and env vars; ``is_incremental()`` is false unless overridden, as in dbt."""
+        test = node.unit_test
+        assert test is not None
+        model = self.manifest.named(test.model)
+        assert model is not None and model.relation is not None
+        ctes, names = [], {}
+        for fixture in test.given:
+            name, relation, declared = self._input(node, model, fixture)
+            names[name] = EPHEMERAL_PREFIX + name.replace(".", "__")
+            ctes.append((names[name], self._fixture_sql(node, model, fixture, relation, declared)))
+        overrides = test.overrides
+        lookup = FixtureProvider(names, node.label)
+        this = Relation(None, names["this"], "cte") if "this" in names else model.relation
+        ctx = self.context(model, lookup, extra={"this": this, "is_incremental": lambda: False})
+        variables = overrides.get("vars") or {}
+        ctx["var"] = lambda name, *default: variables[name] if name in variables else self.invocation.var(name, *default)
+        env = overrides.get("env_vars") or {}
+        ctx["env_var"] = lambda name, *default: env[name] if name in env else env_var(name, *default)
+        for macro, value in (overrides.get("macros") or {}).items():
+            ctx[macro] = lambda *args, _value=value, **kwargs: _value
+        model_sql = inject_ctes(self.invocation.library.render(model.raw_code, ctx, node.label).strip(), ctes)
+        _check_one_select(model_sql, node)
+        types = {c.name.lower(): c.data_type for c in self.adapter.get_query_columns(model_sql)}
+        expect = test.expect
+        if expect.format == "sql":
+            columns, expected = list(types), str(expect.rows)
+        else:
+            rows = list(expect.rows)
+            columns = [str(c).lower() for c in rows[0]] if rows else list(types)
+            expected = unit_test.expected_sql(rows, types, model.name)
+        sql = unit_test.unit_test_sql(model_sql, expected, columns)
+        write_compiled(self.invocation, node, sql)
+        return sql, columns
+
+    def _input(self, node: Node, model: Node, fixture: Fixture) -> tuple[str, Relation, dict[str, str]]:
+        """A given input's name (``orders``, ``raw.customers``, ``this``), its relation, and the column
+        types its ``.yml`` declares (for a relation not built yet)."""
+        if fixture.input == "this":
+            return "this", model.relation, _declared(model.columns)
+        recorder = ParseProvider()
+        self.invocation.library.render("{{ " + str(fixture.input) + " }}", self.invocation.context(node, recorder, False), node.label)
+        if recorder.refs:
+            target = self.manifest.named(recorder.refs[0])
+            if target is None:
+                raise CompilationError(f"{node.label}: input {fixture.input} is not a model, seed or snapshot of this project")
+            if target.is_ephemeral and fixture.format != "sql":
+                raise CompilationError(f"{node.label}: input {fixture.input} is an ephemeral model: give its rows with format: sql")
+            assert target.relation is not None
+            return recorder.refs[0], target.relation, _declared(target.columns)
+        source_name, table_name = recorder.sources[0]
+        for source in self.manifest.sources.values():
+            if (source.source_name, source.name) == (source_name, table_name):
+                return f"{source_name}.{table_name}", source.relation, _declared(source.columns)
+        raise CompilationError(f"{node.label}: input {fixture.input} is not a declared source")
+
+    def _fixture_sql(self, node: Node, model: Node, fixture: Fixture, relation: Relation, declared: dict[str, str]) -> str:
+        if fixture.format == "sql":
+            return str(fixture.rows)
+        columns = self.adapter.relation_columns(relation) if relation.kind != "cte" else None
+        types = {c.name.lower(): c.data_type for c in columns} if columns is not None else declared
+        if not types:
+            raise CompilationError(f"{node.label}: not able to get the columns of input {fixture.input} ({relation}) "
+                                   "because the relation doesn't exist: build it first, or give its columns a "
+                                   "data_type in its .yml")
+        return unit_test.fixture_sql(list(fixture.rows), types, model.name)
+
     def _render(self, node: Node) -> tuple[str, list[tuple[str, str]]]:
         """The node's SQL and the (ephemeral id, SQL) CTEs it needs, parents first."""
         lookup = RuntimeProvider(self.manifest)
@@ -106,6 +178,12 @@ class Compiler:
                 value = self.invocation.library.render("{{ " + value + " }}", ctx, node.label)
             kwargs[key] = value
         return str(self.invocation.library.call(f"test_{meta.name}", ctx, node.label, model=model, **kwargs))
+
+
+def _declared(columns: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Column types a ``.yml`` declares (``data_type``), when it declares every column's."""
+    types = {name.lower(): str(c["data_type"]) for name, c in columns.items() if c.get("data_type")}
+    return types if types and len(types) == len(columns) else {}
 
 
 def _once(fn: Callable[[], bool]) -> Callable[[], bool]:

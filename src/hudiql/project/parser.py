@@ -3,8 +3,9 @@
 - ``models/**.sql`` are models, ``seeds/**.csv`` seeds, ``tests/**.sql`` singular tests,
   ``{% snapshot name %}`` blocks in ``snapshots/**.sql`` snapshots;
 - ``.yml`` files in the model, seed and snapshot folders describe models, seeds and snapshots
-  (``description``, ``config``, ``columns`` with their tests), define snapshots of a ``relation``
-  and declare ``sources``;
+  (``description``, ``config``, ``columns`` with their tests), define snapshots of a ``relation``,
+  declare ``sources`` and ``unit_tests`` (rows of a model's inputs and the rows it must return;
+  fixture files in ``tests/fixtures/``);
 - each model is rendered once with ``execute`` false, recording its ``ref``, ``source`` and
   ``config()`` calls; then configs are merged (project tree, ``.yml``, ``config()``) and validated.
 
@@ -13,14 +14,16 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import re
 from pathlib import Path
 from typing import Any
 
 from hudiql.catalog import check_name
 from hudiql.project.artifacts.manifest import Manifest
-from hudiql.project.artifacts.nodes import EPHEMERAL_PREFIX, Node, Relation, Source, TestMetadata
+from hudiql.project.artifacts.nodes import EPHEMERAL_PREFIX, Fixture, Node, Relation, Source, TestMetadata, UnitTest
 from hudiql.project.config import model_config as configs
 from hudiql.project.config.project import Project
 from hudiql.project.config.renderer import read_yaml, render_values
@@ -46,7 +49,7 @@ PROPERTY_FILE_KEYS = {"version", "models", "seeds", "sources", "snapshots", "mac
 #: Property file content dbt runs or checks and hudiql does not: key -> what the run's warning names.
 _NOT_RUN = {
     "analyses": "analyses", "exposures": "exposures", "functions": "functions",
-    "metrics": "metrics", "groups": "groups", "semantic_models": "semantic models", "unit_tests": "unit tests",
+    "metrics": "metrics", "groups": "groups", "semantic_models": "semantic models",
     "saved_queries": "saved queries", "constraints": "constraints", "contract": "model contracts",
     "access": "model access", "group": "groups", "deprecation_date": "deprecation dates",
     "time_spine": "time spines", "external": "external tables", "overrides": "source overrides",
@@ -54,6 +57,8 @@ _NOT_RUN = {
 }
 #: The same, of a property file's top level (``data_tests:`` there describes singular tests).
 _NOT_RUN_AT_TOP = {**_NOT_RUN, "data_tests": "singular test properties", "tests": "singular test properties"}
+UNIT_TEST_KEYS = {"name", "model", "given", "expect", "description", "overrides", "config", "versions"}
+FIXTURE_FORMATS = ("dict", "csv", "sql")
 #: Source keys whose Jinja is rendered when the project loads (``target``, ``var``, ``env_var``).
 _RENDERED_SOURCE_KEYS = ("schema", "database", "identifier", "loaded_at_field", "freshness")
 
@@ -162,6 +167,7 @@ class ProjectParser:
         self.properties: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}  # (type, name) -> entry, yml path
         #: Snapshots a property file defines (with a ``relation:``): entry, yml path, its folder.
         self.yaml_snapshots: list[tuple[dict[str, Any], str, Path]] = []
+        self.unit_tests: list[tuple[dict[str, Any], str]] = []  # entry, yml path
 
     def parse(self) -> Manifest:
         root = self.project.root
@@ -180,9 +186,9 @@ class ProjectParser:
             raw = "select * from {{ " + str(entry["relation"]) + " }}"  # dbt's query of a YAML snapshot
             self._add(found, self._snapshot(str(entry["name"]), self.project.root / yml,
                                             [self.project.name, *parts, str(entry["name"])], raw))
-        generic = self.project.generic_test_paths()
+        not_singular = self.project.generic_test_paths() + self.project.fixture_paths()
         for path, folder in _files(root, self.project.test_paths, (".sql",)):
-            if not any(path.is_relative_to(g) for g in generic):
+            if not any(path.is_relative_to(g) for g in not_singular):
                 self._add(found, self._singular_test(path, folder))
         for (resource_type, name), (_, yml) in self.properties.items():
             if not any(n.name == name and n.resource_type == resource_type for n in found.values()):
@@ -194,6 +200,8 @@ class ProjectParser:
         for node in list(self.manifest.nodes.values()):
             entry, yml = self.properties.get((node.resource_type, node.name), ({}, ""))
             self._generic_tests(node, entry.get("tests") or entry.get("data_tests") or [], yml)
+        for entry, yml in self.unit_tests:
+            self._unit_test(entry, yml)
         for source in self.manifest.sources.values():
             self._generic_tests(source, source.tests, source.original_file_path)
         return self.manifest
@@ -234,6 +242,11 @@ class ProjectParser:
                     self.properties[(resource_type, entry["name"])] = (entry, rel)
             for source in data.get("sources") or []:
                 self._source(source, rel)
+            for entry in data.get("unit_tests") or []:
+                if not isinstance(entry, dict) or not all(k in entry for k in ("name", "model", "expect")):
+                    raise ProjectError(f"{rel}: each entry under unit_tests: needs a name, a model and expect:")
+                _check_keys(entry, UNIT_TEST_KEYS, f"{rel} unit test {entry['name']}")
+                self.unit_tests.append((entry, rel))
 
     def _source(self, entry: dict[str, Any], rel: str) -> None:
         not_run = self.project.not_run
@@ -328,6 +341,77 @@ class ProjectParser:
         node.refs, node.sources = recorder.refs, recorder.sources
         node.config = configs.validate("test", configs.merge(node.config, recorded), node.label)
         return node
+
+    # ---- unit tests from .yml ------------------------------------------------------------------
+    def _unit_test(self, entry: dict[str, Any], yml: str) -> None:
+        """The unit test node of a ``unit_tests:`` entry, as dbt-core 1.11 names it."""
+        name, model_name = str(entry["name"]), str(entry["model"])
+        where = f"{yml}: unit test {name}"
+        if entry.get("versions"):
+            raise ProjectError(f"{where}: versions: hudiql does not build model versions")
+        model = self.manifest.named(model_name)
+        if model is None or model.resource_type != "model":
+            raise ProjectError(f"{where}: model '{model_name}' is not an enabled model of this project")
+        given = entry.get("given") or []
+        if not isinstance(given, list):
+            raise ProjectError(f"{where}: given: must be a list of inputs, each with input: and rows:")
+        fixtures = [self._fixture(g, f"{where} given", expected=False) for g in given]
+        expect = self._fixture(entry["expect"], f"{where} expect", expected=True)
+        overrides = entry.get("overrides") or {}
+        if not isinstance(overrides, dict) or set(overrides) - {"macros", "vars", "env_vars"}:
+            raise ProjectError(f"{where}: overrides: takes macros:, vars: and env_vars: mappings")
+        folders = Path(yml).parts[1:-1]  # below the resource folder, as dbt's fqn
+        node = Node(
+            unique_id=f"unit_test.{self.project.name}.{model_name}.{name}", resource_type="unit_test", name=name,
+            original_file_path=yml, fqn=[self.project.name, *folders, model_name, name], raw_code=model.raw_code,
+            description=str(entry.get("description") or ""),
+            unit_test=UnitTest(model_name, fixtures, expect, {k: dict(v or {}) for k, v in overrides.items()}),
+        )
+        node.refs = [model_name]
+        tree = configs.tree_configs(self.project.trees["unit_test"], node.fqn, "unit_test", "dbt_project.yml unit_tests")
+        node.config = configs.validate("unit_test", configs.merge(tree, entry.get("config") or {}), where)
+        if not node.config["enabled"]:
+            self.manifest.disabled[node.unique_id] = node
+        elif node.unique_id in self.manifest.nodes:
+            raise ProjectError(f"{where}: model {model_name} has two unit tests of this name")
+        else:
+            self.manifest.nodes[node.unique_id] = node
+
+    def _fixture(self, spec: Any, where: str, expected: bool) -> Fixture:
+        """One ``given`` input or the ``expect`` output, its rows read (csv text or a fixture file parsed)."""
+        if not isinstance(spec, dict) or (not expected and "input" not in spec):
+            raise ProjectError(f"{where}: each input needs input: (ref('...'), source('...', '...') or this) and rows:")
+        unknown = set(spec) - {"input", "rows", "format", "fixture"} - ({"input"} if expected else set())
+        if unknown or (expected and "input" in spec):
+            raise ProjectError(f"{where}: unknown key '{sorted(unknown or {'input'})[0]}'; keys are "
+                               + ("rows, format, fixture" if expected else "input, rows, format, fixture"))
+        source = spec.get("input")
+        if not expected and not (source == "this" or is_relation_argument(source)):
+            raise ProjectError(f"{where}: input {source!r} must be ref('...'), source('...', '...') or this")
+        fmt = str(spec.get("format") or "dict")
+        if fmt not in FIXTURE_FORMATS:
+            raise ProjectError(f"{where}: format '{fmt}' is not valid; use one of {', '.join(FIXTURE_FORMATS)}")
+        rows, fixture = spec.get("rows"), spec.get("fixture")
+        if fixture is not None:
+            if fmt == "dict":
+                raise ProjectError(f"{where}: a fixture file is csv or sql; set format: csv or format: sql")
+            rows = self._fixture_file(str(fixture), fmt, where)
+        if fmt == "dict":
+            if rows is None:
+                rows = []
+            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+                raise ProjectError(f"{where}: rows must be a list of mappings (column: value) with format dict")
+        elif not isinstance(rows, str):
+            raise ProjectError(f"{where}: rows must be text (or a fixture file) with format {fmt}")
+        elif fmt == "csv":
+            rows = [{k: (None if v == "" else v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(rows.strip()))]
+        return Fixture(source, rows, fmt, fixture)
+
+    def _fixture_file(self, name: str, fmt: str, where: str) -> str:
+        for folder in self.project.fixture_paths():
+            for path in sorted(folder.rglob(f"{name}.{fmt}")) if folder.is_dir() else []:
+                return path.read_text(encoding="utf-8")
+        raise ProjectError(f"{where}: no fixture file {name}.{fmt} in {', '.join(str(p / 'fixtures') for p in self.project.test_paths)}")
 
     def _relation(self, node: Node) -> Relation:
         identifier = check_name("alias", str(node.config.get("alias") or node.name))

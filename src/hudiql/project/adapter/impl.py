@@ -205,6 +205,14 @@ class Adapter:
             return relation
         return Relation(schema, identifier, "view") if self.catalog.view(schema, identifier) else None
 
+    def relation_columns(self, relation: Relation) -> list[Column] | None:
+        """The columns of the table or view ``relation``; None when there is neither."""
+        if self.table_exists(relation):
+            return self.get_columns(relation)
+        if self.catalog.view(relation.schema, relation.identifier):
+            return self.get_query_columns(f"SELECT * FROM {relation}")
+        return None
+
     def get_columns(self, relation: Relation) -> list[Column]:
         table = HudiTable.load(table_location(self.catalog, relation)[0])
         return [Column(f.name, f.dataType.simpleString()) for f in table.schema.fields]

@@ -3,7 +3,8 @@ as dbt's manifest artifact (schema v12; the parser builds the manifest, the grap
 
 What dbt's schema asks for and hudiql has no notion of gets the schema's empty form: no ``database``
 level in relation names (``null``), no docs blocks, exposures, metrics, groups, selectors, semantic
-models, saved queries or unit tests (``{}``). Checksums are dbt's: sha256 of the file's stripped text,
+models or saved queries (``{}``). Unit tests are nodes of the manifest here and ``unit_tests`` in the file,
+as in dbt's. Checksums are dbt's: sha256 of the file's stripped text,
 the path of a seed over 1 MiB, ``none`` for generic tests, which have no file of their own.
 """
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from jinja2 import nodes as jnodes
 
-from hudiql.project.artifacts.nodes import Node, Source
+from hudiql.project.artifacts.nodes import Fixture, Node, Source
 from hudiql.project.artifacts.writer import timestamp, write_json
 from hudiql.project.config.model_config import HOOKS
 from hudiql.project.config.runtime import RuntimeConfig
@@ -26,7 +27,7 @@ MANIFEST_SCHEMA = "https://schemas.getdbt.com/dbt/manifest/v12.json"
 BIG_SEED_BYTES = 1024 * 1024  # dbt's limit above which a seed is not read for its checksum
 # The kinds of resource dbt's manifest has and hudiql does not: always empty.
 ABSENT = ("docs", "exposures", "metrics", "groups", "selectors", "group_map", "saved_queries", "semantic_models",
-          "unit_tests", "functions")
+          "functions")
 
 
 @dataclass
@@ -49,10 +50,11 @@ def write_manifest(config: RuntimeConfig, manifest: Manifest, parent_map: dict[s
     macros the nodes call."""
     writer = _ManifestWriter(config, manifest, library)
     write_json(config, "manifest.json", MANIFEST_SCHEMA, {
-        "nodes": {uid: writer.node(n) for uid, n in sorted(manifest.nodes.items())},
+        "nodes": {uid: writer.node(n) for uid, n in sorted(manifest.nodes.items()) if n.unit_test is None},
+        "unit_tests": {uid: writer.unit_test(n) for uid, n in sorted(manifest.nodes.items()) if n.unit_test is not None},
         "sources": {uid: writer.source(s) for uid, s in sorted(manifest.sources.items())},
         "macros": {uid: writer.macro(uid, m) for uid, m in sorted(manifest.macros.items())},
-        "disabled": {uid: [writer.node(n)] for uid, n in sorted(manifest.disabled.items())},
+        "disabled": {uid: [writer.unit_test(n) if n.unit_test else writer.node(n)] for uid, n in sorted(manifest.disabled.items())},
         "parent_map": {uid: sorted(ps) for uid, ps in sorted(parent_map.items())},
         "child_map": {uid: sorted(cs) for uid, cs in sorted(child_map.items())},
         **{key: {} for key in ABSENT},
@@ -123,6 +125,25 @@ class _ManifestWriter:
             data["attached_node"] = node.test_metadata.attached_node
             data["column_name"] = node.test_metadata.kwargs.get("column_name")
         return data
+
+    def unit_test(self, node: Node) -> dict[str, Any]:
+        """dbt's ``UnitTestDefinition``."""
+        test = node.unit_test
+        assert test is not None
+
+        def fixture(f: Fixture) -> dict[str, Any]:
+            return {**({"input": f.input} if f.input is not None else {}), "rows": f.rows, "format": f.format,
+                    "fixture": f.fixture}
+
+        return {
+            "model": test.model, "given": [fixture(f) for f in test.given], "expect": fixture(test.expect),
+            "name": node.name, "resource_type": "unit_test", "package_name": self.package,
+            "path": Path(node.original_file_path).name, "original_file_path": node.original_file_path,
+            "unique_id": node.unique_id, "fqn": node.fqn, "description": node.description,
+            "overrides": test.overrides or None, "depends_on": {"macros": [], "nodes": node.depends_on},
+            "config": {k: v for k, v in node.config.items() if k != "materialized"},
+            "schema": self.config.target.database,
+        }
 
     def source(self, source: Source) -> dict[str, Any]:
         return {

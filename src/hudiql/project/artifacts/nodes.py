@@ -1,4 +1,5 @@
-"""What a project is made of: nodes (models, seeds, tests), sources and the relations they name.
+"""What a project is made of: nodes (models, seeds, snapshots, tests, unit tests), sources and the
+relations they name.
 
 Example:
     >>> node = Node("model.shop.orders", "model", "orders", "models/orders.sql", ["shop", "orders"], "select 1")
@@ -81,9 +82,31 @@ class TestMetadata:
 
 
 @dataclass
+class Fixture:
+    """Rows of a unit test: an input's (``input``: ``ref('m')``, ``source('s', 't')`` or ``this``) or
+    the expected output's. ``rows``: a list of column -> value mappings, or SQL (``format: sql``)."""
+
+    input: str | None
+    rows: list[dict[str, Any]] | str
+    format: str  # "dict", "csv" or "sql", as written (csv rows are parsed into mappings)
+    fixture: str | None = None  # the fixture file the rows came from, as named
+
+
+@dataclass
+class UnitTest:
+    """A unit test of ``model``: its SELECT run on the ``given`` rows must return the ``expect`` rows
+    (``overrides``: ``macros``, ``vars`` and ``env_vars`` values in place of the real ones)."""
+
+    model: str
+    given: list[Fixture]
+    expect: Fixture
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass
 class Node:
     unique_id: str
-    resource_type: str  # "model", "seed" or "test"
+    resource_type: str  # "model", "seed", "snapshot", "test" or "unit_test"
     name: str
     original_file_path: str  # relative to the project root
     fqn: list[str]
@@ -96,6 +119,7 @@ class Node:
     columns: dict[str, dict[str, Any]] = field(default_factory=dict)
     relation: Relation | None = None  # None for tests
     test_metadata: TestMetadata | None = None
+    unit_test: UnitTest | None = None
 
     @property
     def materialized(self) -> str:

@@ -26,10 +26,10 @@ from hudiql.project.config.runtime import RuntimeConfig
 
 def compiled_path(node: Node) -> str:
     """dbt's layout: a generic test is a file below its ``.yml`` (``models/x.yml/not_null_m_id.sql``),
-    and so is a snapshot a ``.yml`` defines."""
+    and so are a unit test and a snapshot a ``.yml`` defines."""
     if node.test_metadata is not None:
         return f"{node.original_file_path}/{node.test_metadata.compiled_name}.sql"
-    if node.resource_type == "snapshot" and not node.original_file_path.endswith(".sql"):
+    if node.resource_type in ("snapshot", "unit_test") and not node.original_file_path.endswith(".sql"):
         return f"{node.original_file_path}/{node.name}.sql"
     return node.original_file_path
 

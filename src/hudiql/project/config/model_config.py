@@ -33,6 +33,7 @@ VALID_KEYS: dict[str, set[str]] = {
     },
     "seed": COMMON | HUDI | set(HOOKS) | {"schema", "alias", "column_types", "delimiter"},  # seeds are reloaded every run
     "test": COMMON | {"severity", "where"},
+    "unit_test": COMMON,
     # A snapshot's table is keyed by dbt_scd_id: its unique_key is the query's key, not the table's.
     "snapshot": COMMON | HUDI - {"precombine_field"} | set(HOOKS) | {
         "materialized", "schema", "alias", "database", "target_schema", "target_database", "strategy",
@@ -44,6 +45,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "model": {"materialized": "view", "on_schema_change": "ignore", "table_type": "cow"},
     "seed": {"materialized": "seed", "table_type": "cow", "delimiter": ","},
     "test": {"materialized": "test", "severity": "error"},
+    "unit_test": {"materialized": "unit"},
     "snapshot": {"materialized": "snapshot", "table_type": "cow"},
 }
 STRATEGIES = ("merge", "append", "insert_overwrite")
@@ -173,6 +175,8 @@ def validate(resource_type: str, config: dict[str, Any], where: str, materializa
     out["enabled"] = bool(out.get("enabled", True))
     out["tags"] = _as_list(out.get("tags", []), "tags", where)
     out["meta"] = dict(out.get("meta") or {})
+    if resource_type == "unit_test":
+        return out
     if resource_type == "test":
         out["severity"] = _one_of(out["severity"], "severity", ("error", "warn"), where)
         return out

@@ -25,7 +25,7 @@ DBT_VERSION = "1.11.6"
 KEYS = {
     "name", "version", "config-version", "profile", "model-paths", "macro-paths", "seed-paths",
     "test-paths", "snapshot-paths", "analysis-paths", "target-path", "clean-targets", "vars", "models",
-    "seeds", "snapshots", "tests", "data_tests", "require-dbt-version",
+    "seeds", "snapshots", "tests", "data_tests", "unit_tests", "require-dbt-version",
     # legacy spellings of model-paths and seed-paths
     "source-paths", "data-paths",
     # what only other dbt commands read (docs, deps, logs)
@@ -35,7 +35,7 @@ KEYS = {
 NOT_RUN = {
     "semantic-models": "semantic models", "saved-queries": "saved queries", "metrics": "metrics",
     "exposures": "exposures", "dbt-cloud": "dbt Cloud settings",
-    "analyses": "analysis configs", "unit_tests": "unit test configs", "sources": "source configs",
+    "analyses": "analysis configs", "sources": "source configs",
     "functions": "functions", "packages": "packages", "quoting": "quoting",
     "query-comment": "query comments", "flags": "behaviour flags", "restrict-access": "access restrictions",
 }
@@ -79,6 +79,10 @@ class Project:
         """The ``generic`` folders of the test paths: their files define generic tests
         (``{% test %}`` blocks), as macro files do; they are no singular tests."""
         return [self.root / p / "generic" for p in self.test_paths]
+
+    def fixture_paths(self) -> list[Path]:
+        """The ``fixtures`` folders of the test paths: the csv and sql rows of unit tests."""
+        return [self.root / p / "fixtures" for p in self.test_paths]
 
     def var(self, name: str, default: Any = _MISSING) -> Any:
         """``var()`` in models: ``--vars`` were merged over ``vars:`` when loading."""
@@ -148,6 +152,7 @@ def load_project(root: Path, cli_vars: dict[str, Any]) -> Project:
             "model": data.get("models") or {},
             "seed": data.get("seeds") or {},
             "snapshot": data.get("snapshots") or {},
+            "unit_test": data.get("unit_tests") or {},
             "test": data.get("data_tests") or data.get("tests") or {},
         },
     )

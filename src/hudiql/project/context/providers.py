@@ -88,6 +88,27 @@ class RuntimeProvider:
         raise CompilationError(f"Compilation Error in {node.label}: source('{source_name}', '{table_name}') is not declared")
 
 
+class FixtureProvider:
+    """``ref``/``source`` in a unit test: each given input is the CTE of its rows (``names``: input
+    name -> CTE); an input the test does not give is an error naming it."""
+
+    def __init__(self, names: dict[str, str], label: str) -> None:
+        self.names = names
+        self.label = label
+
+    def _cte(self, name: str, written: str) -> Relation:
+        if name not in self.names:
+            raise CompilationError(f"{self.label}: the model reads {written}, which the unit test does not give; "
+                                   f"add it under given: with its rows")
+        return Relation(None, self.names[name], "cte")
+
+    def ref(self, node: Node, name: str) -> Relation:
+        return self._cte(name, f"ref('{name}')")
+
+    def source(self, node: Node, source_name: str, table_name: str) -> Relation:
+        return self._cte(f"{source_name}.{table_name}", f"source('{source_name}', '{table_name}')")
+
+
 class ConfigFunction:
     """``config(...)`` records configs while parsing; ``config.get`` reads the node's configs."""
 

@@ -1,7 +1,9 @@
 """The order nodes run in: each selected node waits for the selected nodes upstream of it.
 
 ``waits_for`` decides what a node waits for (its nearest selected ancestors, through unselected
-ones, and in ``build`` the tests of those: a failing test stops what is downstream). A
+ones, and in ``build`` the tests of those: a failing test stops what is downstream). A unit test
+waits for what its model waits for, and in ``build`` the model waits for its unit tests, as dbt
+runs them: before the model, which a failing one skips. A
 ``GraphQueue`` hands out the nodes whose waits are over; a node that waits for a failure is
 handed out to be skipped, and counts as failed for what waits for it.
 
@@ -28,7 +30,9 @@ def waits_for(nodes: list[Node], graph: Graph, with_tests: bool) -> dict[str, se
     selected = {n.unique_id for n in nodes}
     out: dict[str, set[str]] = {}
     for node in nodes:
-        needs, frontier = set(), set(graph.parents.get(node.unique_id, ()))
+        # (a unit test's one parent is its model: it needs what the model reads)
+        upstream = graph.parents.get(node.depends_on[0], set()) if node.resource_type == "unit_test" else None
+        needs, frontier = set(), set(graph.parents.get(node.unique_id, ()) if upstream is None else upstream)
         seen: set[str] = set()
         while frontier:
             uid = frontier.pop()
@@ -39,9 +43,12 @@ def waits_for(nodes: list[Node], graph: Graph, with_tests: bool) -> dict[str, se
                 frontier |= graph.parents.get(uid, set()) - seen
         out[node.unique_id] = needs
     if with_tests:
+        for node in nodes:
+            if node.resource_type == "unit_test" and node.depends_on[0] in out:
+                out[node.depends_on[0]].add(node.unique_id)
         tests = [n for n in nodes if n.resource_type == "test"]
         for node in nodes:
-            if node.resource_type == "test":
+            if node.resource_type in ("test", "unit_test"):
                 continue
             below = graph.descendants(node.unique_id) | {node.unique_id}
             for test in tests:

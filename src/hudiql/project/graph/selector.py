@@ -70,7 +70,7 @@ def select(manifest: Manifest, graph: Graph, include: Iterable[str] | None, excl
     dropped = _union(manifest, graph, _words(exclude), unmatched, state)
     chosen -= dropped
     for uid, node in manifest.nodes.items():  # eager indirect selection of tests
-        if node.resource_type == "test" and uid not in dropped and set(node.depends_on) & chosen:
+        if node.resource_type in ("test", "unit_test") and uid not in dropped and set(node.depends_on) & chosen:
             chosen.add(uid)
     return Selection(chosen, unmatched)
 
@@ -144,7 +144,9 @@ def _matches(item: Node | Source, method: str, key: str | None, value: str) -> b
         return any(fnmatch.fnmatch(t, value) for t in item.config.get("tags", []))
     if method == "resource_type":
         return item.resource_type == value
-    if method == "test_type":  # (hudiql has no unit tests yet: unit matches nothing)
+    if method == "test_type":
+        if item.resource_type == "unit_test":
+            return value == "unit"
         generic = item.test_metadata is not None
         return item.resource_type == "test" and value in ("data", *(("generic", "schema") if generic else ("singular",)))
     if method == "test_name":

@@ -26,13 +26,19 @@ def found_line(manifest: Manifest) -> str:
     counts = Counter(n.resource_type for n in manifest.nodes.values())
     parts = [plural(counts["model"], "model"), *([plural(counts["snapshot"], "snapshot")] if counts["snapshot"] else []),
              plural(counts["seed"], "seed"), plural(counts["test"], "data test"),
+             *([plural(counts["unit_test"], "unit test")] if counts["unit_test"] else []),
              plural(len(manifest.sources), "source"), plural(len(manifest.macros), "macro")]
     return "Found " + ", ".join(parts)
 
 
+def test_name(node: Node) -> str:
+    """How progress lines name a test: a unit test as ``model::test``, as dbt does."""
+    return f"{node.unit_test.model}::{node.name}" if node.unit_test is not None else node.name
+
+
 def start_message(node: Node) -> str:
-    if node.resource_type == "test":
-        return f"START test {node.name}"
+    if node.resource_type in ("test", "unit_test"):
+        return f"START {node.resource_type} {test_name(node)}"
     if node.resource_type == "seed":
         return f"START seed file {node.relation}"
     if node.resource_type == "snapshot":
@@ -44,13 +50,13 @@ def result_message(result: NodeResult) -> tuple[str, str]:
     """The progress line's text and bracketed status for a finished node."""
     node, status = result.node, result.status
     if status == "skipped":
-        return (f"SKIP test {node.name}" if node.resource_type == "test" else f"SKIP relation {node.relation}"), "SKIP"
-    if node.resource_type == "test":
+        return (f"SKIP test {test_name(node)}" if node.relation is None else f"SKIP relation {node.relation}"), "SKIP"
+    if node.resource_type in ("test", "unit_test"):
         if status == "error":
-            return f"ERROR {node.name}", "ERROR"
+            return f"ERROR {test_name(node)}", "ERROR"
         if status == "pass":
-            return f"PASS {node.name}", "PASS"
-        return f"{status.upper()} {result.failures} {node.name}", f"{status.upper()} {result.failures}"
+            return f"PASS {test_name(node)}", "PASS"
+        return f"{status.upper()} {result.failures} {test_name(node)}", f"{status.upper()} {result.failures}"
     if node.resource_type == "seed":
         if status == "error":
             return f"ERROR loading seed file {node.relation}", "ERROR"
@@ -65,8 +71,9 @@ def result_message(result: NodeResult) -> tuple[str, str]:
 def print_run_end(results: list[NodeResult], elapsed: float, console: Console) -> None:
     """What ran, how long it took, each error and warning, and the PASS/WARN/ERROR/SKIP counts."""
     kinds = Counter(
-        "data test" if r.node.resource_type == "test" else r.node.resource_type if r.node.resource_type in ("seed", "snapshot")
-        else f"{r.node.materialized} model" for r in results
+        "data test" if r.node.resource_type == "test" else "unit test" if r.node.resource_type == "unit_test"
+        else r.node.resource_type if r.node.resource_type in ("seed", "snapshot") else f"{r.node.materialized} model"
+        for r in results
     )
     console.line("")
     console.line(f"Finished running {', '.join(plural(n, k) for k, n in kinds.items())} in {duration(elapsed)}.")
@@ -81,8 +88,9 @@ def print_run_end(results: list[NodeResult], elapsed: float, console: Console) -
             console.line("")
             kind = {"fail": "Failure", "warn": "Warning"}.get(r.status, "Runtime Error")
             console.line(f"{kind} in {r.node.label}")
-            console.line(f"  {r.message}")
-            if r.compiled_code is not None and r.node.resource_type == "test":
+            for line in str(r.message).splitlines():
+                console.line(f"  {line}" if line else "")
+            if r.compiled_code is not None and r.node.resource_type in ("test", "unit_test"):
                 console.line(f"  compiled code at target/compiled/{r.node.fqn[0]}/{compiled_path(r.node)}")
     status = Counter(r.status for r in results)
     console.line("")

@@ -1,8 +1,14 @@
-"""``hudiql test``: run the data tests. A test's SQL selects the failing rows; ``TestRunner`` counts
-them (``SELECT count(*) FROM (<test SQL>)``): above 0 fails the test, or warns with ``severity: warn``."""
+"""``hudiql test``: run the data tests and unit tests.
+
+- A data test's SQL selects the failing rows; ``TestRunner`` counts them (``SELECT count(*) FROM
+  (<test SQL>)``): above 0 fails the test, or warns with ``severity: warn``.
+- A unit test runs its model's SELECT on the rows it gives; ``UnitTestRunner`` compares what it
+  returns with the expected rows, in any order: a difference fails the test, and the message
+  draws it as dbt does."""
 
 from __future__ import annotations
 
+from hudiql.project.adapter import unit_test
 from hudiql.project.adapter.impl import NodeScope
 from hudiql.project.artifacts.nodes import Node
 from hudiql.project.artifacts.results import NodeResult
@@ -24,6 +30,23 @@ class TestRunner(BaseRunner):
             result.message = f"Got {result.failures} result{'s' if result.failures != 1 else ''}, configured to {result.status} if != 0"
 
 
+class UnitTestRunner(BaseRunner):
+    def run_node(self, node: Node, result: NodeResult, scope: NodeScope) -> None:
+        sql, columns = self.compiler.compile_unit_test(node)
+        result.compiled_code = sql
+        rows = self.adapter.run_query(sql)
+        marker = rows.column_names.index(unit_test.MARKER)
+        sides: dict[str, list[tuple]] = {"actual": [], "expected": []}
+        for row in rows:
+            sides[row[marker]].append(tuple(v for i, v in enumerate(row) if i != marker))
+        diff = unit_test.difference(columns, sides["actual"], sides["expected"])
+        if diff:
+            result.status, result.failures = "fail", 1
+            result.message = f"actual differs from expected:\n\n{diff}"
+        else:
+            result.status, result.message = "pass", "PASS"
+
+
 class TestTask(GraphRunnableTask):
     __test__ = False
-    RUNNERS = {"test": TestRunner}
+    RUNNERS = {"test": TestRunner, "unit_test": UnitTestRunner}
