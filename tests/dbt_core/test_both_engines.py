@@ -1,5 +1,5 @@
 """One dbt project (seed, source, table, view, ephemeral and incremental models, ``changes()``,
-generic tests, a snapshot), run by dbt-core with the hudiql adapter and by ``hudiql``'s own commands: both write
+generic tests, unit tests, a snapshot), run by dbt-core with the hudiql adapter and by ``hudiql``'s own commands: both write
 the same rows, report the same nodes and statuses, and describe the warehouse alike
 (``docs generate``'s ``catalog.json``)."""
 
@@ -30,6 +30,31 @@ MODELS = {
     "schema.yml": "models:\n  - name: orders\n    columns:\n      - name: id\n        data_tests: [unique, not_null]\n"
                   "      - name: name\n        data_tests:\n          - accepted_values:\n"
                   "              arguments: {values: [ann, bo]}\n",
+    # One unit test that passes and one that fails (tagged, so the build can leave it out).
+    "unit.yml": """
+unit_tests:
+  - name: amounts_are_decimals
+    model: orders
+    given:
+      - input: ref('people')
+        rows: [{id: 7, name: x, amount: 1.255}]
+    expect:
+      rows: [{id: 7, amount: 1.26}]
+  - name: wrong_on_purpose
+    model: merged
+    config: {tags: [wrong]}
+    given:
+      - input: ref('orders')
+        format: csv
+        rows: |
+          id,name
+          3,c
+      - input: ref('eph')
+        format: sql
+        rows: select 1 as one
+    expect:
+      rows: [{id: 3, name: d, ts: 1}]
+""",
 }
 # The rows of round 2 change one person and lose another: a new version, a closed one, an invalidated one.
 ROUND = "{{ var('round', 1) }}"
@@ -103,16 +128,17 @@ class TestBothEngines:
         (tmp_path / "profiles" / "profiles.yml").write_text(PROFILE.format(warehouse=other, schema=project.test_schema))
         root = Path(project.project_root)
         for round_ in (1, 2):
-            run_dbt(["build", "--vars", f"{{round: {round_}}}"])
+            run_dbt(["build", "--vars", f"{{round: {round_}}}", "--exclude", "tag:wrong"])
             by_dbt = json.loads((root / "target" / "run_results.json").read_text())
             out = io.StringIO()
             code = invoke(Flags("build", project_dir=str(root), profiles_dir=str(tmp_path / "profiles"),
-                                vars={"round": round_}), spark=spark, out=out)
+                                vars={"round": round_}, exclude=["tag:wrong"]), spark=spark, out=out)
             assert code == 0, out.getvalue()
             by_hudiql = json.loads((root / "target" / "run_results.json").read_text())
             statuses = {r["unique_id"]: r["status"] for r in by_dbt["results"]}
             assert {r["unique_id"]: r["status"] for r in by_hudiql["results"]} == statuses
             assert statuses["snapshot.test.people_history"] == "success"
+            assert statuses["unit_test.test.orders.amounts_are_decimals"] == "pass"
         dbt_session = hudiql.connect(warehouse=project.adapter.config.credentials.warehouse, spark=spark)
         own_session = hudiql.connect(warehouse=str(other), spark=spark)
         for name in ("people", "orders", "names", "merged", "downstream", "people_history"):
@@ -125,6 +151,23 @@ class TestBothEngines:
             f"SELECT id, name, updated_at, dbt_valid_to IS NULL FROM {project.test_schema}.people_history").collect())
         assert [(i, n, current) for i, n, _, current in history] == [
             (1, "ann", False), (1, "ann2", True), (2, "bo", False)]
+
+    def test_a_failing_unit_test_fails_alike(self, project, spark):
+        """``test --select test_type:unit``: the unit test whose expected rows are wrong fails under both
+        engines, the other passes (the inputs' tables are the dbt build's above)."""
+        root = Path(project.project_root)
+        run_dbt(["test", "--select", "test_type:unit"], expect_pass=False)
+        by_dbt = {r["unique_id"]: r for r in json.loads((root / "target" / "run_results.json").read_text())["results"]}
+        out = io.StringIO()
+        code = invoke(Flags("test", project_dir=str(root), profiles_dir=str(project.profiles_dir),
+                            select=["test_type:unit"]), spark=spark, out=out)
+        assert code == 1
+        by_hudiql = {r["unique_id"]: r for r in json.loads((root / "target" / "run_results.json").read_text())["results"]}
+        assert {u: (r["status"], r["failures"]) for u, r in by_hudiql.items()} == {
+            u: (r["status"], r["failures"]) for u, r in by_dbt.items()} == {
+            "unit_test.test.orders.amounts_are_decimals": ("pass", 0), "unit_test.test.merged.wrong_on_purpose": ("fail", 1)}
+        # (dbt draws the changed row as one, "d→c"; hudiql as the row returned and the row expected)
+        assert by_hudiql["unit_test.test.merged.wrong_on_purpose"]["message"].endswith("@@ ,id,name,ts\n+++,3,c,1\n---,3,d,1")
 
 
 def _same_run(value):

@@ -106,6 +106,8 @@ def test_a_project_dbt_loads_loads_and_names_what_hudiql_does_not_run(tmp_path):
             unit_tests:
               - name: t
                 model: a
+                given: []
+                expect: {rows: [{id: 1}]}
             sources:
               - name: raw
                 schema: "{{ target.schema }}_raw"
@@ -130,7 +132,7 @@ def test_a_project_dbt_loads_loads_and_names_what_hudiql_does_not_run(tmp_path):
     assert code == 0, out
     [warning] = [line for line in out.splitlines() if "[WARNING]" in line]
     assert warning.split("  ", 1)[1] == ("[WARNING]: hudiql does not run this project's constraints, dbt Cloud settings, "
-                       "metrics, model access, query comments, saved queries, semantic models, unit tests; dbt-core would")
+                       "metrics, model access, query comments, saved queries, semantic models; dbt-core would")
 
 
 def test_generic_test_blocks_in_macro_and_generic_test_folders(tmp_path):

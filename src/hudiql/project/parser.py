@@ -411,7 +411,7 @@ class ProjectParser:
         for folder in self.project.fixture_paths():
             for path in sorted(folder.rglob(f"{name}.{fmt}")) if folder.is_dir() else []:
                 return path.read_text(encoding="utf-8")
-        raise ProjectError(f"{where}: no fixture file {name}.{fmt} in {', '.join(str(p / 'fixtures') for p in self.project.test_paths)}")
+        raise ProjectError(f"{where}: no fixture file {name}.{fmt} in {', '.join(f'{p}/fixtures' for p in self.project.test_paths)}")
 
     def _relation(self, node: Node) -> Relation:
         identifier = check_name("alias", str(node.config.get("alias") or node.name))

@@ -13,7 +13,7 @@ the changes (``staging_sql``: new versions to insert, current versions to close,
   query) differs, NULLs included; versions are valid from the snapshot's time.
 
 Example:
-    >>> config = {"strategy": "timestamp", "unique_key": ["id"], "updated_at": "updated_at"}
+    >>> config = {"strategy": "timestamp", "unique_key": ["id"], "updated_at": "updated_at", "hard_deletes": "ignore"}
     >>> strategy = SnapshotStrategy.of(config, now="timestamp_micros(0)")
     >>> strategy.scd_id
     "md5(concat_ws('|', coalesce(cast(id as string), ''), coalesce(cast(updated_at as string), '')))"
@@ -157,7 +157,7 @@ def staging_sql(target: object, sql: str, strategy: SnapshotStrategy, columns: S
     branches = ["insertions", "updates"]
     if strategy.hard_deletes in ("invalidate", "new_record"):
         # Keys gone from the query; a key already closed as deleted is left alone.
-        gone = f"source_data.dbt_unique_key_1 IS NULL" + (
+        gone = "source_data.dbt_unique_key_1 IS NULL" + (
             f" AND NOT ({deleted} AND {_is_current('snapshotted_data.' + columns.dbt_valid_to, config)})" if new_record else "")
         nulls = ", ".join(f"source_data.{quote(c)}" for c in query_columns)
         ctes.append(

@@ -102,7 +102,7 @@ def add_commands(subparsers: Any) -> None:
         if command == "ls":
             parser.add_argument("--output", choices=["selector", "name", "path", "json"], default="selector")
             parser.add_argument("--resource-type", dest="resource_types", nargs="+", default=[],
-                                choices=["model", "seed", "snapshot", "test", "source"])
+                                choices=["model", "seed", "snapshot", "test", "unit_test", "source"])
 
 
 def _handle(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@ A selector is words separated by spaces (union); a word is atoms separated by co
 - ``name`` (shell-style wildcards allowed) or a dotted path of folders ``staging`` / ``shop.staging``;
 - ``path:models/staging``, ``tag:nightly``, ``config.materialized:incremental``,
   ``resource_type:seed``, ``source:raw`` / ``source:raw.orders``, ``test_type:generic | singular |
-  data | unit``, ``test_name:unique``;
+  data | unit``, ``test_name:unique``, ``unit_test:shop.test_x`` (as ``ls`` names unit tests);
 - with ``--state DIR`` (an earlier run's target folder, ``graph.state``): ``state:new``,
   ``state:modified`` (``.body``, ``.configs``), ``state:old``, ``state:unmodified``, and
   ``result:error`` (any status of its run results);
@@ -41,7 +41,8 @@ from hudiql.project.errors import ProjectError
 from hudiql.project.graph.graph import Graph
 from hudiql.project.graph.state import PreviousState
 
-METHODS = ("tag", "path", "config", "resource_type", "source", "fqn", "test_type", "test_name", "state", "result")
+METHODS = ("tag", "path", "config", "resource_type", "source", "fqn", "test_type", "test_name", "unit_test", "state",
+           "result")
 TEST_TYPES = ("generic", "singular", "data", "unit", "schema")  # (schema: generic, dbt's old word)
 _ATOM = re.compile(r"^(?P<at>@)?(?:(?P<up>\d*)\+)?(?P<criterion>[^+]+?)(?:\+(?P<down>\d*))?$")
 
@@ -149,6 +150,9 @@ def _matches(item: Node | Source, method: str, key: str | None, value: str) -> b
             return value == "unit"
         generic = item.test_metadata is not None
         return item.resource_type == "test" and value in ("data", *(("generic", "schema") if generic else ("singular",)))
+    if method == "unit_test":
+        return item.resource_type == "unit_test" and any(
+            fnmatch.fnmatch(name, value) for name in (item.name, f"{item.fqn[0]}.{item.name}", ".".join(item.fqn)))
     if method == "test_name":
         return item.test_metadata is not None and fnmatch.fnmatch(item.test_metadata.name, value)
     if method == "config":

@@ -9,7 +9,7 @@ from hudiql.project.artifacts.nodes import Node, Source
 from hudiql.project.cli.flags import EXIT_OK
 from hudiql.project.task.base import ConfiguredTask, Loaded
 
-RESOURCE_TYPES = {"model", "seed", "snapshot", "test", "source"}
+RESOURCE_TYPES = {"model", "seed", "snapshot", "test", "unit_test", "source"}
 
 
 class ListTask(ConfiguredTask):
@@ -34,6 +34,8 @@ class ListTask(ConfiguredTask):
             return json.dumps({"name": item.name, "unique_id": item.unique_id, "resource_type": _resource_type(item),
                                "original_file_path": item.original_file_path,
                                "config": getattr(item, "config", {})}, default=str)
+        if isinstance(item, Node) and item.resource_type == "unit_test":
+            return f"unit_test:{item.fqn[0]}.{item.name}"  # dbt's selector of a unit test
         return ("source:" if not isinstance(item, Node) else "") + ".".join(item.fqn)
 
 

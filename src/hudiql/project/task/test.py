@@ -44,7 +44,7 @@ class UnitTestRunner(BaseRunner):
             result.status, result.failures = "fail", 1
             result.message = f"actual differs from expected:\n\n{diff}"
         else:
-            result.status, result.message = "pass", "PASS"
+            result.status, result.message, result.failures = "pass", "PASS", 0
 
 
 class TestTask(GraphRunnableTask):
