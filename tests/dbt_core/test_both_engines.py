@@ -77,6 +77,12 @@ PROFILE = """test:
 """
 
 
+def named(manifest: dict) -> dict:
+    """How a manifest names each node, unit test and source: its unique id, resource type and fqn."""
+    return {section: {uid: (n["resource_type"], n["fqn"]) for uid, n in manifest[section].items()}
+            for section in ("nodes", "unit_tests", "sources")}
+
+
 def described(catalog: dict) -> dict:
     """What a catalog says of each table and view: its kind, schema, name and columns (dbt writes
     an empty database for an adapter without one, hudiql none: both mean the same here)."""
@@ -122,7 +128,8 @@ class TestBothEngines:
     def test_build_writes_the_same_rows_and_results_as_dbt(self, project, spark, tmp_path):
         """``dbt build`` and ``hudiql build`` of one project, each into its own warehouse (twice: the
         second run merges, and its snapshot closes versions): every model and the snapshot hold the
-        same rows, and the run results name the same nodes (dbt's test names) with the same statuses."""
+        same rows, the manifests name the same nodes, unit tests and sources alike, and the run
+        results name the same nodes (dbt's test names) with the same statuses."""
         other = tmp_path / "hudiql_warehouse"
         (tmp_path / "profiles").mkdir()
         (tmp_path / "profiles" / "profiles.yml").write_text(PROFILE.format(warehouse=other, schema=project.test_schema))
@@ -130,11 +137,14 @@ class TestBothEngines:
         for round_ in (1, 2):
             run_dbt(["build", "--vars", f"{{round: {round_}}}", "--exclude", "tag:wrong"])
             by_dbt = json.loads((root / "target" / "run_results.json").read_text())
+            dbt_manifest = json.loads((root / "target" / "manifest.json").read_text())
             out = io.StringIO()
             code = invoke(Flags("build", project_dir=str(root), profiles_dir=str(tmp_path / "profiles"),
                                 vars={"round": round_}, exclude=["tag:wrong"]), spark=spark, out=out)
             assert code == 0, out.getvalue()
             by_hudiql = json.loads((root / "target" / "run_results.json").read_text())
+            own_manifest = json.loads((root / "target" / "manifest.json").read_text())
+            assert named(own_manifest) == named(dbt_manifest)
             statuses = {r["unique_id"]: r["status"] for r in by_dbt["results"]}
             assert {r["unique_id"]: r["status"] for r in by_hudiql["results"]} == statuses
             assert statuses["snapshot.test.people_history"] == "success"
