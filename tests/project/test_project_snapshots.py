@@ -9,6 +9,7 @@ import json
 
 import hudiql
 import pytest
+from test_artifacts_schema import validated
 from test_project_helpers import loaded, run, run_results, write_project
 
 from conftest import official_rows
@@ -122,6 +123,7 @@ def test_snapshots_keep_each_version_by_strategy(project, spark):
     assert official_rows(table, ["id", "name"]) == sorted((i, n) for i, n, _ in versions(session, "by_time"))
     properties = (table / ".hoodie" / "hoodie.properties").read_text()
     assert "hoodie.table.recordkey.fields=dbt_scd_id" in properties
+    validated(root)  # manifest.json and run_results.json, against dbt's schemas
 
 
 def test_new_columns_of_the_query_are_added(tmp_path, spark):

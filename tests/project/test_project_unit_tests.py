@@ -8,6 +8,7 @@ import json
 
 import hudiql
 import pytest
+from test_artifacts_schema import validated
 from test_project_helpers import loaded, run, run_results, write_project
 
 FILES = {
@@ -122,6 +123,7 @@ def test_unit_tests_run_before_their_model_in_build(spark, tmp_path):
     assert entry["fqn"] == ["shop", "flagged", "emails_are_checked"] and entry["depends_on"]["nodes"] == ["model.shop.flagged"]
     assert entry["description"] == "an address needs an @ and a dot" and entry["given"][0]["input"] == "ref('people')"
     assert not any(u.startswith("unit_test.") for u in manifest["nodes"])
+    validated(root)  # manifest.json and run_results.json, against dbt's schemas
 
 
 def test_a_failing_unit_test_fails_and_skips_its_model(spark, tmp_path):
@@ -202,3 +204,14 @@ def test_an_input_is_typed_by_its_table_else_by_its_declared_columns(spark, tmp_
     assert code == 0, out
     code, out = run(root, "test", spark, select=["unit_test:totals_join"])
     assert code == 0 and "PASS totals::totals_join" in out, out
+
+
+def test_state_modified_selects_a_changed_unit_test(tmp_path):
+    root = write_project(tmp_path / "p", FILES, "name: shop\nprofile: shop\n")
+    assert run(root, "ls")[0] == 0
+    state = tmp_path / "state"
+    (root / "target").rename(state)
+    schema = root / "models" / "schema.yml"
+    schema.write_text(schema.read_text().replace("{id: 3, ok: null}", "{id: 3, ok: false}"))
+    code, out = run(root, "ls", select=["state:modified"], state=str(state))
+    assert code == 0 and out.split() == ["unit_test:shop.emails_are_checked"]

@@ -11,6 +11,7 @@ the path of a seed over 1 MiB, ``none`` for generic tests, which have no file of
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,8 +136,12 @@ class _ManifestWriter:
             return {**({"input": f.input} if f.input is not None else {}), "rows": f.rows, "format": f.format,
                     "fixture": f.fixture}
 
+        given, expect = [fixture(f) for f in test.given], fixture(test.expect)
+        # What ``state:modified`` compares: everything the test runs with (not its description).
+        content = json.dumps([test.model, given, expect, test.overrides], sort_keys=True, default=str)
         return {
-            "model": test.model, "given": [fixture(f) for f in test.given], "expect": fixture(test.expect),
+            "model": test.model, "given": given, "expect": expect,
+            "checksum": hashlib.sha256(content.encode("utf-8")).hexdigest(),
             "name": node.name, "resource_type": "unit_test", "package_name": self.package,
             "path": Path(node.original_file_path).name, "original_file_path": node.original_file_path,
             "unique_id": node.unique_id, "fqn": node.fqn, "description": node.description,

@@ -68,7 +68,7 @@ def _entries(path: Path) -> dict[str, dict[str, Any]] | None:
     if not path.is_file():
         return None
     data = _read(path)
-    return {**data.get("nodes", {}), **data.get("sources", {})}
+    return {**data.get("nodes", {}), **data.get("unit_tests", {}), **data.get("sources", {})}
 
 
 def _results(path: Path) -> dict[str, str] | None:
