@@ -180,12 +180,11 @@ class ProjectParser:
         for path, folder in _files(root, self.project.snapshot_paths, (".sql",)):
             for name, raw in _snapshot_blocks(path, root):
                 parts = path.relative_to(folder).with_suffix("").parts
-                self._add(found, self._snapshot(name, path, [self.project.name, *parts, name], raw))
+                self._add(found, self._snapshot(path, [self.project.name, *parts, name], raw))
         for entry, yml, folder in self.yaml_snapshots:
             parts = (self.project.root / yml).relative_to(folder).parent.parts
             raw = "select * from {{ " + str(entry["relation"]) + " }}"  # dbt's query of a YAML snapshot
-            self._add(found, self._snapshot(str(entry["name"]), self.project.root / yml,
-                                            [self.project.name, *parts, str(entry["name"])], raw))
+            self._add(found, self._snapshot(self.project.root / yml, [self.project.name, *parts, str(entry["name"])], raw))
         not_singular = self.project.generic_test_paths() + self.project.fixture_paths()
         for path, folder in _files(root, self.project.test_paths, (".sql",)):
             if not any(path.is_relative_to(g) for g in not_singular):
@@ -298,18 +297,22 @@ class ProjectParser:
         return node
 
     def _model(self, path: Path, folder: Path) -> Node:
-        node = self._node("model", path, folder, path.read_text(encoding="utf-8"))
-        check_name("model", node.name)
+        # Each ``materialization_<name>`` macro makes ``<name>`` valid; ephemeral models are CTEs, no macro.
+        materializations = {n.removeprefix("materialization_") for n in self.invocation.library.origin
+                            if n.startswith("materialization_") and n != "materialization_seed"} | {"ephemeral"}
+        return self._parsed(self._node("model", path, folder, path.read_text(encoding="utf-8")), materializations)
+
+    def _parsed(self, node: Node, materializations: set[str] | None = None) -> Node:
+        """A model or snapshot rendered once, recording its ``ref``, ``source`` and ``config()``
+        calls; then its configs, validated, and its relation."""
+        check_name(node.resource_type, node.name)
         recorder, recorded = ParseProvider(), {}
         node.relation = Relation(self.invocation.target.database, node.name, "table")  # provisional ``this``
         ctx = self.invocation.context(node, recorder, execute=False, recorded_config=recorded)
         self.invocation.library.render(node.raw_code, ctx, node.label)
         node.refs, node.sources = recorder.refs, recorder.sources
-        # Each ``materialization_<name>`` macro makes ``<name>`` valid; ephemeral models are CTEs, no macro.
-        materializations = {n.removeprefix("materialization_") for n in self.invocation.library.origin
-                            if n.startswith("materialization_") and n != "materialization_seed"} | {"ephemeral"}
-        node.config = configs.validate("model", configs.merge(node.config, {configs.normalize_key(k): v for k, v in recorded.items()}),
-                                       node.label, materializations)
+        recorded = {configs.normalize_key(k): v for k, v in recorded.items()}
+        node.config = configs.validate(node.resource_type, configs.merge(node.config, recorded), node.label, materializations)
         node.relation = self._relation(node)
         return node
 
@@ -320,18 +323,8 @@ class ProjectParser:
         node.relation = self._relation(node)
         return node
 
-    def _snapshot(self, name: str, path: Path, fqn: list[str], raw: str) -> Node:
-        node = self._node("snapshot", path, path.parent, raw, fqn)
-        check_name("snapshot", node.name)
-        recorder, recorded = ParseProvider(), {}
-        node.relation = Relation(self.invocation.target.database, node.name, "table")  # provisional ``this``
-        ctx = self.invocation.context(node, recorder, execute=False, recorded_config=recorded)
-        self.invocation.library.render(node.raw_code, ctx, node.label)
-        node.refs, node.sources = recorder.refs, recorder.sources
-        node.config = configs.validate("snapshot", configs.merge(node.config, {configs.normalize_key(k): v for k, v in recorded.items()}),
-                                       node.label)
-        node.relation = self._relation(node)
-        return node
+    def _snapshot(self, path: Path, fqn: list[str], raw: str) -> Node:
+        return self._parsed(self._node("snapshot", path, path.parent, raw, fqn))
 
     def _singular_test(self, path: Path, folder: Path) -> Node:
         node = self._node("test", path, folder, path.read_text(encoding="utf-8"))

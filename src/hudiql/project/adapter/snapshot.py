@@ -127,14 +127,25 @@ def staging_sql(target: object, sql: str, strategy: SnapshotStrategy, columns: S
     with every column of the table), ``update`` and ``delete`` (the current version ``dbt_scd_id``
     closes at ``dbt_valid_to``). ``query_columns``: the columns of ``sql``; ``target_columns``: the table's."""
     keys = [f"{k} AS dbt_unique_key_{i}" for i, k in enumerate(strategy.unique_key, 1)]
-    join = " AND ".join(f"snapshotted_data.dbt_unique_key_{i} = source_data.dbt_unique_key_{i}"
-                        for i in range(1, len(strategy.unique_key) + 1))
     key_columns = [f"dbt_unique_key_{i}" for i in range(1, len(strategy.unique_key) + 1)]
+    join = " AND ".join(f"snapshotted_data.{k} = source_data.{k}" for k in key_columns)
     new_record = strategy.hard_deletes == "new_record"
     deleted = f"snapshotted_data.{columns.dbt_is_deleted} = 'True'"
     changed = strategy.row_changed + (f" OR {deleted}" if new_record else "")
-    source = ", ".join(f"source_data.{quote(c)}" for c in query_columns)
-    source_keys = ", ".join(f"source_data.{k}" for k in key_columns)
+    time = "source_data.dbt_snapshot_time_"
+
+    def change(name: str, kind: str, side: Mapping[str, str], version: tuple[str, str, str, str, str], rows: str) -> str:
+        """One kind of change, every branch with the same columns: the query's (each from ``side``,
+        by column; else from ``source_data``), the key, then the version's meta columns
+        (updated_at, valid_from, valid_to, scd_id, is_deleted) from ``version``."""
+        values = [f"{side.get(c.lower(), 'source_data')}.{quote(c)}" for c in query_columns]
+        keys_from = side.get("dbt_unique_key", "source_data")
+        meta = zip(version, (columns.dbt_updated_at, columns.dbt_valid_from, columns.dbt_valid_to, columns.dbt_scd_id,
+                             columns.dbt_is_deleted))
+        selected = [f"'{kind}' AS {CHANGE_TYPE}", *values, *(f"{keys_from}.{k}" for k in key_columns),
+                    *(f"{value} AS {column}" for value, column in list(meta)[:5 if new_record else 4])]
+        return f"{name} AS (\n  SELECT " + ",\n    ".join(selected) + f"\n  FROM {rows}\n)"
+
     ctes = [
         f"snapshot_query AS (\n{sql}\n)",
         # The current versions; ``dbt_valid_from_`` under a fixed name for the timestamp strategy's test.
@@ -142,42 +153,28 @@ def staging_sql(target: object, sql: str, strategy: SnapshotStrategy, columns: S
         f"  FROM {target}\n  WHERE {_is_current(columns.dbt_valid_to, config)}\n)",
         f"source_data AS (\n  SELECT *, {', '.join(keys)},\n    {strategy.updated_at} AS dbt_snapshot_time_,\n"
         f"    {strategy.scd_id} AS dbt_scd_id_\n  FROM snapshot_query\n)",
-        "insertions AS (\n  SELECT 'insert' AS dbt_change_type, " + source + ", " + source_keys + ",\n"
-        f"    source_data.dbt_snapshot_time_ AS {columns.dbt_updated_at}, source_data.dbt_snapshot_time_ AS {columns.dbt_valid_from},\n"
-        f"    {_valid_to_current('source_data.dbt_snapshot_time_', config)} AS {columns.dbt_valid_to}, source_data.dbt_scd_id_ AS {columns.dbt_scd_id}"
-        + (f", 'False' AS {columns.dbt_is_deleted}" if new_record else "") + "\n"
-        f"  FROM source_data LEFT JOIN snapshotted_data ON {join}\n"
-        f"  WHERE snapshotted_data.dbt_unique_key_1 IS NULL OR ({changed})\n)",
-        "updates AS (\n  SELECT 'update' AS dbt_change_type, " + source + ", " + source_keys + ",\n"
-        f"    source_data.dbt_snapshot_time_ AS {columns.dbt_updated_at}, source_data.dbt_snapshot_time_ AS {columns.dbt_valid_from},\n"
-        f"    source_data.dbt_snapshot_time_ AS {columns.dbt_valid_to}, snapshotted_data.{columns.dbt_scd_id}"
-        + (f", snapshotted_data.{columns.dbt_is_deleted}" if new_record else "") + "\n"
-        f"  FROM source_data JOIN snapshotted_data ON {join}\n  WHERE {changed}\n)",
+        # a new version of a new or changed key
+        change("insertions", "insert", {}, (time, time, _valid_to_current(time, config), "source_data.dbt_scd_id_", "'False'"),
+               f"source_data LEFT JOIN snapshotted_data ON {join}\n  WHERE snapshotted_data.dbt_unique_key_1 IS NULL OR ({changed})"),
+        # the current version of a changed key, closed
+        change("updates", "update", {}, (time, time, time, f"snapshotted_data.{columns.dbt_scd_id}",
+                                         f"snapshotted_data.{columns.dbt_is_deleted}"),
+               f"source_data JOIN snapshotted_data ON {join}\n  WHERE {changed}"),
     ]
     branches = ["insertions", "updates"]
     if strategy.hard_deletes in ("invalidate", "new_record"):
         # Keys gone from the query; a key already closed as deleted is left alone.
-        gone = "source_data.dbt_unique_key_1 IS NULL" + (
-            f" AND NOT ({deleted} AND {_is_current('snapshotted_data.' + columns.dbt_valid_to, config)})" if new_record else "")
-        nulls = ", ".join(f"source_data.{quote(c)}" for c in query_columns)
-        ctes.append(
-            "deletes AS (\n  SELECT 'delete' AS dbt_change_type, " + nulls + ", " + source_keys + ",\n"
-            f"    {now} AS {columns.dbt_updated_at}, {now} AS {columns.dbt_valid_from}, {now} AS {columns.dbt_valid_to},\n"
-            f"    snapshotted_data.{columns.dbt_scd_id}" + (f", snapshotted_data.{columns.dbt_is_deleted}" if new_record else "") + "\n"
-            f"  FROM snapshotted_data LEFT JOIN source_data ON {join}\n  WHERE {gone}\n)")
+        gone = (f"snapshotted_data LEFT JOIN source_data ON {join}\n  WHERE source_data.dbt_unique_key_1 IS NULL"
+                + (f" AND NOT ({deleted} AND {_is_current('snapshotted_data.' + columns.dbt_valid_to, config)})" if new_record else ""))
+        ctes.append(change("deletes", "delete", {}, (now, now, now, f"snapshotted_data.{columns.dbt_scd_id}",
+                                                      f"snapshotted_data.{columns.dbt_is_deleted}"), gone))
         branches.append("deletes")
         if new_record:
             # The version that says the key was deleted: its last values, valid from now.
-            kept = {c.lower() for c in target_columns}
-            values = ", ".join(f"{'snapshotted_data' if c.lower() in kept else 'source_data'}.{quote(c)}" for c in query_columns)
-            ctes.append(
-                "deletion_records AS (\n  SELECT 'insert' AS dbt_change_type, " + values + ", "
-                + ", ".join(f"snapshotted_data.{k}" for k in key_columns) + ",\n"
-                f"    {now} AS {columns.dbt_updated_at}, {now} AS {columns.dbt_valid_from},\n"
-                f"    snapshotted_data.{columns.dbt_valid_to} AS {columns.dbt_valid_to},\n"
-                f"    {hash_arguments(['snapshotted_data.' + columns.dbt_scd_id, now])} AS {columns.dbt_scd_id}, "
-                f"'True' AS {columns.dbt_is_deleted}\n"
-                f"  FROM snapshotted_data LEFT JOIN source_data ON {join}\n  WHERE {gone}\n)")
+            side = {c.lower(): "snapshotted_data" for c in target_columns} | {"dbt_unique_key": "snapshotted_data"}
+            scd_id = hash_arguments(["snapshotted_data." + columns.dbt_scd_id, now])
+            ctes.append(change("deletion_records", "insert", side,
+                               (now, now, f"snapshotted_data.{columns.dbt_valid_to}", scd_id, "'True'"), gone))
             branches.append("deletion_records")
     return "WITH " + ",\n".join(ctes) + "\n" + "\nUNION ALL\n".join(f"SELECT * FROM {b}" for b in branches)
 
