@@ -193,3 +193,39 @@ def test_a_table_that_is_no_snapshot_is_not_written(tmp_path, spark):
     assert code != 0
     assert "default.s is not a snapshot table (it has no dbt_scd_id, dbt_valid_from, dbt_valid_to, dbt_updated_at)" in out
     assert [tuple(r) for r in session.sql("SELECT id FROM default.s").collect()] == [(5,)]
+
+
+def test_a_key_expression_and_the_check_columns_are_the_querys(tmp_path, spark):
+    """``unique_key`` is one SQL expression, commas and all; ``check_cols`` are resolved against the
+    query, so a misspelt one is an error rather than a change on every run."""
+    files = {"snapshots/s.sql": """
+        {% snapshot pairs %}
+        {{ config(unique_key="concat(a, '-', b)", strategy='check', check_cols=var('cols', ['v'])) }}
+        select 1 as a, 'x' as b, {{ var('v', 1) }} as v
+        {% endsnapshot %}
+    """}
+    root = write_project(tmp_path / "p", files, "name: shop\nprofile: shop\n")
+    for v in (1, 1, 2):
+        code, out = run(root, "snapshot", spark, vars={"v": v})
+        assert code == 0, out
+    session = hudiql.connect(warehouse=str(root / "warehouse"), spark=spark)
+    rows = sorted((r.v, r.dbt_valid_to is None) for r in session.sql("SELECT * FROM default.pairs").collect())
+    assert rows == [(1, False), (2, True)]
+    code, out = run(root, "snapshot", spark, vars={"v": 2, "cols": ["vv"]})
+    assert code == 1 and "vv" in out
+    assert len(session.sql("SELECT * FROM default.pairs").collect()) == 2
+
+
+def test_new_record_on_a_snapshot_without_its_column_is_refused(tmp_path, spark):
+    files = {"snapshots/s.sql": """
+        {% snapshot s %}
+        {{ config(unique_key='id', strategy='check', check_cols='all', hard_deletes=var('hd', 'ignore')) }}
+        select 1 as id
+        {% endsnapshot %}
+    """}
+    root = write_project(tmp_path / "p", files, "name: shop\nprofile: shop\n")
+    assert run(root, "snapshot", spark)[0] == 0
+    code, out = run(root, "snapshot", spark, vars={"hd": "new_record"})
+    assert code == 1
+    assert ("snapshot table default.s has no column dbt_is_deleted, which hard_deletes: new_record keeps; drop the "
+            "table to snapshot anew, or keep the earlier hard_deletes") in out

@@ -35,6 +35,8 @@ FILES = {
           - name: emails_are_checked
             description: an address needs an @ and a dot
             model: flagged
+            overrides:
+              macros: {is_incremental: false}
             given:
               - input: ref('people')
                 rows:
@@ -162,6 +164,12 @@ def test_unit_tests_are_selected_as_dbt_selects_them(tmp_path):
 
 @pytest.mark.parametrize("unit_test, message", [
     ("{name: t, model: nope, given: [], expect: {rows: []}}", "unit test t: model 'nope' is not an enabled model"),
+    ("{name: t, model: inc, given: [], expect: {rows: []}}",
+     "Boolean override for 'is_incremental' must be provided for unit test 't' in model 'inc'"),
+    ("{name: t, model: inc, overrides: {macros: {is_incremental: true}}, given: [], expect: {rows: []}}",
+     "Unit test 't' for incremental model 'inc' must have a 'this' input"),
+    ("{name: t, model: totals, given: [{input: ref('inc')}], expect: {rows: []}}",
+     "input ref('inc') has no rows:, and is no seed to read them from"),
     ("{name: t, model: totals, given: [{input: 'orders', rows: []}], expect: {rows: []}}",
      "input 'orders' must be ref('...'), source('...', '...') or this"),
     ("{name: t, model: totals, given: [], expect: {rows: [], format: xml}}", "format 'xml' is not valid"),
@@ -170,7 +178,9 @@ def test_unit_tests_are_selected_as_dbt_selects_them(tmp_path):
      "no fixture file missing.csv"),
 ])
 def test_a_bad_unit_test_is_one_line(tmp_path, unit_test, message):
-    files = {"models/totals.sql": "select 1 as id", "models/u.yml": f"unit_tests:\n  - {unit_test}\n"}
+    files = {"models/totals.sql": "select 1 as id", "models/u.yml": f"unit_tests:\n  - {unit_test}\n",
+             "models/inc.sql": "{{ config(materialized='incremental') }} select 1 as id "
+                               "{% if is_incremental() %} where false {% endif %}"}
     root = write_project(tmp_path / "p", files, "name: shop\nprofile: shop\n")
     code, out = run(root, "ls")
     assert code != 0 and message in out, out
@@ -181,7 +191,7 @@ def test_a_bad_unit_test_is_one_line(tmp_path, unit_test, message):
     ("[{input: ref('flagged'), rows: [{id: 1}]}]", "the model reads source('shop', 'orders'), which the unit test does not give"),
     # a column the input does not have
     ("[{input: ref('flagged'), rows: [{id: 1, colour: red}]}, {input: \"source('shop', 'orders')\", rows: []}]",
-     "Invalid column name: 'colour' in unit test fixture for 'totals'"),
+     "Invalid column name: 'colour' in unit test fixture for 'flagged'"),
 ])
 def test_a_unit_test_that_cannot_run_errors_in_one_line(spark, tmp_path, given, message):
     schema = FILES["models/schema.yml"].split("        unit_tests:")[0]
@@ -215,3 +225,36 @@ def test_state_modified_selects_a_changed_unit_test(tmp_path):
     schema.write_text(schema.read_text().replace("{id: 3, ok: null}", "{id: 3, ok: false}"))
     code, out = run(root, "ls", select=["state:modified"], state=str(state))
     assert code == 0 and out.split() == ["unit_test:shop.emails_are_checked"]
+
+
+def test_seed_rows_overrides_through_dbt_and_failures_in_turn(spark, tmp_path):
+    """An input given without rows reads its seed's; a macro override reaches ``dbt.<macro>`` too; in
+    build, a model's unit tests run one after the other and a failing one skips the rest."""
+    files = {
+        "seeds/people.csv": "id,name\n1,ann\n2,bo\n",
+        "models/stamped.sql": "select id, {{ dbt.current_timestamp() }} as at from {{ ref('people') }}",
+        "models/u.yml": """
+            unit_tests:
+              - name: a_reads_the_seed
+                model: stamped
+                overrides: {macros: {current_timestamp: "cast('2024-01-01' as timestamp)"}}
+                given: [{input: ref('people')}]
+                expect: {rows: [{id: 1, at: 2024-01-01 00:00:00}, {id: 2, at: 2024-01-01 00:00:00}]}
+              - name: b_fails
+                model: stamped
+                given: [{input: ref('people'), rows: [{id: 1}]}]
+                expect: {rows: [{id: 2}]}
+              - name: c_after
+                model: stamped
+                given: [{input: ref('people'), rows: [{id: 1}]}]
+                expect: {rows: [{id: 1}]}
+        """,
+    }
+    root = write_project(tmp_path / "p", files, "name: shop\nprofile: shop\n")
+    code, out = run(root, "build", spark)
+    assert code == 1
+    lines = progress(out)
+    assert "PASS stamped::a_reads_the_seed" in lines and "FAIL 1 stamped::b_fails" in lines
+    assert "SKIP test stamped::c_after" in lines and "SKIP relation default.stamped" in lines
+    code, out = run(root, "test", spark, select=["unit_test:c_after"])
+    assert code == 0 and "PASS stamped::c_after" in out, out

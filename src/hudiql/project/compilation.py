@@ -28,6 +28,7 @@ from hudiql.project.artifacts.manifest import Manifest
 from hudiql.project.artifacts.nodes import EPHEMERAL_PREFIX, Fixture, Node, Relation
 from hudiql.project.artifacts.writer import write_compiled
 from hudiql.project.config.renderer import env_var
+from hudiql.project.context.macros import DBT_NAMESPACE
 from hudiql.project.context.providers import FixtureProvider, Invocation, ParseProvider, RuntimeProvider
 from hudiql.project.errors import CompilationError
 from hudiql.project.parser import is_relation_argument
@@ -92,7 +93,7 @@ class Compiler:
         for fixture in test.given:
             name, relation, declared = self._input(node, model, fixture)
             names[name] = EPHEMERAL_PREFIX + name.replace(".", "__")
-            ctes.append((names[name], self._fixture_sql(node, model, fixture, relation, declared)))
+            ctes.append((names[name], self._fixture_sql(node, name, fixture, relation, declared)))
         overrides = test.overrides
         lookup = FixtureProvider(names, node.label)
         this = Relation(None, names["this"], "cte") if "this" in names else model.relation
@@ -101,8 +102,12 @@ class Compiler:
         ctx["var"] = lambda name, *default: variables[name] if name in variables else self.invocation.var(name, *default)
         env = overrides.get("env_vars") or {}
         ctx["env_var"] = lambda name, *default: env[name] if name in env else env_var(name, *default)
-        for macro, value in (overrides.get("macros") or {}).items():
-            ctx[macro] = lambda *args, _value=value, **kwargs: _value
+        # A macro override (``current_timestamp``, or ``dbt.current_timestamp``) answers by name and
+        # through the ``dbt`` namespace, as dbt's unit test context does.
+        replaced = {str(name).rsplit(".", 1)[-1]: (lambda *args, _value=value, **kwargs: _value)
+                    for name, value in (overrides.get("macros") or {}).items()}
+        ctx.update(replaced)
+        ctx[DBT_NAMESPACE] = ctx[DBT_NAMESPACE].overridden(replaced)
         model_sql = inject_ctes(self.invocation.library.render(model.raw_code, ctx, node.label).strip(), ctes)
         _check_one_select(model_sql, node)
         types = {c.name.lower(): c.data_type for c in self.adapter.get_query_columns(model_sql)}
@@ -112,7 +117,7 @@ class Compiler:
         else:
             rows = list(expect.rows)
             columns = [str(c).lower() for c in rows[0]] if rows else list(types)
-            expected = unit_test.expected_sql(rows, types, model.name)
+            expected = unit_test.expected_sql(rows, types)
         sql = unit_test.unit_test_sql(model_sql, expected, columns)
         write_compiled(self.invocation, node, sql)
         return sql, columns
@@ -138,7 +143,8 @@ class Compiler:
                 return f"{source_name}.{table_name}", source.relation, _declared(source.columns)
         raise CompilationError(f"{node.label}: input {fixture.input} is not a declared source")
 
-    def _fixture_sql(self, node: Node, model: Node, fixture: Fixture, relation: Relation, declared: dict[str, str]) -> str:
+    def _fixture_sql(self, node: Node, name: str, fixture: Fixture, relation: Relation, declared: dict[str, str]) -> str:
+        """The rows of input ``name`` as a SELECT, typed like its relation (or its declared columns)."""
         if fixture.format == "sql":
             return str(fixture.rows)
         columns = self.adapter.relation_columns(relation) if relation.kind != "cte" else None
@@ -147,7 +153,7 @@ class Compiler:
             raise CompilationError(f"{node.label}: not able to get the columns of input {fixture.input} ({relation}) "
                                    "because the relation doesn't exist: build it first, or give its columns a "
                                    "data_type in its .yml")
-        return unit_test.fixture_sql(list(fixture.rows), types, model.name)
+        return unit_test.fixture_sql(list(fixture.rows), types, name.rsplit(".", 1)[-1])
 
     def _render(self, node: Node) -> tuple[str, list[tuple[str, str]]]:
         """The node's SQL and the (ephemeral id, SQL) CTEs it needs, parents first."""

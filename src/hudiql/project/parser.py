@@ -21,6 +21,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from jinja2 import nodes as jnodes
+
 from hudiql.catalog import check_name
 from hudiql.project.artifacts.manifest import Manifest
 from hudiql.project.artifacts.nodes import EPHEMERAL_PREFIX, Fixture, Node, Relation, Source, TestMetadata, UnitTest
@@ -353,6 +355,14 @@ class ProjectParser:
         overrides = entry.get("overrides") or {}
         if not isinstance(overrides, dict) or set(overrides) - {"macros", "vars", "env_vars"}:
             raise ProjectError(f"{where}: overrides: takes macros:, vars: and env_vars: mappings")
+        incremental = (overrides.get("macros") or {}).get("is_incremental")
+        if self._calls(model, "is_incremental"):  # as dbt: the test must say which run it is
+            if not isinstance(incremental, bool):
+                raise ProjectError(f"{where}: Boolean override for 'is_incremental' must be provided for unit test "
+                                   f"'{name}' in model '{model_name}' (overrides: {{macros: {{is_incremental: true}}}})")
+            if incremental and not any(f.input == "this" for f in fixtures):
+                raise ProjectError(f"{where}: Unit test '{name}' for incremental model '{model_name}' must have a "
+                                   "'this' input")
         folders = Path(yml).parts[1:-1]  # below the resource folder, as dbt's fqn
         node = Node(
             unique_id=f"unit_test.{self.project.name}.{model_name}.{name}", resource_type="unit_test", name=name,
@@ -391,7 +401,7 @@ class ProjectParser:
             rows = self._fixture_file(str(fixture), fmt, where)
         if fmt == "dict":
             if rows is None:
-                rows = []
+                rows = [] if expected else self._seed_rows(str(source), where)
             if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
                 raise ProjectError(f"{where}: rows must be a list of mappings (column: value) with format dict")
         elif not isinstance(rows, str):
@@ -399,6 +409,21 @@ class ProjectParser:
         elif fmt == "csv":
             rows = [{k: (None if v == "" else v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(rows.strip()))]
         return Fixture(source, rows, fmt, fixture)
+
+    def _seed_rows(self, source: str, where: str) -> list[dict[str, Any]]:
+        """An input given without rows: the rows of the seed it names, as dbt reads them."""
+        match = re.fullmatch(r"\s*ref\(\s*['\"](\w+)['\"]\s*\)\s*", source)
+        seed = self.manifest.named(match.group(1)) if match else None
+        if seed is None or seed.resource_type != "seed":
+            raise ProjectError(f"{where}: input {source} has no rows:, and is no seed to read them from")
+        with open(self.project.root / seed.original_file_path, encoding="utf-8", newline="") as f:
+            return [{k: (None if v == "" else v) for k, v in row.items()}
+                    for row in csv.DictReader(f, delimiter=seed.config["delimiter"])]
+
+    def _calls(self, node: Node, macro: str) -> bool:
+        """Whether ``node``'s Jinja calls ``macro`` by name."""
+        calls = self.invocation.library.env.parse(node.raw_code).find_all(jnodes.Call)
+        return any(isinstance(c.node, jnodes.Name) and c.node.name == macro for c in calls)
 
     def _fixture_file(self, name: str, fmt: str, where: str) -> str:
         for folder in self.project.fixture_paths():

@@ -174,12 +174,17 @@ class Adapter:
         if missing:
             raise ProjectError(f"{relation} is not a snapshot table (it has no {', '.join(missing)}); "
                                "drop it or give the snapshot another alias")
+        if config["hard_deletes"] == "new_record" and columns.dbt_is_deleted.lower() not in stored_names:
+            # (its versions so far say nothing of deletes: dbt refuses too)
+            raise ProjectError(f"snapshot table {relation} has no column {columns.dbt_is_deleted}, which hard_deletes: "
+                               "new_record keeps; drop the table to snapshot anew, or keep the earlier hard_deletes")
         query = self.get_query_columns(sql)
         added = [c for c in query if c.name.lower() not in stored_names]
-        if config["hard_deletes"] == "new_record" and columns.dbt_is_deleted.lower() not in stored_names:
-            added.append(Column(columns.dbt_is_deleted, "string"))
         check_cols = config.get("check_cols")
-        compared = [c.name for c in query] if check_cols == "all" else list(check_cols or [])
+        # The check columns as the query resolves them (a misspelt one is an error, as in dbt).
+        compared = [c.name for c in query]
+        if check_cols and check_cols != "all":
+            compared = [c.name for c in self.get_query_columns(f"SELECT {', '.join(check_cols)} FROM (\n{sql}\n) subq")]
         strategy = snapshot.SnapshotStrategy.of(
             config, now, [materialization.quote(c) for c in compared if c.lower() in stored_names],
             column_added=any(c.lower() not in stored_names for c in compared))

@@ -43,13 +43,17 @@ def literal(value: Any, data_type: str) -> str:
     return f"cast({text} as {data_type})"
 
 
-def _row(row: Mapping[str, Any], types: Mapping[str, str], model: str) -> dict[str, str]:
+def _row(row: Mapping[str, Any], types: Mapping[str, str], fixture: str | None) -> dict[str, str]:
+    """``fixture``: the input whose rows these are, as dbt names it in errors; None: the expected output."""
     out = {}
     for name, value in row.items():
         column = str(name).lower()
         if column not in types:
-            raise CompilationError(f"Invalid column name: '{name}' in unit test fixture for '{model}'. Accepted "
-                                   f"columns for '{model}' are: {list(types)}")
+            if fixture is None:
+                raise CompilationError(f"Invalid column name: '{name}' in unit test expected output. Accepted "
+                                       f"columns for the expected output are: {list(types)}")
+            raise CompilationError(f"Invalid column name: '{name}' in unit test fixture for '{fixture}'. Accepted "
+                                   f"columns for '{fixture}' are: {list(types)}")
         out[column] = literal(value, types[column])
     return out
 
@@ -58,20 +62,20 @@ def _select(values: Mapping[str, str]) -> str:
     return "select " + ", ".join(f"{v} as {quote(c)}" for c, v in values.items())
 
 
-def fixture_sql(rows: Sequence[Mapping[str, Any]], types: Mapping[str, str], model: str) -> str:
-    """An input's rows, with every column of the input (``types``: lower-cased name -> type); a
-    column a row does not give is NULL."""
+def fixture_sql(rows: Sequence[Mapping[str, Any]], types: Mapping[str, str], fixture: str) -> str:
+    """An input's rows (of the input named ``fixture``), with every column of the input (``types``:
+    lower-cased name -> type); a column a row does not give is NULL."""
     empty = {c: f"cast(null as {t})" for c, t in types.items()}
     if not rows:
         return _select(empty) + " limit 0"
-    return "\nunion all\n".join(_select({**empty, **_row(row, types, model)}) for row in rows)
+    return "\nunion all\n".join(_select({**empty, **_row(row, types, fixture)}) for row in rows)
 
 
-def expected_sql(rows: Sequence[Mapping[str, Any]], types: Mapping[str, str], model: str) -> str:
+def expected_sql(rows: Sequence[Mapping[str, Any]], types: Mapping[str, str]) -> str:
     """The expected rows with the columns they give, typed as the model returns them."""
     if not rows:
         return "select * from dbt_internal_unit_test_actual limit 0"
-    return "\nunion all\n".join(_select(_row(row, types, model)) for row in rows)
+    return "\nunion all\n".join(_select(_row(row, types, None)) for row in rows)
 
 
 def unit_test_sql(model_sql: str, expected: str, columns: Sequence[str]) -> str:

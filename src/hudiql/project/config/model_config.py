@@ -182,6 +182,8 @@ def validate(resource_type: str, config: dict[str, Any], where: str, materializa
         return out
     for key in ("unique_key", "partition_by"):
         out[key] = _as_list(out[key], key, where) if out.get(key) is not None else []
+    if resource_type == "snapshot" and isinstance(config.get("unique_key"), str):
+        out["unique_key"] = [config["unique_key"].strip()]  # one SQL expression, commas and all (as dbt)
     for key in HOOKS:
         out[key] = _hooks(out.get(key) or [], key, where)
     table_type = C.table_type(str(out["table_type"]))

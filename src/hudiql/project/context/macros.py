@@ -111,6 +111,10 @@ class MacroNamespace:
         self._package = package
         self._macros = macros
 
+    def overridden(self, macros: dict[str, Any]) -> MacroNamespace:
+        """This namespace with ``macros`` (name -> callable) in place of its own (a unit test's overrides)."""
+        return MacroNamespace(self._package, {**self._macros, **macros})
+
     def __getattr__(self, name: str) -> MacroFunction | jinja2.StrictUndefined:
         macros = self.__dict__["_macros"]
         if name not in macros:

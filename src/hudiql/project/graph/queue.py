@@ -43,12 +43,19 @@ def waits_for(nodes: list[Node], graph: Graph, with_tests: bool) -> dict[str, se
                 frontier |= graph.parents.get(uid, set()) - seen
         out[node.unique_id] = needs
     if with_tests:
+        # A model waits for its unit tests, which run one after the other: after a failing one, the
+        # rest are skipped with the model (as dbt's build runs them).
+        before: dict[str, str] = {}
         for node in nodes:
-            if node.resource_type == "unit_test" and node.depends_on[0] in out:
-                out[node.depends_on[0]].add(node.unique_id)
+            model = node.depends_on[0] if node.resource_type == "unit_test" else None
+            if model in out:
+                out[model].add(node.unique_id)
+                if model in before:
+                    out[node.unique_id].add(before[model])
+                before[model] = node.unique_id
         tests = [n for n in nodes if n.resource_type == "test"]
         for node in nodes:
-            if node.resource_type in ("test", "unit_test"):
+            if node.resource_type == "test":
                 continue
             below = graph.descendants(node.unique_id) | {node.unique_id}
             for test in tests:

@@ -62,3 +62,8 @@ DROP {{ 'VIEW' if relation.is_view else 'TABLE' }} IF EXISTS {{ relation }}
 {% macro changes(relation) -%}
 {{ return(adapter.hudi_changes(relation, this, is_incremental())) }}
 {%- endmacro %}
+
+{#- dbt's snapshots (hard_deletes: new_record) read a table's columns through this macro. -#}
+{% macro hudiql__get_columns_in_relation(relation) -%}
+  {{ return(adapter.get_columns_in_relation(relation)) }}
+{%- endmacro %}
