@@ -75,6 +75,11 @@ class WriteConflictError(HudiqlError):
     """The timeline changed in a way that makes this write unsafe."""
 
 
+class RunElsewhereError(WriteConflictError):
+    """A planned instant (a compaction, a clustering) this process was to run completed, or was
+    removed, by another writer meanwhile: there is nothing left to run."""
+
+
 class LostConflictError(WriteConflictError):
     """This write lost an optimistic conflict to a write or plan that completed while it ran: the
     same statement run again on the new snapshot may commit (``transaction.retry``)."""

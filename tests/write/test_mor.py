@@ -845,3 +845,28 @@ def test_invalid_trigger_strategy_fails_before_anything_is_committed(session, wa
         session.sql(mor_ddl("bad2", "'hoodie.compact.inline.trigger.strategy'='BOGUS'", partitioned=False))
     assert len(instants(path, "deltacommit")) == 1
     assert hudiql_rows(session, "SELECT name FROM bad") == [("a",)]
+
+
+def test_a_compaction_another_writer_ran_meanwhile_is_not_run_again(session, warehouse):
+    """A writer that listed the timeline while a compaction was pending, and reaches it after
+    another writer ran it (whose heartbeat ended with its commit), finds it done: no second base
+    file of that instant in any file group (which Hudi's readers refuse), nothing rolled back."""
+    from hudiql.services import compaction
+    from hudiql.table.table import HudiTable
+
+    path = warehouse / "twice"
+    session.sql(mor_ddl("twice", "'hoodie.compact.inline'='false'"))
+    session.sql("INSERT INTO twice VALUES (1,'a',1,'d1'), (2,'b',1,'d1'), (3,'c',1,'d2')")
+    session.sql("INSERT INTO twice VALUES (1,'a2',2,'d1'), (3,'c2',2,'d2')")
+    [row] = session.sql("CALL run_compaction(op => 'schedule', table => 'twice')").collect()
+    stale = HudiTable.load(str(path))  # this writer's listing: the compaction is pending
+    [pending] = compaction.pending_compactions(stale)
+    assert session.sql("CALL run_compaction(op => 'run', table => 'twice')").collect()[0].state == "COMPLETED"
+    compacted = sorted(p.name for p in bases(path) if parse_base(p)["instant"] == row.timestamp)
+
+    assert compaction.execute(session.spark, stale, pending) is None
+    assert compaction.run(session.spark, stale) == []
+    assert sorted(p.name for p in bases(path) if parse_base(p)["instant"] == row.timestamp) == compacted
+    rows = [(1, "a2", 2, "d1"), (2, "b", 1, "d1"), (3, "c2", 2, "d2")]
+    assert hudiql_rows(session, SELECT + "twice") == rows == official_rows(path, COLS)
+    assert not (path / ".hoodie" / ".heartbeat" / row.timestamp).exists()

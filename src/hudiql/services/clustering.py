@@ -37,7 +37,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from hudiql.errors import ColumnError, HudiqlError, WriteConflictError
+from hudiql.errors import ColumnError, HudiqlError, RunElsewhereError, WriteConflictError
 from hudiql.file_group import FileSlice
 from hudiql.io.storage import Storage
 from hudiql.index import secondary_index
@@ -262,12 +262,17 @@ def rewrite_columns(spark: SparkSession, table: HudiTable, schema: T.StructType,
 
 
 def execute(spark: SparkSession, table: HudiTable, instant: Instant,
-            columns: tuple[T.StructType, dict[str, str]] | None = None) -> CommitMetadata:
+            columns: tuple[T.StructType, dict[str, str]] | None = None) -> CommitMetadata | None:
     """Run a planned clustering (or one whose runner died) and commit it; ``columns``: the
-    table's new schema and where each column comes from (``rewrite_columns``)."""
+    table's new schema and where each column comes from (``rewrite_columns``). ``None``: another
+    writer ran it meanwhile."""
     plan = clustering_plan(table.timeline, instant)
     assert plan is not None, f"{instant.timestamp} is not a clustering"
-    with WriteTransaction.resume(spark, table, instant) as txn:
+    try:
+        txn = WriteTransaction.resume(spark, table, instant)
+    except RunElsewhereError:
+        return None
+    with txn:
         rows = _group_rows(spark, txn.table, plan)
         schema, ranged = txn.table.schema, ranged_columns(table)
         if columns is not None:
@@ -338,4 +343,4 @@ def cluster_inline(spark: SparkSession, table: HudiTable) -> list[CommitMetadata
         instant = schedule(table)
         if instant is not None:
             done.append(execute(spark, table.refreshed(), instant))
-    return done
+    return [metadata for metadata in done if metadata is not None]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from hudiql.errors import HudiqlError
+from hudiql.errors import HudiqlError, RunElsewhereError
 from hudiql.file_group.reader import SliceReader
 from hudiql.index.record_index import KEYS_STAY
 from hudiql.io.storage import Storage
@@ -156,10 +156,15 @@ class CompactionTask:
         ).as_row()
 
 
-def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMetadata:
-    """Run a requested compaction (or one whose runner died) and commit it."""
+def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMetadata | None:
+    """Run a requested compaction (or one whose runner died) and commit it; ``None``: another
+    writer ran it meanwhile."""
     operations = read_plan(table, instant)
-    with WriteTransaction.resume(spark, table, instant) as txn:
+    try:
+        txn = WriteTransaction.resume(spark, table, instant)
+    except RunElsewhereError:
+        return None
+    with txn:
         reader = table.slice_reader(with_meta_columns(table.schema))
         ops = spark.createDataFrame(
             [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],
@@ -181,7 +186,8 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMe
 
 def run(spark: SparkSession, table: HudiTable) -> list[CommitMetadata]:
     """Execute every pending compaction, oldest first."""
-    return [execute(spark, table.refreshed(), i) for i in pending_compactions(table)]
+    done = [execute(spark, table.refreshed(), i) for i in pending_compactions(table)]
+    return [metadata for metadata in done if metadata is not None]
 
 
 def schedule_and_execute(spark: SparkSession, table: HudiTable) -> CommitMetadata | None:

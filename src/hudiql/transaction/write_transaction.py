@@ -40,7 +40,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from hudiql.config import registry
-from hudiql.errors import HudiqlError, WriteConflictError, from_spark_error
+from hudiql.errors import HudiqlError, RunElsewhereError, WriteConflictError, from_spark_error
 from hudiql.layout import marker_folder
 from hudiql.table.metadata_table import FileChanges
 from hudiql.table.table import HudiTable
@@ -135,6 +135,15 @@ class WriteTransaction:
         heartbeat = WriterHeartbeat(storage, planned.timestamp, interval_ms(settings))
         if not heartbeat.start():
             raise WriteConflictError(f"{planned.action} {planned.timestamp} is being run by another writer")
+        # Another writer may have run the plan since ``table``'s timeline was listed (its heartbeat
+        # ends with its commit): look again now that this one holds the heartbeat. (Nothing of
+        # such a plan is this writer's to roll back.)
+        current = Timeline.load(storage, table.config)
+        still = [i for i in current.pending() if (i.timestamp, i.action) == (planned.timestamp, planned.action)]
+        if not still:
+            heartbeat.stop()
+            raise RunElsewhereError(f"{planned.action} {planned.timestamp} was run by another writer")
+        planned = still[0]
         txn = cls(spark, table, planned, heartbeat, resumed=True)
         try:
             if planned.state is State.INFLIGHT:
