@@ -53,17 +53,19 @@ class SliceReader:
     #: A table without meta fields: stored rows' keys are derived from their key columns by this.
     virtual_keys: KeyGenerator | None = None
 
-    def udf(self, columns: list[str], changed_after: str | None = None, file_id_column: str | None = None):
+    def udf(self, columns: list[str], changed_after: str | None = None, file_id_column: str | None = None,
+            keys: Collection[str] | None = None):
         """The function ``mapInArrow`` calls for snapshot queries: slice descriptors in
         (partition_path, base_file, log_files), the slices' merged rows out, as ``columns``;
         with ``changed_after``, only rows that may have been written after that instant; with
-        ``file_id_column``, that column too, holding the slice's file id."""
+        ``file_id_column``, that column too, holding the slice's file id; with ``keys``, only the
+        rows of those record keys."""
 
         def merge_slices(batches):
             for batch in batches:
                 for d in batch.to_pylist():
                     logs = list(d["log_files"] or [])
-                    rows = self.snapshot_batches(d["partition_path"], d["base_file"], logs, columns, changed_after)
+                    rows = self.snapshot_batches(d["partition_path"], d["base_file"], logs, columns, changed_after, keys)
                     if file_id_column is None:
                         yield from rows
                         continue
@@ -75,7 +77,7 @@ class SliceReader:
 
     def snapshot_batches(
         self, partition_path: str, base_file: str | None, log_files: list[str], columns: list[str],
-        changed_after: str | None = None,
+        changed_after: str | None = None, keys: Collection[str] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """The merged rows of a slice, only ``columns``: the base rows no log record supersedes,
         read a row group at a time, then the log records that win.
@@ -83,7 +85,10 @@ class SliceReader:
         With ``changed_after`` (an incremental read, which keeps rows written after that instant),
         what cannot hold such rows is read for the merge only (key and ordering columns): a base
         file written at or before that instant (its rows' commit times are at most its own) and
-        the log blocks of instants up to it."""
+        the log blocks of instants up to it. With ``keys`` (a query that pins the record key),
+        only those keys' rows: every version of a key has that key, so the merge is the same,
+        and a row group without one of them is not read beyond its keys."""
+        wanted = pa.array(sorted(keys), pa.string()) if keys is not None else None
         merge_columns = self._merge_columns()
         old_base = changed_after is not None and base_file is not None and _written_by(base_file) <= changed_after
         with self._open_base(partition_path, base_file) as parquet:
@@ -97,12 +102,19 @@ class SliceReader:
             if parquet is not None and not old_base:
                 keep = np.ones(stored.num_rows, bool)
                 keep[outcome.replaced.to_numpy()] = False
+                if wanted is not None:
+                    keep &= pc.is_in(record_keys_of(stored, self.virtual_keys), value_set=wanted).to_numpy(zero_copy_only=False)
                 start = 0
                 for group in range(parquet.num_row_groups):
-                    rows = self._read(parquet, columns, group)
-                    yield from rows.filter(keep[start:start + rows.num_rows]).to_batches()
-                    start += rows.num_rows
-        yield from conform(outcome.records, self._schema(columns)).to_batches()
+                    size = parquet.metadata.row_group(group).num_rows
+                    if keep[start:start + size].any():
+                        rows = self._read(parquet, columns, group)
+                        yield from rows.filter(keep[start:start + size]).to_batches()
+                    start += size
+        records = outcome.records
+        if wanted is not None and records.num_rows:
+            records = records.filter(pc.is_in(record_keys_of(records, self.virtual_keys), value_set=wanted))
+        yield from conform(records, self._schema(columns)).to_batches()
 
     def _base_may_win(self, parquet: pq.ParquetFile | None, content: LogContent) -> bool:
         """Could a row of ``parquet`` decide the merge of the logs' records? Not when the logs

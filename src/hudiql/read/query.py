@@ -177,7 +177,8 @@ class QueryPlanner:
         found = None if as_of else _table_filter(node)
         skipping = Settings(table.config.props, conf).flag(registry.DATA_SKIPPING)
         groups = file_groups_to_read(self.session.spark, table, files, keep, *found, skipping) if found else None
-        return snapshot(self.session.spark, table, files, keep, read_optimized, columns, groups)
+        keys = pinned_keys(table, *found) if found else None
+        return snapshot(self.session.spark, table, files, keep, read_optimized, columns, groups, keys=keys)
 
     def _function_dataframe(self, query: exp.Expression, node: exp.Table) -> tuple[DataFrame, str]:
         """What Hudi's table-valued functions read, and the label of their rows:
@@ -375,12 +376,7 @@ def key_file_groups(table: HudiTable, condition: exp.Expression, qualifiers: set
     """
     if not record_index.usable(table):
         return None
-    keys: set[str] | None = None
-    fields = table.keygen.record_key_fields
-    if len(fields) == 1 and not table.keygen.prefixes_single_field and "." not in fields[0]:
-        dtype = table.schema[fields[0]].dataType
-        if isinstance(dtype, (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-            keys = _pinned(condition, fields[0], dtype, qualifiers, unqualified_ok)
+    keys = pinned_keys(table, condition, qualifiers, unqualified_ok)
     try:
         for index in secondary_index.indexes(table) if table.config.metadata_partitions else ():
             values = _pinned(condition, index.column, table.schema[index.column].dataType, qualifiers, unqualified_ok)
@@ -394,6 +390,20 @@ def key_file_groups(table: HudiTable, condition: exp.Expression, qualifiers: set
         record_index.unreadable(table, exc)
         return None
     return {(loc.partition, loc.file_id) for loc in located.values()}
+
+
+def pinned_keys(table: HudiTable, condition: exp.Expression, qualifiers: set[str],
+                unqualified_ok: bool) -> set[str] | None:
+    """The record keys the conjuncts of ``condition`` pin the table's rows to (``id = 17``, ``id IN
+    (1, 2)``), for a key of a single-field string or integer column (its record key is the value's
+    text); None: any key."""
+    fields = table.keygen.record_key_fields
+    if len(fields) != 1 or table.keygen.prefixes_single_field or "." in fields[0]:
+        return None
+    dtype = table.schema[fields[0]].dataType
+    if not isinstance(dtype, (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        return None
+    return _pinned(condition, fields[0], dtype, qualifiers, unqualified_ok)
 
 
 def _pinned(condition: exp.Expression, name: str, dtype: T.DataType, qualifiers: set[str],

@@ -46,6 +46,7 @@ def snapshot(
     file_groups: set[tuple[str, str]] | None = None,
     changed_after: str | None = None,
     with_file_name: bool = False,
+    keys: set[str] | None = None,
 ) -> DataFrame:
     """The latest version of every record, as a DataFrame of the table's columns (meta columns
     first), or of ``columns`` only (names as in the table, kept in table order); of the
@@ -57,6 +58,8 @@ def snapshot(
     read-optimized query) are read as plain parquet (``read_base_files``); slices with logs are
     merged in Spark tasks. ``with_file_name``: with ``SOURCE_FILE``, the base file of each row (of a
     merged slice: its file id, which is how a log record names its file group).
+    ``keys``: the record keys a query pins (``id = 17``); a merged slice returns only their rows
+    (the query filters the rows anyway: this saves the rest of the slice's rows the trip to Spark).
     """
     slices = (view or table.file_system_view()).read_slices()
     if keep_partition is not None:
@@ -76,7 +79,7 @@ def snapshot(
         paths = [s.base_path for s in plain]
         parts.append(read_base_files(spark, table.storage, paths, table.columns, schema.fieldNames(), with_file_name))
     if merged:
-        parts.append(_merge_slices(spark, table, merged, schema, changed_after, with_file_name))
+        parts.append(_merge_slices(spark, table, merged, schema, changed_after, with_file_name, keys))
     if not parts:
         extra = [T.StructField(SOURCE_FILE, T.StringType())] if with_file_name else []
         return spark.createDataFrame([], T.StructType([*schema.fields, *extra]))
@@ -163,7 +166,7 @@ def _parquet_batches(storage: Storage, path: str, schema: pa.Schema, with_file_n
 
 
 def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice], schema: T.StructType,
-                  changed_after: str | None, with_file_name: bool = False) -> DataFrame:
+                  changed_after: str | None, with_file_name: bool = False, keys: set[str] | None = None) -> DataFrame:
     """Slices with logs, merged in Python tasks (one slice at a time, a task per few slices).
 
     Only ``schema``'s columns leave the tasks: the base rows cross into Spark once, without the
@@ -173,7 +176,10 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
     out = schema if schema.fields else T.StructType([_row_carrier(table.columns)])
     # Largest slices first: Spark starts the heaviest tasks first and the light ones fill in.
     ordered = sorted(slices, key=lambda s: -(s.base_file_size + s.log_size))
-    parallelism = max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4))
+    # A read of pinned keys returns few rows from each slice: one task per core (a task's start costs
+    # more than such a slice's merge).
+    tasks_per_core = 1 if keys is not None else 4
+    parallelism = max(1, min(len(slices), spark.sparkContext.defaultParallelism * tasks_per_core))
     descriptors = spark.sparkContext.parallelize(
         [(s.partition_path, s.base_file, s.log_files) for s in ordered], parallelism
     )
@@ -181,7 +187,7 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
     columns = out.fieldNames()
     if with_file_name:  # a merged slice's rows name their file group, as a log record does
         out = T.StructType([*out.fields, T.StructField(SOURCE_FILE, T.StringType())])
-    merged = frame.mapInArrow(reader.udf(columns, changed_after, SOURCE_FILE if with_file_name else None), out)
+    merged = frame.mapInArrow(reader.udf(columns, changed_after, SOURCE_FILE if with_file_name else None, keys), out)
     return merged if schema.fields or with_file_name else merged.select()
 
 

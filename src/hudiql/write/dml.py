@@ -38,7 +38,7 @@ from sqlglot import exp
 from hudiql.config import registry
 from hudiql.errors import ColumnError, DataError, HudiqlError, SqlError, warn
 from hudiql.index import record_index
-from hudiql.read.query import QueryPlanner, conjuncts, file_groups_to_read, partition_filter
+from hudiql.read.query import QueryPlanner, conjuncts, file_groups_to_read, partition_filter, pinned_keys
 from hudiql.read.snapshot import SOURCE_FILE, snapshot
 from hudiql.table.fsview import FileSystemView
 from hudiql.sql import statements as S
@@ -334,13 +334,14 @@ class DmlPlanner:
         return {(r[0], r[1]) for r in rows}
 
     def _target(self, table: HudiTable, files: FileSystemView, keep,
-                file_groups: set[tuple[str, str]] | None = None) -> DataFrame:
-        """The target rows a statement reads (of ``file_groups`` only, when given). A table
-        without meta fields stores neither a row's key and partition path nor (always) its file name:
-        the statement takes them from its key generator and the file from the base file it read."""
+                file_groups: set[tuple[str, str]] | None = None, keys: set[str] | None = None) -> DataFrame:
+        """The target rows a statement reads (of ``file_groups`` only, and at least the rows of
+        ``keys`` only, when given). A table without meta fields stores neither a row's key and
+        partition path nor (always) its file name: the statement takes them from its key generator
+        and the file from the base file it read."""
         if table.config.populate_meta_fields:
-            return snapshot(self.spark, table, files, keep, file_groups=file_groups)
-        return snapshot(self.spark, table, files, keep, with_file_name=True, file_groups=file_groups).withColumnRenamed(
+            return snapshot(self.spark, table, files, keep, file_groups=file_groups, keys=keys)
+        return snapshot(self.spark, table, files, keep, with_file_name=True, file_groups=file_groups, keys=keys).withColumnRenamed(
             SOURCE_FILE, FILE_NAME).withColumn(PARTITION_PATH, table.keygen.partition_path(table.schema)).withColumn(
             RECORD_KEY, table.keygen.record_key())
 
@@ -362,7 +363,8 @@ class DmlPlanner:
         keep = partition_filter(self.spark, table, files, where, {target, name.name}, True) if where else None
         groups = file_groups_to_read(self.spark, table, files, keep, where, {target, name.name.lower()}, True,
                                      table.settings.flag(registry.DATA_SKIPPING)) if where else None
-        view = self._register(self._target(table, files, keep, groups))
+        keys = pinned_keys(table, where, {target, name.name.lower()}, True) if where else None
+        view = self._register(self._target(table, files, keep, groups, keys))
         projections = projections + [
             exp.alias_(exp.Literal.string(kind), KIND),
             exp.alias_(_col(PARTITION_PATH), OLD_PATH),

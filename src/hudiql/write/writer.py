@@ -385,9 +385,11 @@ def write_decided(
         if record is not None:  # the index's log reads the decided rows again: computed once
             tagged = tagged.persist(StorageLevel.MEMORY_AND_DISK)
         try:
+            # (an update that moves its key's partition is also a delete at the old one)
             task_stats, index_writes = _write_tagged(
                 spark, table, tagged, None, view, operation, instant_time, replace, False,
                 {p: n for p, n in inserts.items() if n}, record=record, merges_inserts=merges_inserts,
+                most_rows=2 * counts.affected + counts.skipped_older,
             )
         finally:
             tagged.unpersist()
@@ -539,6 +541,7 @@ def _write_file_groups(
         return _write_tagged(
             spark, table, tagged, new_groups, view, operation, instant_time, merge_rule, partitioned and not shared,
             most_inserts=rows_by_partition, record=record, merges_inserts=merges_inserts,
+            most_rows=sum(rows_by_partition.values()),
         )
     finally:
         for frame in cached:
@@ -559,11 +562,14 @@ def _write_tagged(
     most_inserts: dict[str, int] | None = None,
     record: RecordIndex | None = None,
     merges_inserts: bool = False,
+    most_rows: int | None = None,
 ) -> tuple[list[dict], IndexWrites | None]:
     """Write the tagged rows; ``partitioned``: they are already shuffled by file group.
     ``insert_counts``: rows without a file group per partition, when the caller knows them;
     else ``most_inserts`` bounds them. ``record``: the record index to write the keys' new places
-    in (what it recorded there is returned beside the tasks' stats rows)."""
+    in (what it recorded there is returned beside the tasks' stats rows). ``most_rows``: a bound
+    on the rows, when known: they touch at most that many file groups, so a small write runs no
+    more tasks than it has rows (each task of a file group's write starts a Python worker)."""
     updates, inserts = _split(tagged)
     mor = table.config.is_mor
     rewritten: list[str] = []
@@ -591,6 +597,8 @@ def _write_tagged(
         new_groups = len(buckets)
         rewritten = [b.file_id for b in buckets if b.base_file]
     groups = len(view.latest_slices()) + new_groups
+    if most_rows is not None:
+        groups = max(1, min(groups, most_rows))
 
     def by_file_group(rows: DataFrame) -> DataFrame:
         return rows if partitioned else _by_file_group(spark, rows, groups)
