@@ -22,7 +22,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
 from hudiql.errors import HudiqlError
-from hudiql.project.adapter import unit_test
+from hudiql.project.adapter import unit
 from hudiql.project.adapter.impl import Adapter
 from hudiql.project.artifacts.manifest import Manifest
 from hudiql.project.artifacts.nodes import EPHEMERAL_PREFIX, Fixture, Node, Relation
@@ -81,7 +81,7 @@ class Compiler:
         return sql
 
     def compile_unit_test(self, node: Node) -> tuple[str, list[str]]:
-        """A unit test's query (``unit_test.unit_test_sql``): its model's SELECT rendered with each
+        """A unit test's query (``unit.unit_test_sql``): its model's SELECT rendered with each
         given input's rows in place of the input (a CTE each), and the expected rows; and the
         columns compared. The model's Jinja sees ``overrides`` in place of the real macros, vars
         and env vars; ``is_incremental()`` is false unless overridden, as in dbt."""
@@ -117,8 +117,8 @@ class Compiler:
         else:
             rows = list(expect.rows)
             columns = [str(c).lower() for c in rows[0]] if rows else list(types)
-            expected = unit_test.expected_sql(rows, types)
-        sql = unit_test.unit_test_sql(model_sql, expected, columns)
+            expected = unit.expected_sql(rows, types)
+        sql = unit.unit_test_sql(model_sql, expected, columns)
         write_compiled(self.invocation, node, sql)
         return sql, columns
 
@@ -153,7 +153,7 @@ class Compiler:
             raise CompilationError(f"{node.label}: not able to get the columns of input {fixture.input} ({relation}) "
                                    "because the relation doesn't exist: build it first, or give its columns a "
                                    "data_type in its .yml")
-        return unit_test.fixture_sql(list(fixture.rows), types, name.rsplit(".", 1)[-1])
+        return unit.fixture_sql(list(fixture.rows), types, name.rsplit(".", 1)[-1])
 
     def _render(self, node: Node) -> tuple[str, list[tuple[str, str]]]:
         """The node's SQL and the (ephemeral id, SQL) CTEs it needs, parents first."""

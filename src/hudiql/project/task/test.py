@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from hudiql.project.adapter import unit_test
+from hudiql.project.adapter import unit
 from hudiql.project.adapter.impl import NodeScope
 from hudiql.project.artifacts.nodes import Node
 from hudiql.project.artifacts.results import NodeResult
@@ -35,11 +35,11 @@ class UnitTestRunner(BaseRunner):
         sql, columns = self.compiler.compile_unit_test(node)
         result.compiled_code = sql
         rows = self.adapter.run_query(sql)
-        marker = rows.column_names.index(unit_test.MARKER)
+        marker = rows.column_names.index(unit.MARKER)
         sides: dict[str, list[tuple]] = {"actual": [], "expected": []}
         for row in rows:
             sides[row[marker]].append(tuple(v for i, v in enumerate(row) if i != marker))
-        diff = unit_test.difference(columns, sides["actual"], sides["expected"])
+        diff = unit.difference(columns, sides["actual"], sides["expected"])
         if diff:
             result.status, result.failures = "fail", 1
             result.message = f"actual differs from expected:\n\n{diff}"
