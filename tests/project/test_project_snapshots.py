@@ -229,3 +229,21 @@ def test_new_record_on_a_snapshot_without_its_column_is_refused(tmp_path, spark)
     assert code == 1
     assert ("snapshot table default.s has no column dbt_is_deleted, which hard_deletes: new_record keeps; drop the "
             "table to snapshot anew, or keep the earlier hard_deletes") in out
+
+
+def test_a_composite_key_keeps_one_history_per_key(tmp_path, spark):
+    """``unique_key`` as a list: a key is the pair, so the same ``a`` under another ``b`` is another
+    key's history; a pair gone from the query is closed (``invalidate``)."""
+    files = {"snapshots/s.sql": """
+        {% snapshot pairs %}
+        {{ config(unique_key=['a', 'b'], strategy='check', check_cols='all', hard_deletes='invalidate') }}
+        select * from values {{ var('rows') }} as t(a, b, v)
+        {% endsnapshot %}
+    """}
+    root = write_project(tmp_path / "p", files, "name: shop\nprofile: shop\n")
+    for rows in ("(1, 'x', 1), (1, 'y', 1), (2, 'x', 1)", "(1, 'x', 2), (1, 'y', 1)"):
+        code, out = run(root, "snapshot", spark, vars={"rows": rows})
+        assert code == 0, out
+    session = hudiql.connect(warehouse=str(root / "warehouse"), spark=spark)
+    rows = sorted((r.a, r.b, r.v, r.dbt_valid_to is None) for r in session.sql("SELECT * FROM default.pairs").collect())
+    assert rows == [(1, "x", 1, False), (1, "x", 2, True), (1, "y", 1, True), (2, "x", 1, False)]

@@ -157,7 +157,7 @@ class Adapter:
                                              self.get_columns(relation), self.schema_change(relation, sql))
 
     def snapshot_sql(self, relation: Relation, sql: str, config: dict[str, Any]) -> str:
-        """The statements of a snapshot's run into ``relation`` (``adapter.snapshot``): the first
+        """The statements of a snapshot's run into ``relation`` (``project.adapter.snapshot``): the first
         run creates the table of the query's current versions; a later one adds the query's new
         columns to it, then applies the changes in one MERGE. The snapshot's time is one value for
         the whole run (it is part of the check strategy's version ids)."""
