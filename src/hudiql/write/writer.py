@@ -598,7 +598,10 @@ def _write_tagged(
         rewritten = [b.file_id for b in buckets if b.base_file]
     groups = len(view.latest_slices()) + new_groups
     if most_rows is not None:
-        groups = max(1, min(groups, most_rows))
+        # A small write's file groups share a task per core: a task's start costs more than the
+        # few rows each of them takes.
+        cores = spark.sparkContext.defaultParallelism
+        groups = max(1, min(groups, most_rows, max(cores, -(-most_rows // _ROWS_PER_TASK))))
 
     def by_file_group(rows: DataFrame) -> DataFrame:
         return rows if partitioned else _by_file_group(spark, rows, groups)
@@ -660,6 +663,10 @@ def _key_changes(updates: DataFrame, inserts: DataFrame | None, merge_rule: Merg
     if not parts:
         return changes(updates.limit(0), F.lit(False))
     return reduce(DataFrame.unionByName, parts)
+
+
+#: The rows below which a write's file groups share their tasks (``_write_tagged``).
+_ROWS_PER_TASK = 10_000
 
 
 def _by_file_group(spark: SparkSession, rows: DataFrame, groups: int) -> DataFrame:
