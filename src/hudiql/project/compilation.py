@@ -29,7 +29,7 @@ from hudiql.project.artifacts.nodes import EPHEMERAL_PREFIX, Fixture, Node, Rela
 from hudiql.project.artifacts.writer import write_compiled
 from hudiql.project.config.renderer import env_var
 from hudiql.project.context.macros import DBT_NAMESPACE
-from hudiql.project.context.providers import FixtureProvider, Invocation, ParseProvider, RuntimeProvider
+from hudiql.project.context.providers import FixtureProvider, Invocation, RuntimeProvider
 from hudiql.project.errors import CompilationError
 from hudiql.project.parser import is_relation_argument
 from hudiql.sql import statements as S
@@ -125,23 +125,20 @@ class Compiler:
     def _input(self, node: Node, model: Node, fixture: Fixture) -> tuple[str, Relation, dict[str, str]]:
         """A given input's name (``orders``, ``raw.customers``, ``this``), its relation, and the column
         types its ``.yml`` declares (for a relation not built yet)."""
-        if fixture.input == "this":
-            return "this", model.relation, _declared(model.columns)
-        recorder = ParseProvider()
-        self.invocation.library.render("{{ " + str(fixture.input) + " }}", self.invocation.context(node, recorder, False), node.label)
-        if recorder.refs:
-            target = self.manifest.named(recorder.refs[0])
+        if fixture.ref is not None:
+            target = self.manifest.named(fixture.ref)
             if target is None:
                 raise CompilationError(f"{node.label}: input {fixture.input} is not a model, seed or snapshot of this project")
             if target.is_ephemeral and fixture.format != "sql":
                 raise CompilationError(f"{node.label}: input {fixture.input} is an ephemeral model: give its rows with format: sql")
             assert target.relation is not None
-            return recorder.refs[0], target.relation, _declared(target.columns)
-        source_name, table_name = recorder.sources[0]
-        for source in self.manifest.sources.values():
-            if (source.source_name, source.name) == (source_name, table_name):
-                return f"{source_name}.{table_name}", source.relation, _declared(source.columns)
-        raise CompilationError(f"{node.label}: input {fixture.input} is not a declared source")
+            return fixture.ref, target.relation, _declared(target.columns)
+        if fixture.source is not None:
+            for source in self.manifest.sources.values():
+                if (source.source_name, source.name) == fixture.source:
+                    return ".".join(fixture.source), source.relation, _declared(source.columns)
+            raise CompilationError(f"{node.label}: input {fixture.input} is not a declared source")
+        return "this", model.relation, _declared(model.columns)
 
     def _fixture_sql(self, node: Node, name: str, fixture: Fixture, relation: Relation, declared: dict[str, str]) -> str:
         """The rows of input ``name`` as a SELECT, typed like its relation (or its declared columns)."""

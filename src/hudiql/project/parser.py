@@ -18,6 +18,7 @@ import csv
 import hashlib
 import io
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -350,8 +351,8 @@ class ProjectParser:
         given = entry.get("given") or []
         if not isinstance(given, list):
             raise ProjectError(f"{where}: given: must be a list of inputs, each with input: and rows:")
-        fixtures = [self._fixture(g, f"{where} given", expected=False) for g in given]
-        expect = self._fixture(entry["expect"], f"{where} expect", expected=True)
+        fixtures = [self._fixture(g, f"{where} given", model) for g in given]
+        expect = self._fixture(entry["expect"], f"{where} expect")
         overrides = entry.get("overrides") or {}
         if not isinstance(overrides, dict) or set(overrides) - {"macros", "vars", "env_vars"}:
             raise ProjectError(f"{where}: overrides: takes macros:, vars: and env_vars: mappings")
@@ -380,8 +381,10 @@ class ProjectParser:
         else:
             self.manifest.nodes[node.unique_id] = node
 
-    def _fixture(self, spec: Any, where: str, expected: bool) -> Fixture:
-        """One ``given`` input or the ``expect`` output, its rows read (csv text or a fixture file parsed)."""
+    def _fixture(self, spec: Any, where: str, model: Node | None = None) -> Fixture:
+        """One ``given`` input of ``model``'s unit test (the ``expect`` output without a model), its
+        rows read (csv text or a fixture file parsed) and its ``ref()`` or ``source()`` resolved."""
+        expected = model is None
         if not isinstance(spec, dict) or (not expected and "input" not in spec):
             raise ProjectError(f"{where}: each input needs input: (ref('...'), source('...', '...') or this) and rows:")
         unknown = set(spec) - {"input", "rows", "format", "fixture"} - ({"input"} if expected else set())
@@ -389,8 +392,11 @@ class ProjectParser:
             raise ProjectError(f"{where}: unknown key '{sorted(unknown or {'input'})[0]}'; keys are "
                                + ("rows, format, fixture" if expected else "input, rows, format, fixture"))
         source = spec.get("input")
-        if not expected and not (source == "this" or is_relation_argument(source)):
-            raise ProjectError(f"{where}: input {source!r} must be ref('...'), source('...', '...') or this")
+        recorder = ParseProvider()
+        if model is not None and source != "this":
+            if not is_relation_argument(source):
+                raise ProjectError(f"{where}: input {source!r} must be ref('...'), source('...', '...') or this")
+            self.invocation.library.render("{{ " + source + " }}", self.invocation.context(model, recorder, execute=False), where)
         fmt = str(spec.get("format") or "dict")
         if fmt not in FIXTURE_FORMATS:
             raise ProjectError(f"{where}: format '{fmt}' is not valid; use one of {', '.join(FIXTURE_FORMATS)}")
@@ -401,24 +407,23 @@ class ProjectParser:
             rows = self._fixture_file(str(fixture), fmt, where)
         if fmt == "dict":
             if rows is None:
-                rows = [] if expected else self._seed_rows(str(source), where)
+                rows = [] if expected else self._seed_rows(recorder.refs, str(source), where)
             if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
                 raise ProjectError(f"{where}: rows must be a list of mappings (column: value) with format dict")
         elif not isinstance(rows, str):
             raise ProjectError(f"{where}: rows must be text (or a fixture file) with format {fmt}")
         elif fmt == "csv":
-            rows = [{k: (None if v == "" else v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(rows.strip()))]
-        return Fixture(source, rows, fmt, fixture)
+            rows = _csv_rows(io.StringIO(rows.strip()))
+        return Fixture(source, rows, fmt, fixture, recorder.refs[0] if recorder.refs else None,
+                       recorder.sources[0] if recorder.sources else None)
 
-    def _seed_rows(self, source: str, where: str) -> list[dict[str, Any]]:
-        """An input given without rows: the rows of the seed it names, as dbt reads them."""
-        match = re.fullmatch(r"\s*ref\(\s*['\"](\w+)['\"]\s*\)\s*", source)
-        seed = self.manifest.named(match.group(1)) if match else None
+    def _seed_rows(self, refs: list[str], source: str, where: str) -> list[dict[str, Any]]:
+        """An input given without rows (``refs``: what it names): the rows of its seed, as dbt reads them."""
+        seed = self.manifest.named(refs[0]) if refs else None
         if seed is None or seed.resource_type != "seed":
             raise ProjectError(f"{where}: input {source} has no rows:, and is no seed to read them from")
         with open(self.project.root / seed.original_file_path, encoding="utf-8", newline="") as f:
-            return [{k: (None if v == "" else v) for k, v in row.items()}
-                    for row in csv.DictReader(f, delimiter=seed.config["delimiter"])]
+            return _csv_rows(f, seed.config["delimiter"])
 
     def _calls(self, node: Node, macro: str) -> bool:
         """Whether ``node``'s Jinja calls ``macro`` by name."""
@@ -529,6 +534,11 @@ def _snapshot_blocks(path: Path, root: Path) -> list[tuple[str, str]]:
         raise ProjectError(f"{path.relative_to(root)}: a snapshot file holds {{% snapshot name %}} ... {{% endsnapshot %}} "
                            "blocks (or define the snapshot in a .yml file with a relation:)")
     return blocks
+
+
+def _csv_rows(lines: Iterable[str], delimiter: str = ",") -> list[dict[str, Any]]:
+    """CSV rows as mappings by their header; an empty value is null, as dbt reads fixtures."""
+    return [{k: (None if v == "" else v) for k, v in row.items()} for row in csv.DictReader(lines, delimiter=delimiter)]
 
 
 def is_relation_argument(value: Any) -> bool:

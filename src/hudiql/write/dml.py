@@ -335,8 +335,8 @@ class DmlPlanner:
 
     def _target(self, table: HudiTable, files: FileSystemView, keep,
                 file_groups: set[tuple[str, str]] | None = None, keys: set[str] | None = None) -> DataFrame:
-        """The target rows a statement reads (of ``file_groups`` only, and at least the rows of
-        ``keys`` only, when given). A table without meta fields stores neither a row's key and
+        """The target rows a statement reads (of ``file_groups`` only, and of a merged slice only
+        the rows of ``keys``, when given). A table without meta fields stores neither a row's key and
         partition path nor (always) its file name: the statement takes them from its key generator
         and the file from the base file it read."""
         if table.config.populate_meta_fields:

@@ -90,6 +90,8 @@ class Fixture:
     rows: list[dict[str, Any]] | str
     format: str  # "dict", "csv" or "sql", as written (csv rows are parsed into mappings)
     fixture: str | None = None  # the fixture file the rows came from, as named
+    ref: str | None = None  # the input resolved: the node ``ref()`` names, or
+    source: tuple[str, str] | None = None  # the (source, table) ``source()`` names
 
 
 @dataclass
