@@ -18,7 +18,7 @@ from typing import Any
 
 from jinja2 import nodes as jnodes
 
-from hudiql.project.artifacts.nodes import Fixture, Node, Source
+from hudiql.project.artifacts.nodes import REFERABLE, Fixture, Node, Source
 from hudiql.project.artifacts.writer import timestamp, write_json
 from hudiql.project.config.model_config import HOOKS
 from hudiql.project.config.runtime import RuntimeConfig
@@ -42,7 +42,7 @@ class Manifest:
 
     def named(self, name: str) -> Node | None:
         """The enabled model, seed or snapshot called ``name``."""
-        return next((n for n in self.nodes.values() if n.name == name and n.resource_type in ("model", "seed", "snapshot")), None)
+        return next((n for n in self.nodes.values() if n.name == name and n.resource_type in REFERABLE), None)
 
 
 def write_manifest(config: RuntimeConfig, manifest: Manifest, parent_map: dict[str, set[str]],

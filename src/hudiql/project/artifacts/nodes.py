@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 EPHEMERAL_PREFIX = "__dbt__cte__"
+#: The resource types ``ref()`` names.
+REFERABLE = ("model", "seed", "snapshot")
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ class RuntimeProvider:
     def ref(self, node: Node, name: str) -> Relation:
         target = self.manifest.named(name)
         if target is None:  # the graph checked every ref; only a ref computed at run time gets here
-            raise CompilationError(f"Compilation Error in {node.label}: ref('{name}') is not a model or seed of this project")
+            raise CompilationError(f"Compilation Error in {node.label}: ref('{name}') is not a model, seed or snapshot of this project")
         if target.is_ephemeral and target.unique_id not in self.ephemerals:
             self.ephemerals.append(target.unique_id)
         assert target.relation is not None

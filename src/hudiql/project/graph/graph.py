@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from hudiql.config.registry import closest
 from hudiql.project.artifacts.manifest import Manifest
+from hudiql.project.artifacts.nodes import REFERABLE
 from hudiql.project.errors import CompilationError
 
 
@@ -28,14 +29,14 @@ class Graph:
 
     @classmethod
     def build(cls, manifest: Manifest) -> Graph:
-        names = {n.name: n.unique_id for n in manifest.nodes.values() if n.resource_type in ("model", "seed", "snapshot")}
+        names = {n.name: n.unique_id for n in manifest.nodes.values() if n.resource_type in REFERABLE}
         disabled = {n.name for n in manifest.disabled.values()}
         sources = {(s.source_name, s.name): s.unique_id for s in manifest.sources.values()}
         parents: dict[str, set[str]] = {uid: set() for uid in [*manifest.nodes, *manifest.sources]}
         for node in manifest.nodes.values():
             for ref in node.refs:
                 if ref not in names:
-                    reason = "is disabled" if ref in disabled else "is not a model or seed of this project"
+                    reason = "is disabled" if ref in disabled else "is not a model, seed or snapshot of this project"
                     guess = closest(ref, names) if ref not in disabled else None
                     raise CompilationError(
                         f"Compilation Error in {node.label}: ref('{ref}') {reason}" + (f"; did you mean '{guess}'?" if guess else "")
