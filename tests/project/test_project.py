@@ -416,7 +416,7 @@ def test_disabled_model_is_left_out_and_refs_to_it_fail(tmp_path):
 
 def test_unknown_ref_names_model_and_closest(tmp_path):
     root = shop(tmp_path, {"models/x.sql": "SELECT * FROM {{ ref('fct_order') }}"})
-    with pytest.raises(CompilationError, match=r"model x \(models/x.sql\): ref\('fct_order'\) is not a model or seed .*did you mean 'fct_orders'"):
+    with pytest.raises(CompilationError, match=r"model x \(models/x.sql\): ref\('fct_order'\) is not a model, seed or snapshot .*did you mean 'fct_orders'"):
         loaded(root)
 
 
