@@ -247,3 +247,10 @@ def test_a_composite_key_keeps_one_history_per_key(tmp_path, spark):
     session = hudiql.connect(warehouse=str(root / "warehouse"), spark=spark)
     rows = sorted((r.a, r.b, r.v, r.dbt_valid_to is None) for r in session.sql("SELECT * FROM default.pairs").collect())
     assert rows == [(1, "x", 1, False), (1, "x", 2, True), (1, "y", 1, True), (2, "x", 1, False)]
+
+
+def test_a_model_is_not_materialized_as_a_snapshot(tmp_path):
+    root = write_project(tmp_path / "p", {"models/m.sql": "{{ config(materialized='snapshot') }} select 1 as id"},
+                         "name: shop\nprofile: shop\n")
+    code, out = run(root, "ls")
+    assert code != 0 and "materialized 'snapshot' is not valid" in out, out

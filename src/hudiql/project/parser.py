@@ -300,9 +300,10 @@ class ProjectParser:
         return node
 
     def _model(self, path: Path, folder: Path) -> Node:
-        # Each ``materialization_<name>`` macro makes ``<name>`` valid; ephemeral models are CTEs, no macro.
+        # Each ``materialization_<name>`` macro makes ``<name>`` valid (but a seed's and a snapshot's);
+        # ephemeral models are CTEs, no macro.
         materializations = {n.removeprefix("materialization_") for n in self.invocation.library.origin
-                            if n.startswith("materialization_") and n != "materialization_seed"} | {"ephemeral"}
+                            if n.startswith("materialization_")} - {"seed", "snapshot"} | {"ephemeral"}
         return self._parsed(self._node("model", path, folder, path.read_text(encoding="utf-8")), materializations)
 
     def _parsed(self, node: Node, materializations: set[str] | None = None) -> Node:
