@@ -46,20 +46,19 @@ REFUSED = [
      "hudiql does not write change data capture (CDC) logs; remove the option or set it to false"),
     ("hoodie.table.cdc.supplemental.logging.mode", "DATA_BEFORE_AFTER",
      "hudiql does not write change data capture (CDC) logs; remove the option or set it to false"),
-    ("hoodie.metadata.index.bloom.filter.enable", "true",
-     "hudiql keeps the metadata table's files partition, record index, column stats, partition stats and secondary "
-     "indexes (hoodie.metadata.enable, hoodie.metadata.compact.max.delta.commits, hoodie.metadata.record.index.enable, "
-     "hoodie.metadata.record.index.min.filegroup.count, hoodie.metadata.record.index.max.filegroup.count, "
-     "hoodie.metadata.index.column.stats.enable, hoodie.metadata.index.column.stats.column.list, "
-     "hoodie.metadata.index.partition.stats.enable; CREATE INDEX), not its other indexes; remove the option"),
+    ("hoodie.metadata.index.bloom.filter.column.list", "rider",
+     "hudiql keeps the metadata table's files partition, record index, column stats, partition stats, bloom filters "
+     "and secondary indexes (hoodie.metadata.enable, hoodie.metadata.compact.max.delta.commits, "
+     "hoodie.metadata.record.index.enable, hoodie.metadata.record.index.min.filegroup.count, "
+     "hoodie.metadata.record.index.max.filegroup.count, hoodie.metadata.index.column.stats.enable, "
+     "hoodie.metadata.index.column.stats.column.list, hoodie.metadata.index.partition.stats.enable, "
+     "hoodie.metadata.index.bloom.filter.enable, hoodie.metadata.index.bloom.filter.file.group.count; CREATE INDEX), "
+     "not its other indexes; remove the option"),
     ("hoodie.clean.async", "true", NO_ASYNC),
     ("hoodie.archive.async", "true", NO_ASYNC),
     ("hoodie.archive.beyond.savepoint", "true",
      "hudiql does not bootstrap tables, and archiving stops at the first savepoint; remove the option or set it to false"),
     ("hoodie.clean.allow.multiple", "false", CLEAN_FAMILY),
-    ("hoodie.bloom.index.use.metadata", "true",
-     "hudiql's BLOOM index reads the filters in the base files' footers, not the metadata table's bloom_filters "
-     "partition; remove the option or set it to false"),
     ("hoodie.cleaner.policy.failed.writes", "EAGER",
      "hudiql rolls back a failed write once its heartbeat expired (LAZY); EAGER would roll back the instant of a "
      "writer that is still running"),

@@ -118,6 +118,8 @@ def test_index_refusals(session):
         session.sql("CREATE INDEX i ON t (nope)")
     with pytest.raises(SqlError, match="hoodie.metadata.index.column.stats.enable=true"):
         session.sql("CREATE INDEX i ON t USING column_stats (name)")
+    with pytest.raises(SqlError, match="hoodie.metadata.index.bloom.filter.enable=true"):
+        session.sql("CREATE INDEX i ON t USING bloom_filters (name)")
     with pytest.raises(SqlError, match=r"OPTIONS \(expr\) is not supported"):
         session.sql("CREATE INDEX i ON t USING secondary_index (ts) OPTIONS (expr='from_unixtime')")
     with pytest.raises(SqlError, match="covers one column"):

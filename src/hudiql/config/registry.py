@@ -105,6 +105,9 @@ RECORD_INDEX_MAX_FILE_GROUPS = "hoodie.metadata.record.index.max.filegroup.count
 COLUMN_STATS_ENABLE = "hoodie.metadata.index.column.stats.enable"
 COLUMN_STATS_COLUMNS = "hoodie.metadata.index.column.stats.column.list"
 PARTITION_STATS_ENABLE = "hoodie.metadata.index.partition.stats.enable"
+BLOOM_FILTERS_ENABLE = "hoodie.metadata.index.bloom.filter.enable"
+BLOOM_FILTERS_FILE_GROUPS = "hoodie.metadata.index.bloom.filter.file.group.count"
+BLOOM_USE_METADATA = "hoodie.bloom.index.use.metadata"
 DATA_SKIPPING = "hoodie.enable.data.skipping"
 
 CONCURRENCY_MODE = "hoodie.write.concurrency.mode"
@@ -396,6 +399,9 @@ _KEY_LIST: list[Key] = [
             f"{INDEX_TYPE} is BLOOM"),
     _enum(BLOOM_FILTER_TYPE, BOTH, (bloom_filter.DYNAMIC_V0, bloom_filter.SIMPLE), bloom_filter.DYNAMIC_V0,
           alterable=True),
+    Key(BLOOM_USE_METADATA, BOTH, BOOL, "false", alterable=True,
+        doc=f"BLOOM: key ranges and bloom filters are read from the metadata table ({COLUMN_STATS_ENABLE}, "
+            f"{BLOOM_FILTERS_ENABLE}) where it has them, not from every base file's footer"),
     Key(BLOOM_NUM_ENTRIES, BOTH, INT, str(bloom_filter.NUM_ENTRIES), minimum=1, unit=" of keys", alterable=True,
         doc="the keys a bloom filter (a dynamic one's each vector) is sized for"),
     Key(BLOOM_FPP, BOTH, FRACTION, f"{bloom_filter.ERROR_RATE:.9f}", alterable=True,
@@ -465,6 +471,12 @@ _KEY_LIST: list[Key] = [
         doc="with column_stats on a partitioned table, the metadata table also keeps each partition's value ranges "
             "(partition_stats), and queries skip the partitions whose ranges exclude their filter; false: a write "
             "removes it"),
+    Key(BLOOM_FILTERS_ENABLE, BOTH, BOOL, "false", alterable=True,
+        doc="true: the metadata table keeps each base file's bloom filter of its record keys (bloom_filters), and "
+            f"the BLOOM index reads them there with {BLOOM_USE_METADATA}=true; false: a write removes it; not given: "
+            "writes keep the one the table has"),
+    Key(BLOOM_FILTERS_FILE_GROUPS, BOTH, INT, "4", minimum=1, unit=" of file groups", alterable=True,
+        doc="the file groups a bloom_filters index is built with (Hudi's default)"),
     Key(DATA_SKIPPING, BOTH, BOOL, "true", alterable=True,
         doc="queries skip the files and partitions whose column_stats and partition_stats ranges exclude their filter"),
     # -- clustering (services.clustering) -------------------------------------------------------------
@@ -686,20 +698,21 @@ def check_concurrency_mode(settings: Mapping[str, str], table_name: str, version
 
 def check_metadata_table(settings: Mapping[str, str], table_name: str, version: int) -> None:
     """Refuse ``hoodie.metadata.enable=true``, given, on a table whose version's metadata table
-    hudiql does not keep (version 6: by default, it keeps none there), and a record index or
-    column stats index that the table's options rule out."""
+    hudiql does not keep (version 6: by default, it keeps none there), and a record index,
+    column stats or bloom filters index that the table's options rule out."""
     if settings.get(METADATA_ENABLE) is not None and flag(settings, METADATA_ENABLE) and version < 8:
         raise OptionError(f"{METADATA_ENABLE}=true: hudiql keeps the metadata table of table versions 8 and 9, and "
                           f"table {table_name} is version {version}; upgrade it (CALL upgrade_table), create it with "
                           f"{WRITE_TABLE_VERSION}=8 or 9, or set {METADATA_ENABLE}=false")
-    if flag(settings, COLUMN_STATS_ENABLE):
+    for index, what in ((COLUMN_STATS_ENABLE, "column stats"), (BLOOM_FILTERS_ENABLE, "bloom filters")):
+        if not flag(settings, index):
+            continue
         if version < 8:
-            raise OptionError(f"{COLUMN_STATS_ENABLE}=true: hudiql keeps the metadata table of table versions 8 and "
+            raise OptionError(f"{index}=true: hudiql keeps the metadata table of table versions 8 and "
                               f"9, and table {table_name} is version {version}; upgrade it (CALL upgrade_table) or "
                               f"create it with {WRITE_TABLE_VERSION}=8 or 9")
         if not flag(settings, METADATA_ENABLE):
-            raise OptionError(f"{COLUMN_STATS_ENABLE}=true: column stats live in the metadata table; "
-                              f"set {METADATA_ENABLE}=true")
+            raise OptionError(f"{index}=true: {what} live in the metadata table; set {METADATA_ENABLE}=true")
     if not asks_record_index(settings):
         return
     problem = None
@@ -786,11 +799,11 @@ _ONE_LOCK = (f"hudiql locks a table with a lock file ({LOCK_PROVIDER}, {LOCK_WAI
 #: First match wins: specific keys before the families they belong to.
 UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.metadata.*", "hoodie.table.metadata.partitions*"),
-                  f"hudiql keeps the metadata table's files partition, record index, column stats, partition stats and "
-                  f"secondary indexes ({METADATA_ENABLE}, {METADATA_COMPACT_MAX_DELTA_COMMITS}, {RECORD_INDEX_ENABLE}, "
-                  f"{RECORD_INDEX_MIN_FILE_GROUPS}, {RECORD_INDEX_MAX_FILE_GROUPS}, {COLUMN_STATS_ENABLE}, "
-                  f"{COLUMN_STATS_COLUMNS}, {PARTITION_STATS_ENABLE}; CREATE INDEX), not its other indexes; remove "
-                  "the option", ("false",)),
+                  f"hudiql keeps the metadata table's files partition, record index, column stats, partition stats, "
+                  f"bloom filters and secondary indexes ({METADATA_ENABLE}, {METADATA_COMPACT_MAX_DELTA_COMMITS}, "
+                  f"{RECORD_INDEX_ENABLE}, {RECORD_INDEX_MIN_FILE_GROUPS}, {RECORD_INDEX_MAX_FILE_GROUPS}, "
+                  f"{COLUMN_STATS_ENABLE}, {COLUMN_STATS_COLUMNS}, {PARTITION_STATS_ENABLE}, {BLOOM_FILTERS_ENABLE}, "
+                  f"{BLOOM_FILTERS_FILE_GROUPS}; CREATE INDEX), not its other indexes; remove the option", ("false",)),
     Unimplemented(("hoodie.table.cdc.*",), "hudiql does not write change data capture (CDC) logs; remove the option "
                                            "or set it to false", ("false",)),
     Unimplemented(("hoodie.clean.async", "hoodie.archive.async"),
@@ -811,9 +824,6 @@ UNIMPLEMENTED: list[Unimplemented] = [
     Unimplemented(("hoodie.clustering.*", "hoodie.layout.optimize.*"),
                   f"hudiql plans clustering by {CLUSTERING_SMALL_FILE_LIMIT}, {CLUSTERING_TARGET_FILE_SIZE}, "
                   f"{CLUSTERING_SORT_COLUMNS} and {CLUSTERING_MAX_GROUPS}; remove the option"),
-    Unimplemented(("hoodie.bloom.index.use.metadata",),
-                  "hudiql's BLOOM index reads the filters in the base files' footers, not the metadata table's "
-                  "bloom_filters partition; remove the option or set it to false", ("false",)),
     Unimplemented(("hoodie.bloom.*", "hoodie.index.bloom.*"),
                   "it tunes how Hudi's Java BLOOM index runs its lookup, not what it finds", warn=True),
     Unimplemented(("hoodie.simple.index.parallelism", "hoodie.global.simple.index.parallelism"),

@@ -304,10 +304,22 @@ def _chunks(keys: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
 
 
 def write_with_footer(sink: pa.NativeFile, rows: pa.Table, keys: pa.Array | pa.ChunkedArray,
-                      spec: FilterSpec | None, compression: str) -> None:
+                      spec: FilterSpec | None, compression: str) -> dict[bytes, bytes]:
     """Write ``rows`` as a parquet file to ``sink``, its footer holding the entries of their record
-    ``keys``. (Added to the footer, not to the Arrow schema's metadata, which Arrow would store a
-    second time, Base64, in the footer's ``ARROW:schema``.)"""
+    ``keys`` (returned). (Added to the footer, not to the Arrow schema's metadata, which Arrow would
+    store a second time, Base64, in the footer's ``ARROW:schema``.)"""
+    entries = KeyFooter(spec).add(keys).entries()
     with pq.ParquetWriter(sink, rows.schema, compression=compression) as writer:
         writer.write_table(rows)
-        writer.add_key_value_metadata(KeyFooter(spec).add(keys).entries())
+        writer.add_key_value_metadata(entries)
+    return entries
+
+
+def footer_filter(footer: dict[bytes, bytes]) -> dict[str, str]:
+    """The bloom filter a footer holds, as a write stat carries it (``bloom_filter_type``,
+    ``bloom_filter``); empty when it holds none."""
+    text = footer.get(FOOTER_BLOOM_FILTER.encode())
+    if text is None:
+        return {}
+    return {"bloom_filter_type": footer.get(FOOTER_TYPE_CODE.encode(), SIMPLE.encode()).decode(),
+            "bloom_filter": text.decode()}

@@ -35,6 +35,7 @@ from hudiql.formats.bloom_filter import (
     BloomFilter,
     FilterSpec,
 )
+from hudiql.index import bloom_filters, column_stats
 from hudiql.io.storage import Storage
 from hudiql.record.keygen import KeyGenerator, record_keys_of
 from hudiql.record.schema import PARTITION_PATH, RECORD_KEY
@@ -47,11 +48,12 @@ _FOUND = f"{RECORD_KEY} string, {PARTITION_PATH} string, file_id string"
 
 def filter_spec(table: HudiTable) -> FilterSpec | None:
     """The bloom filter the table's base files get: as ``hoodie.parquet.bloom.filter.enabled``
-    says; when it says nothing, when the table's keys are looked up by it (``BLOOM``). None: their
+    says; when it says nothing, when the table's keys are looked up by it (``BLOOM``) or its
+    metadata table keeps the filters (``index.bloom_filters``). None: their
     footers hold the smallest and largest key only (hashing every key written costs about 0.1 s per
     100,000 keys, which Hudi's documentation also advises saving where no BLOOM index reads them)."""
     s = table.settings
-    if not (s.flag(K.BLOOM_FILTER_ENABLE) if K.BLOOM_FILTER_ENABLE in s else wanted(table)):
+    if not (s.flag(K.BLOOM_FILTER_ENABLE) if K.BLOOM_FILTER_ENABLE in s else wanted(table) or bloom_filters.wanted(table)):
         return None
     return FilterSpec(s.choice(K.BLOOM_FILTER_TYPE), s.number(K.BLOOM_NUM_ENTRIES), s.fraction(K.BLOOM_FPP),
                       s.number(K.BLOOM_MAX_ENTRIES))
@@ -66,11 +68,18 @@ def located(spark: SparkSession, table: HudiTable, keys: DataFrame, slices: list
             any_partition: bool = False) -> DataFrame:
     """(record key, partition path, file id) of each of ``keys`` (record key, partition path) that
     a base file of ``slices`` holds; ``any_partition`` (GLOBAL_BLOOM): ``keys`` are record keys
-    only, looked up in every partition's files, and the partition path is the file's."""
-    files = spark.createDataFrame([(s.partition_path, s.file_id, s.base_path) for s in slices],
-                                  "partition string, file_id string, path string")
-    ranges = files.repartition(max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4))) \
-        .mapInArrow(_key_ranges(table.storage.base_uri), _RANGES)
+    only, looked up in every partition's files, and the partition path is the file's.
+
+    With ``hoodie.bloom.index.use.metadata``, the key ranges come from the metadata table's column
+    stats and the filters from its bloom_filters, where it keeps them: only the files whose filter
+    may hold a key are opened."""
+    from_metadata = table.settings.flag(K.BLOOM_USE_METADATA)
+    ranges = _metadata_ranges(spark, table, slices) if from_metadata and _ranges_kept(table) else None
+    if ranges is None:
+        files = spark.createDataFrame([(s.partition_path, s.file_id, s.base_path) for s in slices],
+                                      "partition string, file_id string, path string")
+        ranges = files.repartition(max(1, min(len(slices), spark.sparkContext.defaultParallelism * 4))) \
+            .mapInArrow(_key_ranges(table.storage.base_uri), _RANGES)
     within = (F.col("min_key").isNull() | F.col(RECORD_KEY).between(F.col("min_key"), F.col("max_key")))
     if any_partition:
         candidates = keys.join(ranges, within).select(RECORD_KEY, F.col("partition").alias(PARTITION_PATH),
@@ -78,8 +87,32 @@ def located(spark: SparkSession, table: HudiTable, keys: DataFrame, slices: list
     else:
         candidates = keys.join(ranges, (keys[PARTITION_PATH] == ranges["partition"]) & within) \
             .select(RECORD_KEY, PARTITION_PATH, "file_id", "path")
+    if from_metadata and bloom_filters.usable(table):
+        files = candidates.select(F.col(PARTITION_PATH).alias("partition"), "path").distinct()
+        candidates = candidates.join(bloom_filters.file_filters(table, files), "path", "left")
+    else:
+        candidates = candidates.withColumn("filter_type", F.lit(None).cast("string")) \
+            .withColumn("filter", F.lit(None).cast("string"))
     check = _CandidateCheck(table.storage.base_uri, None if table.config.populate_meta_fields else table.keygen)
     return candidates.groupBy("path").applyInArrow(check.udf(), _FOUND)
+
+
+def _ranges_kept(table: HudiTable) -> bool:
+    """Whether the table's column stats range the record key of its base files."""
+    return column_stats.usable(table) and RECORD_KEY in column_stats.columns(table)
+
+
+def _metadata_ranges(spark: SparkSession, table: HudiTable, slices: list[FileSlice]) -> DataFrame:
+    """``_RANGES`` of the base files of ``slices`` from the table's column stats (on the driver:
+    one record per file); a file they have no range of gets none (a candidate for every key)."""
+    found = column_stats.file_ranges(table, [RECORD_KEY], sorted({s.partition_path for s in slices}))
+    rows = []
+    for s in slices:
+        key_range = found.get(s.base_file, {}).get(RECORD_KEY)
+        known = key_range is not None and key_range.min is not None and key_range.max is not None
+        rows.append((s.partition_path, s.file_id, s.base_path, key_range.min if known else None,
+                     key_range.max if known else None))
+    return spark.createDataFrame(rows, _RANGES)
 
 
 def _key_ranges(base_uri: str):
@@ -96,6 +129,15 @@ def _key_ranges(base_uri: str):
             yield pa.RecordBatch.from_pylist(rows, schema=pa.schema(
                 [(n, pa.string()) for n in ("partition", "file_id", "path", "min_key", "max_key")]))
     return ranges
+
+
+def _maybe_held(candidates: pa.Table, text: str | bytes, type_code: str) -> pa.Table:
+    """The candidates whose keys filter ``text`` may hold (all of them when it cannot be read)."""
+    try:
+        maybe = BloomFilter.decode(text, type_code).contains(candidates.column(RECORD_KEY))
+    except (ValueError, struct.error):
+        return candidates
+    return candidates.filter(pa.array(maybe))
 
 
 def _footer(storage: Storage, path: str) -> dict[bytes, bytes]:
@@ -119,21 +161,24 @@ class _CandidateCheck:
 
     def found(self, candidates: pa.Table) -> pa.Table:
         """The candidate keys the file holds: those its filter may hold, confirmed by its keys (a
-        filter hudiql cannot read is no filter: the file's keys decide)."""
+        filter hudiql cannot read is no filter: the file's keys decide). The filter is the
+        metadata table's (``filter``, ``filter_type``) when given, else the footer's; a file whose
+        filter rules every key out is not opened."""
         storage = Storage(self.base_uri)
         path = candidates.column("path")[0].as_py()
+        given = candidates.column("filter")[0].as_py()
+        if given is not None:
+            candidates = _maybe_held(candidates, given, candidates.column("filter_type")[0].as_py())
+            if not candidates.num_rows:
+                return pa.table({name: pa.array([], pa.string()) for name in (RECORD_KEY, PARTITION_PATH, "file_id")})
         try:
             with storage.open_input_file(path) as f:
                 parquet = pq.ParquetFile(f)
                 footer = parquet.metadata.metadata or {}
                 stored_filter = footer.get(FOOTER_BLOOM_FILTER.encode())
-                if stored_filter is not None:
+                if given is None and stored_filter is not None:
                     type_code = footer.get(FOOTER_TYPE_CODE.encode(), b"").decode() or SIMPLE
-                    try:
-                        maybe = BloomFilter.decode(stored_filter, type_code).contains(candidates.column(RECORD_KEY))
-                        candidates = candidates.filter(pa.array(maybe))
-                    except (ValueError, struct.error):
-                        pass
+                    candidates = _maybe_held(candidates, stored_filter, type_code)
                 if candidates.num_rows:
                     wanted = self.virtual_keys.record_key_fields if self.virtual_keys else [RECORD_KEY]
                     stored = record_keys_of(parquet.read(columns=list(wanted)), self.virtual_keys)

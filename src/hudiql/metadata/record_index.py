@@ -11,6 +11,7 @@ change place: inserts and deletes, not updates in place.
 
 Example:
     >>> location = RecordLocation("dt=1", "6b1c3e2a-5f4d-4c3b-9a2e-1f0e9d8c7b6a-0", "20240101000000000")
+    >>> from hudiql.metadata.records import SCHEMA_JSON
     >>> value = encode_location(location)
     >>> decode_location(value, SCHEMA_JSON) == location
     True
@@ -24,17 +25,16 @@ from __future__ import annotations
 
 import io
 import uuid
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
 
 import fastavro
 
-from hudiql.formats import hfile
 from hudiql.formats import log_file as L
 from hudiql.formats.hfile import write_hfile
-from hudiql.metadata.records import _PARSED, SCHEMA_JSON, index_file_id, read_datum
+from hudiql.metadata.index_slice import IndexSlice
+from hudiql.metadata.records import _PARSED, index_file_id, read_datum
 
 #: The metadata table's partition of the record index.
 RECORD_INDEX_PARTITION = "record_index"
@@ -137,54 +137,8 @@ def log_blocks(instant_time: str, upserts: list[tuple[bytes, bytes]], deletes: l
     return data
 
 
-class RecordIndexSlice:
-    """One file group's latest slice, read for lookups: its base HFile (bytes or a ``RangedFile``)
-    and the contents of its logs, in order (those of instants readers use only). A lookup reads,
-    newest first, only the blocks of each HFile that may hold its keys."""
+class RecordIndexSlice(IndexSlice):
+    """One record index file group's latest slice (``index_slice.IndexSlice``): key -> location."""
 
-    def __init__(self, base: bytes | hfile.RangedFile | None, logs: list[tuple[str, bytes]], path: str) -> None:
-        self._base = hfile.HFile(base, path) if base is not None else None
-        self._schema = (self._base.file_info.get("schema") or SCHEMA_JSON.encode()).decode() if self._base else ""
-        # The logs' blocks in order: (HFile of placed keys, its schema) or the set of deleted keys.
-        self._blocks: list[tuple[hfile.HFile, str] | set[bytes]] = []
-        for log_path, content in logs:
-            for block in L.read_blocks(content, log_path, (L.HFILE_DATA,)):
-                if block.block_type == L.HFILE_DATA:
-                    self._blocks.append((hfile.HFile(block.content, log_path), block.header.get(L.SCHEMA) or SCHEMA_JSON))
-                elif block.block_type == L.DELETE:
-                    self._blocks.append({d.record_key.encode() for d in L.read_deletes(block, log_path)})
-
-    def lookup(self, keys: Iterable[str]) -> dict[str, RecordLocation]:
-        """The location of each of ``keys`` the slice holds."""
-        remaining = {k.encode() for k in keys}
-        found: dict[str, RecordLocation] = {}
-        for block in reversed(self._blocks):
-            if not remaining:
-                break
-            if isinstance(block, set):
-                remaining -= block
-                continue
-            data, schema = block
-            for key, value in list(data.get_many(sorted(remaining))):
-                found[key.decode()] = decode_location(value, schema)
-                remaining.discard(key)
-        if self._base is not None and remaining:
-            for key, value in self._base.get_many(sorted(remaining)):
-                found[key.decode()] = decode_location(value, self._schema)
-        return found
-
-    def entries(self, file_name: str) -> Iterator[tuple[bytes, bytes]]:
-        """Every live (key, value) of the slice, in key order: what a compaction writes as the
-        group's new base file ``file_name`` (whose values name it)."""
-        merged: dict[bytes, tuple[bytes, str]] = {}
-        if self._base is not None:
-            merged = {k: (v, self._schema) for k, v in self._base.entries()}
-        for block in self._blocks:
-            if isinstance(block, set):
-                for key in block:
-                    merged.pop(key, None)
-            else:
-                data, schema = block
-                merged.update((k, (v, schema)) for k, v in data.entries())
-        for key in sorted(merged):
-            yield key, encode_location(decode_location(*merged[key]), file_name)
+    decode = staticmethod(decode_location)
+    encode = staticmethod(encode_location)

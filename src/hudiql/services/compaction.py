@@ -27,7 +27,7 @@ from hudiql.errors import HudiqlError, RunElsewhereError
 from hudiql.file_group.reader import SliceReader
 from hudiql.index.record_index import KEYS_STAY
 from hudiql.io.storage import Storage
-from hudiql.formats.bloom_filter import FilterSpec, write_with_footer
+from hudiql.formats.bloom_filter import FilterSpec, footer_filter, write_with_footer
 from hudiql.index.bloom import filter_spec
 from hudiql.metadata.column_stats import ranges_text
 from hudiql.config import registry as K
@@ -145,14 +145,14 @@ class CompactionTask:
         )
         merged = merged.cast(self.reader.arrow_schema)
         with storage.open_output_stream(path) as sink:
-            write_with_footer(sink, merged, record_keys_of(merged, self.reader.virtual_keys), self.key_filter,
-                              self.compression)
+            footer = write_with_footer(sink, merged, record_keys_of(merged, self.reader.virtual_keys),
+                                       self.key_filter, self.compression)
         size = storage.size(path)
         return WriteStat(
             op["file_id"], op["partition_path"], path, op["base_instant"], num_writes=merged.num_rows,
             total_write_bytes=size, file_size_in_bytes=size, base_file=name, log_files=list(op["log_files"]),
             total_log_files=len(op["log_files"]), total_create_time_ms=int((time.monotonic() - started) * 1000),
-            column_stats=ranges_text(name, merged, self.ranged_columns),
+            column_stats=ranges_text(name, merged, self.ranged_columns), **footer_filter(footer),
         ).as_row()
 
 

@@ -26,6 +26,8 @@ _OTHER_TYPES = {
     "column_stats": f"column stats cover a table's columns by its options: set {K.COLUMN_STATS_ENABLE}=true "
                     f"(and {K.COLUMN_STATS_COLUMNS} to choose them)",
     "record_index": f"the record index is a table option: set {K.RECORD_INDEX_ENABLE}=true",
+    "bloom_filters": f"the bloom filters of the record keys are a table option: set {K.BLOOM_FILTERS_ENABLE}=true "
+                     "(hudiql keeps no bloom filter of other columns)",
 }
 
 

@@ -139,6 +139,9 @@ class FileChanges:
     #: The value ranges the write's tasks computed of the files they wrote: (partition, file name)
     #: -> ``metadata.column_stats.encode_ranges`` text (for the column stats index).
     ranges: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: The bloom filters of the base files the write's tasks wrote: (partition, file name) ->
+    #: (type code, footer text) (for the bloom_filters index).
+    filters: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
 
     @classmethod
     def of_commit(cls, metadata: CommitMetadata) -> FileChanges:
@@ -151,6 +154,8 @@ class FileChanges:
             sizes[name] = max(sizes.get(name, 0), stat.file_size_in_bytes)
             if stat.column_stats:
                 changes.ranges[(stat.partition_path, name)] = stat.column_stats
+            if stat.bloom_filter:
+                changes.filters[(stat.partition_path, name)] = (stat.bloom_filter_type, stat.bloom_filter)
         if metadata.operation_type == "DELETE_PARTITION":
             changes.dropped_partitions = set(metadata.partition_to_replace_file_ids)
         return changes

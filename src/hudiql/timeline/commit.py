@@ -57,6 +57,10 @@ class WriteStat:
     #: The file's value ranges (``metadata.column_stats.encode_ranges``), for the metadata table's
     #: column stats; handed from the write task to the driver, not written in the commit metadata.
     column_stats: str = ""
+    #: The base file's bloom filter, as its footer holds it (type code, Base64 text), for the
+    #: metadata table's bloom_filters; handed to the driver as ``column_stats`` is.
+    bloom_filter_type: str = ""
+    bloom_filter: str = ""
 
     _JSON_NAMES = {
         "file_id": "fileId", "partition_path": "partitionPath", "path": "path", "prev_commit": "prevCommit",

@@ -14,7 +14,8 @@ from hudiql.errors import FormatError, HudiqlError, LostConflictError, warn
 from hudiql.index.record_index import IndexWrites
 from hudiql.metadata.record_index import RECORD_INDEX_PARTITION
 from hudiql.metadata.records import FILES_PARTITION
-from hudiql.index import column_stats, partition_stats, record_index, secondary_index
+from hudiql.index import bloom_filters, column_stats, partition_stats, record_index, secondary_index
+from hudiql.metadata.bloom_filters import BLOOM_FILTERS_PARTITION
 from hudiql.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
 from hudiql.metadata.secondary_index import PARTITION_PREFIX
 from hudiql.table.metadata_table import (
@@ -51,6 +52,11 @@ def keeps_partition_stats(table: HudiTable) -> bool:
     return keeps_column_stats(table) and partition_stats.wanted(table)
 
 
+def keeps_bloom_filters(table: HudiTable) -> bool:
+    """Whether writes of ``table`` keep its metadata table's bloom filters (``index.bloom_filters``)."""
+    return keeps_metadata_table(table) and bloom_filters.wanted(table)
+
+
 def ranged_columns(table: HudiTable) -> tuple[str, ...]:
     """The columns whose value ranges a write's tasks compute of the files they write, for the
     column stats its writes keep (none when they keep none)."""
@@ -67,6 +73,8 @@ def kept_partitions(table: HudiTable) -> set[str]:
         kept.add(COLUMN_STATS_PARTITION)
     if keeps_partition_stats(table):
         kept.add(PARTITION_STATS_PARTITION)
+    if keeps_bloom_filters(table):
+        kept.add(BLOOM_FILTERS_PARTITION)
     return kept
 
 
@@ -110,6 +118,9 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
     if PARTITION_STATS_PARTITION in config.metadata_partitions:
         entries[PARTITION_STATS_PARTITION] = partition_stats.change_entries(table, changes.ranges,
                                                                             changes.dropped_partitions)
+    if BLOOM_FILTERS_PARTITION in config.metadata_partitions:
+        entries[BLOOM_FILTERS_PARTITION] = bloom_filters.change_entries(table, mdt, instant_time, changes.filters,
+                                                                        changes.deleted)
     written = (*index_writes.stats, *index_writes.secondary) if kept_index and index_writes else ()
     mdt.commit(instant_time, changes, written, entries)
     try:
@@ -128,12 +139,14 @@ def recording(table: HudiTable, instant_time: str, changes: FileChanges,
 
 def _compact_groups(table: HudiTable, mdt: MetadataTable, compaction_time: str,
                     slices: list[MetadataSlice]) -> list[WriteStat]:
-    """The index file groups compacted: the record index's and secondary indexes' in Spark tasks,
-    the column stats' and partition stats' on the driver (``index.column_stats``)."""
+    """The index file groups compacted: the record index's, secondary indexes' and bloom filters'
+    in Spark tasks, the column stats' and partition stats' on the driver (``index.column_stats``)."""
     spark = SparkSession.active()
     keyed = [s for s in slices if s.partition == RECORD_INDEX_PARTITION]
     valued = [s for s in slices if s.partition.startswith(PARTITION_PREFIX)]
     ranged = [s for s in slices if s.partition in (COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION)]
     stats = record_index.compact(spark, mdt, keyed, compaction_time) if keyed else []
     stats += secondary_index.compact(spark, mdt, valued, compaction_time) if valued else []
+    filters = [s for s in slices if s.partition == BLOOM_FILTERS_PARTITION]
+    stats += bloom_filters.compact(spark, mdt, filters, compaction_time) if filters else []
     return stats + column_stats.compact(table, mdt, ranged, compaction_time)

@@ -27,7 +27,9 @@ from pyspark.sql import SparkSession
 
 from hudiql.config import registry
 from hudiql.errors import HudiqlError, WriteConflictError, warn
-from hudiql.index import column_stats, partition_stats, record_index
+from hudiql.formats.bloom_filter import FilterSpec
+from hudiql.index import bloom, bloom_filters, column_stats, partition_stats, record_index
+from hudiql.metadata.bloom_filters import BLOOM_FILTERS_PARTITION
 from hudiql.metadata.column_stats import COLUMN_STATS_PARTITION, PARTITION_STATS_PARTITION
 from hudiql.metadata.records import FILES_PARTITION
 from hudiql.read.snapshot import stored_locations
@@ -39,6 +41,7 @@ from hudiql.transaction.heartbeat import WriterHeartbeat, claim_instant_time
 from hudiql.transaction.lock import commit_lock
 from hudiql.transaction.metadata_commit import (
     kept_partitions,
+    keeps_bloom_filters,
     keeps_column_stats,
     keeps_partition_stats,
     keeps_metadata_table,
@@ -104,6 +107,8 @@ def _build_indexes(table: HudiTable) -> None:
             config, found = column_stats.build(spark, current, mdt)
         if keeps_partition_stats(table) and PARTITION_STATS_PARTITION not in config.metadata_partitions:
             config = partition_stats.build(spark, current, mdt, found)
+        if keeps_bloom_filters(table) and BLOOM_FILTERS_PARTITION not in config.metadata_partitions:
+            config = bloom_filters.build(spark, current, mdt, bloom.filter_spec(current) or FilterSpec())
     table.config.props = dict(config.props)  # the statement's snapshots share this config
 
 

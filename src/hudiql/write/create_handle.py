@@ -18,7 +18,7 @@ from pyspark.sql import types as T
 
 from hudiql import layout
 from hudiql.config import registry as K
-from hudiql.formats.bloom_filter import FilterSpec, KeyFooter
+from hudiql.formats.bloom_filter import FilterSpec, KeyFooter, footer_filter
 from hudiql.index.bloom import filter_spec
 from hudiql.io.storage import Storage
 from hudiql.metadata.column_stats import ColumnRange, encode_ranges, ranges_of, widened_ranges
@@ -144,7 +144,8 @@ class CreateHandle:
 
     def close(self) -> dict:
         """Finish the file; its write stats row (``STATS_SCHEMA``)."""
-        self.writer.add_key_value_metadata(self.footer.entries())
+        footer = self.footer.entries()
+        self.writer.add_key_value_metadata(footer)
         self.writer.close()
         self.sink.close()
         size = self.storage.size(self.path)
@@ -152,7 +153,7 @@ class CreateHandle:
             layout.parse_data_file_name(self.name).file_id, self.partition_path, self.path, num_writes=self.rows,
             num_inserts=self.rows, total_write_bytes=size, file_size_in_bytes=size, base_file=self.name,
             total_create_time_ms=int((time.monotonic() - self.started) * 1000),
-            column_stats=encode_ranges(self.ranges) if self.ranges else "",
+            column_stats=encode_ranges(self.ranges) if self.ranges else "", **footer_filter(footer),
         ).as_row()
 
 

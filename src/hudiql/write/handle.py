@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from hudiql import layout
-from hudiql.formats.bloom_filter import write_with_footer
+from hudiql.formats.bloom_filter import footer_filter, write_with_footer
 from hudiql.io.storage import Storage
 from hudiql.metadata.column_stats import ranges_text
 from hudiql.record.keygen import record_keys_of
@@ -109,7 +109,8 @@ class MergeTask:
         out = written if kept is None else pa.concat_tables([kept, written])
         counts["inserts"] = inserts.num_rows
         with storage.open_output_stream(new_path) as sink:
-            write_with_footer(sink, out, record_keys_of(out, self.files.virtual_keys), self.files.key_filter, self.files.compression)
+            footer = write_with_footer(sink, out, record_keys_of(out, self.files.virtual_keys), self.files.key_filter,
+                                       self.files.compression)
         size = storage.size(new_path)
         elapsed = int((time.monotonic() - started) * 1000)
         return WriteStat(
@@ -117,7 +118,7 @@ class MergeTask:
             num_update_writes=counts["updates"], num_inserts=counts["inserts"], num_skipped_older=counts["skipped"],
             total_write_bytes=size, file_size_in_bytes=size, base_file=new_name,
             total_upsert_time_ms=elapsed if old_base else 0, total_create_time_ms=0 if old_base else elapsed,
-            column_stats=ranges_text(new_name, out, self.files.ranged_columns),
+            column_stats=ranges_text(new_name, out, self.files.ranged_columns), **footer_filter(footer),
         ).as_row()
 
     def _merge(self, old: pa.Table, new: pa.Table, deletes: pa.Array, counts: dict) -> tuple[pa.Table, pa.Table, pa.Table]:
