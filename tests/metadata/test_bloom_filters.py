@@ -87,6 +87,37 @@ def test_every_write_keeps_each_base_files_filter(session, version, kind):
         (1, "a2", 7, "d1"), (2, "zz", 9, "d1"), (4, "d", 2, "d2")]
 
 
+def test_rollbacks_overwrites_restores_and_clustering_keep_it(session):
+    """After each action that adds or deletes base files (a rollback, an INSERT OVERWRITE, a restore
+    to a savepoint, a clean, a clustering), the index holds the filter of each base file on storage
+    and of no other."""
+    table = versioned_table(session, 9, "mor", BLOOM_FILTERS)
+
+    def consistent(step: str) -> None:
+        on_storage = {p.name: p.parent.name for p in table.glob("dt=*/*.parquet")}
+        assert indexed_filters(table) == footer_filters(table, on_storage), f"after {step}"
+        assert hudiql_rows(session, VERSIONED_QUERY) == official_rows(table, VERSIONED_COLUMNS), f"after {step}"
+
+    session.sql("INSERT INTO t VALUES (1, 'a', 1, 'd1'), (2, 'b', 1, 'd1'), (3, 'c', 1, 'd2')")
+    session.sql("CALL create_savepoint(table => 't')")
+    session.sql("INSERT INTO t VALUES (5, 'e', 1, 'd3')")
+    latest = session.sql("CALL show_commits(table => 't')").collect()[0][0]
+    session.sql(f"CALL rollback_to_instant(table => 't', instant_time => '{latest}')")
+    consistent("rollback")
+    session.sql("INSERT OVERWRITE t PARTITION (dt = 'd2') SELECT 7, 'g', 1")
+    consistent("INSERT OVERWRITE")
+    savepoint_time = session.sql("CALL show_savepoints(table => 't')").collect()[0][0]
+    session.sql(f"CALL rollback_to_savepoint(table => 't', instant_time => '{savepoint_time}')")
+    consistent("restore")
+    session.sql(f"CALL delete_savepoint(table => 't', instant_time => '{savepoint_time}')")
+    session.sql("INSERT INTO t VALUES (8, 'h', 1, 'd1')")
+    session.sql("SET hoodie.cleaner.commits.retained=1")
+    session.sql("CALL run_clean(table => 't')")
+    consistent("clean")
+    session.sql("CALL run_clustering(table => 't')")
+    consistent("clustering")
+
+
 def test_a_table_gets_the_index_when_asked_and_loses_it_when_told(session):
     """A table written without the index gets it at its next write that asks (from its base
     files: a filter made of the keys of a file whose footer holds none), and loses it at a write
