@@ -39,6 +39,7 @@ from pyspark.sql import types as T
 
 from hudiql.errors import ColumnError, HudiqlError, RunElsewhereError, WriteConflictError
 from hudiql.file_group import FileSlice
+from hudiql.file_group.reader import SliceReader
 from hudiql.io.storage import Storage
 from hudiql.index import secondary_index
 from hudiql.read.snapshot import snapshot
@@ -184,9 +185,12 @@ class ClusteringTask:
     partitions: tuple[str, ...]  # per group: its partition path
     target_bytes: int
 
-    def udf(self):
+    def udf(self, reading: GroupReading | None = None):
+        """The function ``mapInArrow`` calls: group-tagged rows in (sorted by group), or, with
+        ``reading``, the indexes of the groups to read; stats rows out."""
         def cluster(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            yield pa.RecordBatch.from_pylist(self.write(batches), schema=STATS_ARROW_SCHEMA)
+            rows = batches if reading is None else reading.rows(batches)
+            yield pa.RecordBatch.from_pylist(self.write(rows), schema=STATS_ARROW_SCHEMA)
 
         return cluster
 
@@ -214,6 +218,31 @@ class ClusteringTask:
         if out is not None:
             stats.append(out.close())
         return stats
+
+
+@dataclass(frozen=True)
+class GroupReading:
+    """A task's reading of whole clustering groups: each slice merged by ``reader`` (all columns),
+    a row group or the logs' records at a time, tagged by group; with ``sources``, the rows renamed
+    and cut to the new columns (``rewrite_columns``: new name -> stored name)."""
+
+    reader: SliceReader
+    groups: tuple[ClusteringGroup, ...]
+    sources: dict[str, str] | None = None
+
+    def rows(self, indexes: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        columns = self.reader.arrow_schema.names
+        for batch in indexes:
+            for index in batch.column(0).to_pylist():
+                for s in self.groups[index].slices:
+                    for rows in self.reader.snapshot_batches(s.partition_path, s.base_file or None, list(s.log_files),
+                                                            columns):
+                        if self.sources is not None:
+                            meta = [c for c in META_COLUMNS if c in rows.schema.names]
+                            rows = pa.RecordBatch.from_arrays(
+                                [rows.column(c) for c in meta] + [rows.column(self.sources[n]) for n in self.sources],
+                                names=[*meta, *self.sources])
+                        yield rows.append_column(_GROUP, pa.array(np.full(rows.num_rows, index, np.int32)))
 
 
 def _group_rows(spark: SparkSession, table: HudiTable, plan: ClusteringPlan) -> DataFrame:
@@ -273,22 +302,30 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant,
     except RunElsewhereError:
         return None
     with txn:
-        rows = _group_rows(spark, txn.table, plan)
-        schema, ranged = txn.table.schema, ranged_columns(table)
+        schema, ranged, sources = txn.table.schema, ranged_columns(table), None
         if columns is not None:
             schema, sources = columns
-            meta = [c for c in META_COLUMNS if c in rows.columns]  # (none on a table without meta fields)
-            rows = rows.select(*meta, *[F.col(f"`{sources[f.name]}`").cast(f.dataType).alias(f.name)
-                                        for f in schema.fields], _GROUP)
+            sources = {f.name: sources[f.name] for f in schema.fields}  # in the new schema's order
             renamed = {stored: name for name, stored in sources.items()}
             ranged = tuple(renamed[c] for c in ranged if c in renamed)
-        parallel = max(1, min(len(plan.groups), spark.sparkContext.defaultParallelism * 4))
-        # One task writes each group, its rows in the plan's order: files hold ranges of it.
-        rows = rows.repartition(parallel, _GROUP).sortWithinPartitions(_GROUP, *[f"`{c}`" for c in plan.sort_columns])
         files = NewBaseFiles.of(table, instant.timestamp, schema, ranged)
         task = ClusteringTask(files, tuple(g.partition_path for g in plan.groups),
                               table.settings.number(K.CLUSTERING_TARGET_FILE_SIZE))
-        stats = [WriteStat.from_row(r.asDict()) for r in rows.mapInArrow(task.udf(), STATS_SCHEMA).collect()]
+        parallel = max(1, min(len(plan.groups), spark.sparkContext.defaultParallelism * 4))
+        if plan.sort_columns:
+            assert sources is None, "a clustering that rewrites columns keeps the rows' order"
+            # One task writes each group, its rows in the plan's order: files hold ranges of it.
+            rows = _group_rows(spark, txn.table, plan).repartition(parallel, _GROUP) \
+                .sortWithinPartitions(_GROUP, *[f"`{c}`" for c in plan.sort_columns])
+            written = rows.mapInArrow(task.udf(), STATS_SCHEMA)
+        else:
+            # No order to make: each group's task reads its slices itself (no shuffle; its rows
+            # never cross into the JVM), largest groups first.
+            reading = GroupReading(txn.table.slice_reader(txn.table.columns), plan.groups, sources)
+            order = sorted(range(len(plan.groups)), key=lambda i: -plan.groups[i].size_mb)
+            indexes = spark.createDataFrame(spark.sparkContext.parallelize([(i,) for i in order], parallel), "g int")
+            written = indexes.mapInArrow(task.udf(reading), STATS_SCHEMA)
+        stats = [WriteStat.from_row(r.asDict()) for r in written.collect()]
         replaced: dict[str, list[str]] = {}
         for group in plan.groups:
             for s in group.slices:
