@@ -118,11 +118,11 @@ def cases(spark, wh: str, view: str, arrow) -> dict[str, Callable[[str], Callabl
 
 def selected(words: str | None, labels: list[str]) -> set[str]:
     """The cases ``--cases`` keeps: those whose label holds one of its comma-separated words, and
-    the baselines they are judged against; all when it is not given."""
+    the baselines they are judged against (and the main one); all when it is not given."""
     if not words:
         return set(labels)
     kept = {label for label in labels if any(w.strip() and w.strip() in label for w in words.split(","))}
-    return kept | {BASELINES.get(label, BASELINE) for label in kept}
+    return kept | {BASELINE} | {BASELINES.get(label, BASELINE) for label in kept}
 
 
 def check(spark, wh: str, name: str, rows: int) -> None:
