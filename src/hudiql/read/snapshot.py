@@ -31,6 +31,7 @@ from pyspark.sql import types as T
 from hudiql.errors import unreadable_file
 from hudiql.file_group import FileSlice
 from hudiql.io.storage import Storage
+from hudiql.spark_tasks import spread
 from hudiql.table.fsview import FileSystemView
 from hudiql.record.schema import PARTITION_PATH, RECORD_KEY, conform, to_arrow
 from hudiql.table.table import HudiTable
@@ -167,21 +168,19 @@ def _parquet_batches(storage: Storage, path: str, schema: pa.Schema, with_file_n
 
 def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice], schema: T.StructType,
                   changed_after: str | None, with_file_name: bool = False, keys: set[str] | None = None) -> DataFrame:
-    """Slices with logs, merged in Python tasks (one slice at a time, a task per few slices).
+    """Slices with logs, merged in Python tasks (one slice at a time, one task per core).
 
     Only ``schema``'s columns leave the tasks: the base rows cross into Spark once, without the
     rows the logs supersede, and no column the query does not read is decoded or moved.
     """
     reader = table.slice_reader(table.columns)
     out = schema if schema.fields else T.StructType([_row_carrier(table.columns)])
-    # Largest slices first: Spark starts the heaviest tasks first and the light ones fill in.
-    ordered = sorted(slices, key=lambda s: -(s.base_file_size + s.log_size))
-    # A read of pinned keys returns few rows from each slice: one task per core (a task's start costs
-    # more than such a slice's merge).
-    tasks_per_core = 1 if keys is not None else 4
-    parallelism = max(1, min(len(slices), spark.sparkContext.defaultParallelism * tasks_per_core))
+    # One task per core, each an equal share of the slices by size (``spark_tasks``); a read of
+    # pinned keys returns few rows of each slice, whatever its size.
+    cores = spark.sparkContext.defaultParallelism
+    ordered = spread(slices, (lambda s: 1) if keys is not None else (lambda s: s.base_file_size + s.log_size), cores)
     descriptors = spark.sparkContext.parallelize(
-        [(s.partition_path, s.base_file, s.log_files) for s in ordered], parallelism
+        [(s.partition_path, s.base_file, s.log_files) for s in ordered], max(1, min(len(slices), cores))
     )
     frame = spark.createDataFrame(descriptors, "partition_path string, base_file string, log_files array<string>")
     columns = out.fieldNames()

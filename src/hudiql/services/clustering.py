@@ -41,6 +41,7 @@ from hudiql.errors import ColumnError, HudiqlError, RunElsewhereError, WriteConf
 from hudiql.file_group import FileSlice
 from hudiql.file_group.reader import SliceReader
 from hudiql.io.storage import Storage
+from hudiql.spark_tasks import spread
 from hudiql.index import secondary_index
 from hudiql.read.snapshot import snapshot
 from hudiql.config import registry as K
@@ -311,19 +312,21 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant,
         files = NewBaseFiles.of(table, instant.timestamp, schema, ranged)
         task = ClusteringTask(files, tuple(g.partition_path for g in plan.groups),
                               table.settings.number(K.CLUSTERING_TARGET_FILE_SIZE))
-        parallel = max(1, min(len(plan.groups), spark.sparkContext.defaultParallelism * 4))
         if plan.sort_columns:
+            parallel = max(1, min(len(plan.groups), spark.sparkContext.defaultParallelism * 4))
             assert sources is None, "a clustering that rewrites columns keeps the rows' order"
             # One task writes each group, its rows in the plan's order: files hold ranges of it.
             rows = _group_rows(spark, txn.table, plan).repartition(parallel, _GROUP) \
                 .sortWithinPartitions(_GROUP, *[f"`{c}`" for c in plan.sort_columns])
             written = rows.mapInArrow(task.udf(), STATS_SCHEMA)
         else:
-            # No order to make: each group's task reads its slices itself (no shuffle; its rows
-            # never cross into the JVM), largest groups first.
+            # No order to make: the task of a group reads its slices itself (no shuffle; its rows
+            # never cross into the JVM), one task per core, each an equal share (``spark_tasks``).
             reading = GroupReading(txn.table.slice_reader(txn.table.columns), plan.groups, sources)
-            order = sorted(range(len(plan.groups)), key=lambda i: -plan.groups[i].size_mb)
-            indexes = spark.createDataFrame(spark.sparkContext.parallelize([(i,) for i in order], parallel), "g int")
+            cores = spark.sparkContext.defaultParallelism
+            order = spread(list(range(len(plan.groups))), lambda i: plan.groups[i].size_mb, cores)
+            indexes = spark.createDataFrame(spark.sparkContext.parallelize([(i,) for i in order],
+                                                                           max(1, min(len(order), cores))), "g int")
             written = indexes.mapInArrow(task.udf(reading), STATS_SCHEMA)
         stats = [WriteStat.from_row(r.asDict()) for r in written.collect()]
         replaced: dict[str, list[str]] = {}

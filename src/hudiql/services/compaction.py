@@ -27,6 +27,7 @@ from hudiql.errors import HudiqlError, RunElsewhereError
 from hudiql.file_group.reader import SliceReader
 from hudiql.index.record_index import KEYS_STAY
 from hudiql.io.storage import Storage
+from hudiql.spark_tasks import spread
 from hudiql.formats.bloom_filter import FilterSpec, footer_filter, write_with_footer
 from hudiql.index.bloom import filter_spec
 from hudiql.metadata.column_stats import ranges_text
@@ -166,15 +167,17 @@ def execute(spark: SparkSession, table: HudiTable, instant: Instant) -> CommitMe
         return None
     with txn:
         reader = table.slice_reader(with_meta_columns(table.schema))
-        ops = spark.createDataFrame(
-            [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in operations],
+        # One task per core, each an equal share of the file groups by their files (``spark_tasks``).
+        cores = spark.sparkContext.defaultParallelism
+        ordered = spread(operations, lambda op: 1 + len(op.log_files), cores)
+        ops = spark.createDataFrame(spark.sparkContext.parallelize(
+            [(op.partition_path, op.file_id, op.base_instant, op.base_file, list(op.log_files)) for op in ordered],
+            max(1, min(len(operations), cores))),
             "partition_path string, file_id string, base_instant string, base_file string, log_files array<string>",
         )
         task = CompactionTask(reader, instant.timestamp, table.settings.choice(K.COMPRESSION), ranged_columns(table),
                               filter_spec(table))
-        rows = ops.repartition(max(1, min(len(operations), spark.sparkContext.defaultParallelism * 2))).mapInArrow(
-            task.udf(), STATS_SCHEMA
-        ).collect()
+        rows = ops.mapInArrow(task.udf(), STATS_SCHEMA).collect()
         metadata = CommitMetadata(
             operation_type="COMPACT", schema=to_avro_json(table.schema, table.config.name),
             write_stats=[WriteStat.from_row(r.asDict()) for r in rows], compacted=True,
