@@ -48,16 +48,12 @@ FILTERS_SCHEMA = "path string, filter_type string, filter string"
 
 
 def wanted(table: HudiTable) -> bool:
-    """Whether writes keep the bloom_filters index: as the statement's settings ask; when they say
-    nothing, as the table has one."""
-    if K.BLOOM_FILTERS_ENABLE in table.settings:
-        return table.settings.flag(K.BLOOM_FILTERS_ENABLE)
-    return usable(table)
+    """Whether writes keep the bloom_filters index (``HudiTable.keeps_index``)."""
+    return table.keeps_index(K.BLOOM_FILTERS_ENABLE, BLOOM_FILTERS_PARTITION)
 
 
 def usable(table: HudiTable) -> bool:
-    """Whether the table has a bloom_filters index readers may use (its properties name it)."""
-    return table.config.version >= 8 and BLOOM_FILTERS_PARTITION in table.config.metadata_partitions
+    return table.has_index(BLOOM_FILTERS_PARTITION)
 
 
 def _group_count(mdt: MetadataTable, table: HudiTable) -> int:

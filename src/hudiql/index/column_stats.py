@@ -61,16 +61,12 @@ Entries = list[tuple[bytes, bytes]]
 
 
 def wanted(table: HudiTable) -> bool:
-    """Whether writes keep the column stats index: as the statement's settings ask; when they say
-    nothing, as the table has one (a table adopted from Hudi keeps its index unless told otherwise)."""
-    if K.COLUMN_STATS_ENABLE in table.settings:
-        return table.settings.flag(K.COLUMN_STATS_ENABLE)
-    return usable(table)
+    """Whether writes keep the column stats index (``HudiTable.keeps_index``)."""
+    return table.keeps_index(K.COLUMN_STATS_ENABLE, COLUMN_STATS_PARTITION)
 
 
 def usable(table: HudiTable) -> bool:
-    """Whether the table has a column stats index readers may use (its properties name it)."""
-    return table.config.version >= 8 and COLUMN_STATS_PARTITION in table.config.metadata_partitions
+    return table.has_index(COLUMN_STATS_PARTITION)
 
 
 def _listed(table: HudiTable) -> list[str]:

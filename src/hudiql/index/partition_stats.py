@@ -47,8 +47,7 @@ def wanted(table: HudiTable) -> bool:
 
 
 def usable(table: HudiTable) -> bool:
-    """Whether the table has a partition stats index readers may use (its properties name it)."""
-    return table.config.version >= 8 and PARTITION_STATS_PARTITION in table.config.metadata_partitions
+    return table.has_index(PARTITION_STATS_PARTITION)
 
 
 def _partition_ranges(partition: str, ranges: list[ColumnRange]) -> list[ColumnRange]:

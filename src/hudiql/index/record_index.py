@@ -90,8 +90,7 @@ def wanted(table: HudiTable) -> bool:
 
 
 def usable(table: HudiTable) -> bool:
-    """Whether the table has a record index readers may use (its properties name it)."""
-    return table.config.version >= 8 and RECORD_INDEX_PARTITION in table.config.metadata_partitions
+    return table.has_index(RECORD_INDEX_PARTITION)
 
 
 def unreadable(table: HudiTable, exc: BaseException) -> None:

@@ -172,6 +172,17 @@ class HudiTable:
     def has_record_key(self) -> bool:
         return bool(self.config.record_key_fields)
 
+    def has_index(self, partition: str) -> bool:
+        """Whether the table has the metadata table index ``partition`` readers may use (its
+        properties name it; table versions 8 and 9)."""
+        return self.config.version >= 8 and partition in self.config.metadata_partitions
+
+    def keeps_index(self, option: str, partition: str) -> bool:
+        """Whether writes keep the index ``partition``: as the statement's settings give ``option``;
+        when they say nothing, as the table has it (a table adopted from Hudi keeps its index
+        unless told otherwise)."""
+        return self.settings.flag(option) if option in self.settings else self.has_index(partition)
+
     @cached_property
     def schema(self) -> T.StructType:
         """Data columns (no meta columns): from the latest commit's schema, else the create schema."""
