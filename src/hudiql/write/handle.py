@@ -10,8 +10,8 @@ Incoming batches carry the table's data columns plus the helper columns below.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +35,9 @@ from hudiql.record.schema import (
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, WriteStat
 from hudiql.write.create_handle import NewBaseFiles, new_record_meta, running_task, with_generated_keys
 
+if TYPE_CHECKING:  # (append_handle builds on this module)
+    from hudiql.write.append_handle import AppendTask
+
 # Helper columns the driver adds to incoming records; never stored.
 FILE_ID = "__hudiql_file_id"
 SEQUENCE = "__hudiql_seq"
@@ -52,10 +55,11 @@ class MergeTask:
     base_files: dict[tuple[str, str], str]
     concat: bool  # insert / bulk_insert: keep duplicates instead of merging by key
     generate_keys: bool  # table without a record key: keys of new rows are made here
-    # Merge-on-read: a small file group chosen to take inserts that receives none (the write
-    # planned from a bound on its inserts, not a count) appends its updates as a log instead,
-    # with this (``AppendTask.write_group``).
-    append: Callable[[pa.Table], dict] | None = None
+    # Merge-on-read: the rows of a file group that takes logs and receives no insert (a small
+    # file group chosen to take inserts that receives none, as the write planned from a bound on
+    # its inserts; every group of a small write, whose appends share this task) are appended as
+    # a log with this.
+    append: AppendTask | None = None
     #: An insert merged into stored rows (``Operation.merges_into_stored``): of the incoming rows of
     #: one key, the later is kept, as Hudi's merge handle keeps the last it is given.
     combines_incoming: bool = False
@@ -76,8 +80,9 @@ class MergeTask:
         file_id = incoming.column(FILE_ID)[0].as_py()
         partition_path = incoming.column(PARTITION_PATH)[0].as_py()
         old_base = self.base_files.get((partition_path, file_id))
-        if self.append is not None and old_base and not pc.any(flag(incoming, NEW_KEY)).as_py():
-            return self.append(incoming)
+        if (self.append is not None and (partition_path, file_id) in self.append.targets
+                and not pc.any(flag(incoming, NEW_KEY)).as_py()):
+            return self.append.write_group(incoming)
         new_name = layout.base_file_name(file_id, token, self.files.instant_time)
         new_path = layout.join_partition(partition_path, new_name)
         storage.write(layout.marker_path(self.files.instant_time, partition_path, new_name,

@@ -572,6 +572,7 @@ def _write_tagged(
     more tasks than it has rows (each task of a file group's write starts a Python worker)."""
     updates, inserts = _split(tagged)
     mor = table.config.is_mor
+    bucketed = new_groups is not None
     rewritten: list[str] = []
     if new_groups is not None:
         # Bucket index: every row is placed already; rows of new buckets start their file groups.
@@ -616,18 +617,22 @@ def _write_tagged(
         concat=operation is not Operation.UPSERT and not merges_inserts,
         combines_incoming=merges_inserts,
         generate_keys=not table.has_record_key,
-        append=append.write_group if append is not None else None,
+        append=append,
     )
     stats: list[DataFrame] = []  # one collect for every task: one Spark job
     if mor:
         # Updates of a small file group that takes inserts are merged into its new base file:
         # a log would belong to the slice the rewrite supersedes. (If no insert arrives, its
-        # task appends them as a log after all: ``MergeTask.append``.)
-        into_base = F.col(FILE_ID).isin(rewritten)
-        if append is not None:
+        # task appends them as a log after all: ``MergeTask.append``.) A small write's appends go
+        # through the same tasks, as one Python stage: a task's start costs more than its rows.
+        one_stage = not bucketed and most_rows is not None and most_rows <= _ROWS_PER_TASK
+        into_base = F.lit(True) if one_stage else F.col(FILE_ID).isin(rewritten)
+        if append is not None and not one_stage:
             stats.append(by_file_group(updates.where(~into_base)).mapInArrow(append.udf(), STATS_SCHEMA))
-        if rewritten:
-            to_merge = updates.where(into_base).unionByName(inserts.withColumn(NEW_KEY, F.lit(True)), allowMissingColumns=True)
+        if rewritten or one_stage:
+            to_merge = updates.where(into_base)
+            if inserts is not None:
+                to_merge = to_merge.unionByName(inserts.withColumn(NEW_KEY, F.lit(True)), allowMissingColumns=True)
         else:
             to_merge = inserts
     elif partitioned:
