@@ -176,11 +176,14 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
     reader = table.slice_reader(table.columns)
     out = schema if schema.fields else T.StructType([_row_carrier(table.columns)])
     # One task per core, each an equal share of the slices by size (``spark_tasks``); a read of
-    # pinned keys returns few rows of each slice, whatever its size.
-    cores = spark.sparkContext.defaultParallelism
-    ordered = spread(slices, (lambda s: 1) if keys is not None else (lambda s: s.base_file_size + s.log_size), cores)
+    # pinned keys, which returns few rows of each slice, in one task while its files are small
+    # (the other cores read the base files meanwhile).
+    cost = lambda s: s.base_file_size + s.log_size  # noqa: E731
+    small = keys is not None and sum(map(cost, slices)) <= _PINNED_TASK_BYTES
+    tasks = 1 if small else spark.sparkContext.defaultParallelism
+    ordered = spread(slices, cost, tasks)
     descriptors = spark.sparkContext.parallelize(
-        [(s.partition_path, s.base_file, s.log_files) for s in ordered], max(1, min(len(slices), cores))
+        [(s.partition_path, s.base_file, s.log_files) for s in ordered], max(1, min(len(slices), tasks))
     )
     frame = spark.createDataFrame(descriptors, "partition_path string, base_file string, log_files array<string>")
     columns = out.fieldNames()
@@ -188,6 +191,10 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
         out = T.StructType([*out.fields, T.StructField(SOURCE_FILE, T.StringType())])
     merged = frame.mapInArrow(reader.udf(columns, changed_after, SOURCE_FILE if with_file_name else None, keys), out)
     return merged if schema.fields or with_file_name else merged.select()
+
+
+#: The bytes of slices one task reads for pinned keys (Spark's own split size for a file scan).
+_PINNED_TASK_BYTES = 128 * 1024 * 1024
 
 
 def _row_carrier(columns: T.StructType) -> T.StructField:
