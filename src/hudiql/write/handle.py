@@ -10,8 +10,9 @@ Incoming batches carry the table's data columns plus the helper columns below.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -35,14 +36,20 @@ from hudiql.record.schema import (
 from hudiql.timeline.commit import STATS_ARROW_SCHEMA, WriteStat
 from hudiql.write.create_handle import NewBaseFiles, new_record_meta, running_task, with_generated_keys
 
-if TYPE_CHECKING:  # (append_handle builds on this module)
-    from hudiql.write.append_handle import AppendTask
-
 # Helper columns the driver adds to incoming records; never stored.
 FILE_ID = "__hudiql_file_id"
 SEQUENCE = "__hudiql_seq"
 DELETE = "__hudiql_delete"  # set by MERGE / DELETE: the row deletes its key
 NEW_KEY = "__hudiql_new_key"  # MOR: a new key that bucket assignment placed in an existing small file group
+
+class LogAppender(Protocol):
+    """What appends a file group's rows as a log file (``append_handle.AppendTask``)."""
+
+    #: The file groups (partition path, file id) it can append to.
+    targets: Mapping[tuple[str, str], object]
+
+    def write_group(self, rows: pa.Table) -> dict: ...
+
 
 @dataclass(frozen=True)
 class MergeTask:
@@ -59,7 +66,7 @@ class MergeTask:
     # file group chosen to take inserts that receives none, as the write planned from a bound on
     # its inserts; every group of a small write, whose appends share this task) are appended as
     # a log with this.
-    append: AppendTask | None = None
+    append: LogAppender | None = None
     #: An insert merged into stored rows (``Operation.merges_into_stored``): of the incoming rows of
     #: one key, the later is kept, as Hudi's merge handle keeps the last it is given.
     combines_incoming: bool = False
