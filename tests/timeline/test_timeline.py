@@ -218,6 +218,17 @@ def test_a_layout_2_timeline_is_written_in_layout_2(tmp_path):
     assert not [p for p in (path / ".hoodie").iterdir() if p.name.startswith(instant.timestamp)]
 
 
+def test_new_instant_time_is_later_than_every_completion(tmp_path):
+    """A new instant never ties with the completion time of an earlier one (a metadata table's
+    compaction planned in the millisecond its last delta commit completed would take that delta
+    commit's log into its new slice, merged twice)."""
+    path = unzip(SAMPLE / "cow" / "v8_nonpartitioned.zip", tmp_path)
+    tl = Timeline.load(Storage(str(path)))
+    instant = tl.start(COMMIT, tl.new_instant_time())
+    tl.storage.write_atomic(f".hoodie/timeline/{instant.timestamp}_29991231235959998.commit", b"")  # a clock ahead
+    assert Timeline.load(Storage(str(path))).new_instant_time() == "29991231235959999"
+
+
 # ---- which instants committed ----------------------------------------------------------------
 
 def test_committed_instants_are_the_completed_ones_and_those_archived_before_them(table):

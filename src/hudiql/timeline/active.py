@@ -337,10 +337,14 @@ class Timeline:
         return self.storage.read(self.requested_path(instant))
 
     def new_instant_time(self) -> str:
-        """Now, in UTC, and later than every instant on the timeline."""
+        """Now, in UTC, and later than every instant on the timeline and every completion (layout
+        2): a log belongs to the slice whose base instant is at most its delta commit's completion
+        time, so a compaction's instant must not tie with the completion of a delta commit it
+        compacted (one millisecond apart on a fast machine)."""
         now = format_instant_time(datetime.now(timezone.utc))
-        if self.instants:
-            now = max(now, self.next_instant_time(max(i.timestamp for i in self.instants)))
+        times = [t for i in self.instants for t in (i.timestamp, i.completion_time) if t]
+        if times:
+            now = max(now, self.next_instant_time(max(times)))
         return now
 
     @staticmethod
