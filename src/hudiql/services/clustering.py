@@ -11,7 +11,8 @@
   the bucket index (a bucket is a file group).
 - execute: a write transaction of the planned instant (``WriteTransaction.resume``, as a
   compaction runs): Spark tasks read each group's slices (merge-on-read: base and logs merged),
-  sort them by the plan's sort columns and write new base files of about the target size. Each
+  sort them by the plan's sort columns and write new base files of about the target size; without
+  sort columns, the task of each group reads its slices itself (no shuffle). Each
   record keeps its ``_hoodie_commit_time`` and ``_hoodie_commit_seqno`` (Hudi's plans preserve
   commit metadata), so an incremental read sees nothing new; only ``_hoodie_file_name`` names the
   new file. The instant completes as a replacecommit (operation ``CLUSTER``) that replaces the
