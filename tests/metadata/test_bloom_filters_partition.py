@@ -32,7 +32,6 @@ def live_base_files(session, name: str = "t") -> dict[str, str]:
 def indexed_filters(table_path) -> dict[str, tuple[str, bytes]]:
     """What the bloom_filters partition holds, merged as a reader merges it (base HFiles, then the
     logs' HFile blocks in order; stubs remove): key -> (type code, filter text)."""
-    from hudiql.index.bloom_filters import BloomFilterSlice  # noqa: F401 - the slice reader the index uses
     from hudiql.metadata.bloom_filters import BloomFilterSlice as Slice
     from hudiql.table.metadata_table import valid_instants
     from hudiql.timeline.active import Timeline
