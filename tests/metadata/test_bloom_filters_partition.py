@@ -12,11 +12,10 @@ import pytest
 from conftest import VERSIONED_COLUMNS, VERSIONED_QUERY, hudiql_rows, official_rows, versioned_table
 from hudiql.config.table_config import TableConfig
 from hudiql.errors import OptionError
-from hudiql.formats import hfile
 from hudiql.formats.bloom_filter import FOOTER_BLOOM_FILTER, FOOTER_TYPE_CODE, BloomFilter
 from hudiql.io.storage import Storage
 from hudiql.metadata.bloom_filters import decode_filter, filter_key
-from hudiql.metadata.records import file_group_index
+from hudiql.metadata.records import SCHEMA_JSON, file_group_index, index_file_number
 from hudiql.sql.statements import TableName
 from hudiql.table.metadata_table import MetadataTable
 
@@ -41,14 +40,14 @@ def indexed_filters(table_path) -> dict[str, tuple[str, bytes]]:
     mdt = MetadataTable.load(storage, config)
     valid = valid_instants(Timeline.load(storage, config))
     found = {}
-    for s in mdt.latest_slices("bloom_filters").values():
+    groups = mdt.latest_slices("bloom_filters")
+    for s in groups.values():
         s = s.readable(valid)
-        logs = s.read_logs(mdt.storage)
         base = mdt.storage.read(s.path(s.base_file)) if s.base_file else None
-        for key, value in Slice(base, logs, "g").entries("x.hfile"):
-            f = decode_filter(value, hfile.HFile(base, "b").file_info["schema"].decode() if base else "")
+        for key, value in Slice(base, s.read_logs(mdt.storage), "g").entries("x.hfile"):  # (written in hudiql's schema)
+            f = decode_filter(value, SCHEMA_JSON)
             found[key.decode()] = (f.type_code, f.text)
-            assert file_group_index(key.decode(), len(mdt.latest_slices("bloom_filters"))) == int(s.file_id[14:18])
+            assert file_group_index(key.decode(), len(groups)) == index_file_number(s.file_id)
     return found
 
 

@@ -87,14 +87,14 @@ def located(spark: SparkSession, table: HudiTable, keys: DataFrame, slices: list
     else:
         candidates = keys.join(ranges, (keys[PARTITION_PATH] == ranges["partition"]) & within) \
             .select(RECORD_KEY, PARTITION_PATH, "file_id", "path")
-    if from_metadata and bloom_filters.usable(table):
-        files = candidates.select(F.col(PARTITION_PATH).alias("partition"), "path").distinct()
-        candidates = candidates.join(bloom_filters.file_filters(table, files), "path", "left")
-    else:
-        candidates = candidates.withColumn("filter_type", F.lit(None).cast("string")) \
-            .withColumn("filter", F.lit(None).cast("string"))
     check = _CandidateCheck(table.storage.base_uri, None if table.config.populate_meta_fields else table.keygen)
-    return candidates.groupBy("path").applyInArrow(check.udf(), _FOUND)
+    if not (from_metadata and bloom_filters.usable(table)):
+        return candidates.groupBy("path").applyInArrow(check.udf(), _FOUND)
+    # Each file's filter meets its candidates once, in the task that checks them (a filter can be
+    # hundreds of KB: it does not ride on every candidate row).
+    files = spark.createDataFrame([(s.partition_path, s.base_path) for s in slices], "partition string, path string")
+    filters = bloom_filters.file_filters(table, files)
+    return candidates.groupBy("path").cogroup(filters.groupBy("path")).applyInArrow(check.with_filters(), _FOUND)
 
 
 def _ranges_kept(table: HudiTable) -> bool:
@@ -155,22 +155,31 @@ class _CandidateCheck:
         self.base_uri, self.virtual_keys = base_uri, virtual_keys
 
     def udf(self):
+        """For ``applyInArrow``: one file's candidates in, its found keys out."""
         def check(candidates: pa.Table) -> pa.Table:
             return self.found(candidates)
         return check
 
-    def found(self, candidates: pa.Table) -> pa.Table:
+    def with_filters(self):
+        """For a cogrouped ``applyInArrow``: one file's candidates and the metadata table's filter
+        of it (``bloom_filters.FILTERS_SCHEMA``; none when it has none) in, its found keys out."""
+        def check(candidates: pa.Table, filters: pa.Table) -> pa.Table:
+            given = (filters.column("filter")[0].as_py(), filters.column("filter_type")[0].as_py()) \
+                if filters.num_rows else None
+            return self.found(candidates, given)
+        return check
+
+    def found(self, candidates: pa.Table, given: tuple[str, str] | None = None) -> pa.Table:
         """The candidate keys the file holds: those its filter may hold, confirmed by its keys (a
-        filter hudiql cannot read is no filter: the file's keys decide). The filter is the
-        metadata table's (``filter``, ``filter_type``) when given, else the footer's; a file whose
-        filter rules every key out is not opened."""
+        filter hudiql cannot read is no filter: the file's keys decide). The filter is ``given``
+        (the metadata table's: text, type code) or the footer's; a file whose filter rules every
+        key out is not opened."""
+        if given is not None:
+            candidates = _maybe_held(candidates, *given)
+        if not candidates.num_rows:
+            return pa.table({name: pa.array([], pa.string()) for name in (RECORD_KEY, PARTITION_PATH, "file_id")})
         storage = Storage(self.base_uri)
         path = candidates.column("path")[0].as_py()
-        given = candidates.column("filter")[0].as_py()
-        if given is not None:
-            candidates = _maybe_held(candidates, given, candidates.column("filter_type")[0].as_py())
-            if not candidates.num_rows:
-                return pa.table({name: pa.array([], pa.string()) for name in (RECORD_KEY, PARTITION_PATH, "file_id")})
         try:
             with storage.open_input_file(path) as f:
                 parquet = pq.ParquetFile(f)

@@ -626,11 +626,14 @@ def _write_tagged(
         # task appends them as a log after all: ``MergeTask.append``.) A small write's appends go
         # through the same tasks, as one Python stage: a task's start costs more than its rows.
         one_stage = not bucketed and most_rows is not None and most_rows <= _ROWS_PER_TASK
-        into_base = F.lit(True) if one_stage else F.col(FILE_ID).isin(rewritten)
-        if append is not None and not one_stage:
-            stats.append(by_file_group(updates.where(~into_base)).mapInArrow(append.udf(), STATS_SCHEMA))
+        merged_updates = updates
+        if not one_stage:
+            into_base = F.col(FILE_ID).isin(rewritten)
+            merged_updates = updates.where(into_base)
+            if append is not None:
+                stats.append(by_file_group(updates.where(~into_base)).mapInArrow(append.udf(), STATS_SCHEMA))
         if rewritten or one_stage:
-            to_merge = updates.where(into_base)
+            to_merge = merged_updates
             if inserts is not None:
                 to_merge = to_merge.unionByName(inserts.withColumn(NEW_KEY, F.lit(True)), allowMissingColumns=True)
         else:
