@@ -178,7 +178,9 @@ def _merge_slices(spark: SparkSession, table: HudiTable, slices: list[FileSlice]
     # One task per core, each an equal share of the slices by size (``spark_tasks``); a read of
     # pinned keys, which returns few rows of each slice, in one task while its files are small
     # (the other cores read the base files meanwhile).
-    cost = lambda s: s.base_file_size + s.log_size  # noqa: E731
+    def cost(s: FileSlice) -> int:
+        return s.base_file_size + s.log_size
+
     small = keys is not None and sum(map(cost, slices)) <= _PINNED_TASK_BYTES
     tasks = 1 if small else spark.sparkContext.defaultParallelism
     ordered = spread(slices, cost, tasks)
